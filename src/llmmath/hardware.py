@@ -1,0 +1,119 @@
+"""Accelerator presets, loaded from ``data/hardware.toml``, plus chips the reader adds.
+
+>>> from llmmath import hardware
+>>> h100 = hardware.get_chip("H100")
+>>> round(h100.critical_intensity("bf16"))
+295
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ._validate import choice, positive, positive_int
+
+#: Set this to the path of a TOML file (same shape as data/hardware.toml) to add chips.
+EXTRA_HARDWARE_ENV = "LLMMATH_HARDWARE_FILE"
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator: dense peak FLOP/s per dtype, memory, and the two network tiers."""
+
+    name: str
+    full_name: str
+    peak_flop_per_s: dict[str, float] = field(hash=False)
+    hbm_bytes: float
+    hbm_bandwidth_bytes_per_s: float
+    scale_up_bandwidth_bytes_per_s: float
+    scale_up_domain_size: int
+    scale_out_bandwidth_bytes_per_s: float
+    source: str
+    source_date: str
+
+    def __post_init__(self) -> None:
+        if not self.peak_flop_per_s:
+            raise ValueError(f"chip {self.name!r}: peak_flop_per_s needs at least one dtype")
+        for dtype, flops in self.peak_flop_per_s.items():
+            positive(f"chip {self.name!r} peak_flop_per_s[{dtype!r}]", flops)
+        for attribute in (
+            "hbm_bytes",
+            "hbm_bandwidth_bytes_per_s",
+            "scale_up_bandwidth_bytes_per_s",
+            "scale_out_bandwidth_bytes_per_s",
+        ):
+            positive(f"chip {self.name!r} {attribute}", getattr(self, attribute))
+        positive_int(f"chip {self.name!r} scale_up_domain_size", self.scale_up_domain_size)
+
+    def peak(self, dtype: str = "bf16") -> float:
+        """Dense peak FLOP/s for matmuls whose operands are ``dtype``."""
+        choice(f"dtype for {self.name}", dtype, self.peak_flop_per_s)
+        return self.peak_flop_per_s[dtype]
+
+    def critical_intensity(self, dtype: str = "bf16") -> float:
+        """FLOPs per byte of HBM traffic above which a kernel is compute-bound: ``C / W``."""
+        return self.peak(dtype) / self.hbm_bandwidth_bytes_per_s
+
+    @property
+    def memory_floor_s(self) -> float:
+        """Time to read the whole HBM once: no step that touches all of it can be faster."""
+        return self.hbm_bytes / self.hbm_bandwidth_bytes_per_s
+
+    @property
+    def scale_up_to_scale_out_ratio(self) -> float:
+        """How many times faster the scale-up (NVLink/ICI) link is than the scale-out one."""
+        return self.scale_up_bandwidth_bytes_per_s / self.scale_out_bandwidth_bytes_per_s
+
+
+def chip_from_dict(name: str, spec: dict[str, Any]) -> Chip:
+    """Build a :class:`Chip` from one table of a hardware TOML file, with clear errors."""
+    required = [f for f in Chip.__dataclass_fields__ if f != "name"]
+    missing = [key for key in required if key not in spec]
+    if missing:
+        raise ValueError(f"chip {name!r} is missing {', '.join(missing)}")
+    unknown = sorted(set(spec) - set(required))
+    if unknown:
+        raise ValueError(f"chip {name!r} has unknown fields {unknown}; allowed: {required}")
+    return Chip(name=name, **{key: spec[key] for key in required})
+
+
+def load_chips(path: str | os.PathLike[str]) -> dict[str, Chip]:
+    """Read every chip in a TOML file shaped like ``data/hardware.toml``."""
+    with Path(path).open("rb") as handle:
+        tables = tomllib.load(handle)
+    return {name: chip_from_dict(name, spec) for name, spec in tables.items()}
+
+
+def _preset_chips() -> dict[str, Chip]:
+    text = resources.files("llmmath").joinpath("data/hardware.toml").read_text()
+    return {name: chip_from_dict(name, spec) for name, spec in tomllib.loads(text).items()}
+
+
+_CHIPS: dict[str, Chip] = _preset_chips()
+PRESET_NAMES: tuple[str, ...] = tuple(_CHIPS)
+if os.environ.get(EXTRA_HARDWARE_ENV):
+    _CHIPS.update(load_chips(os.environ[EXTRA_HARDWARE_ENV]))
+
+
+def add_chip(chip: Chip) -> None:
+    """Make ``chip`` available by name to every function that takes a chip name."""
+    if not isinstance(chip, Chip):
+        raise TypeError(f"chip must be a llmmath.hardware.Chip; got {type(chip).__name__}")
+    _CHIPS[chip.name] = chip
+
+
+def list_chips() -> list[str]:
+    """Names of every chip known: the presets, then any the reader added."""
+    return list(_CHIPS)
+
+
+def get_chip(chip: str | Chip) -> Chip:
+    """Look a chip up by name (``"H100"``), or pass a :class:`Chip` straight through."""
+    if isinstance(chip, Chip):
+        return chip
+    return _CHIPS[choice("chip", chip, _CHIPS)]

@@ -1,0 +1,201 @@
+"""Transformer shapes and what follows from them: parameters, FLOPs and KV-cache bytes per token.
+
+Symbols follow the scaling book: L layers, D d_model, F d_ff, N query heads, K KV heads,
+H head dim, V vocabulary, E experts, k experts per token.
+
+>>> from llmmath import models
+>>> llama = models.get_model("Llama-3-70B")
+>>> f"{llama.total_params:.4g}"
+'7.055e+10'
+>>> llama.kv_bytes_per_token("bf16")
+327680.0
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from numpy.typing import ArrayLike
+
+from ._validate import FloatArray, as_output, choice, positive, positive_int
+from .dtypes import bytes_per_element
+
+_COUNT_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only transformer with SwiGLU MLPs; optional MoE layers and MLA attention."""
+
+    name: str
+    n_layers: int
+    d_model: int
+    d_ff: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_context: int
+    tied_embeddings: bool = False
+    # Mixture of experts (0 experts = dense). The first n_dense_layers use a dense MLP of d_ff.
+    n_experts: int = 0
+    experts_per_token: int = 0
+    n_shared_experts: int = 0
+    d_ff_expert: int = 0
+    n_dense_layers: int = 0
+    # Multi-head latent attention (DeepSeek); 0 = ordinary MHA/GQA/MQA.
+    mla_kv_lora_rank: int = 0
+    mla_q_lora_rank: int = 0
+    mla_rope_head_dim: int = 0
+    source: str = ""
+    source_date: str = ""
+
+    def __post_init__(self) -> None:
+        for name in (*_COUNT_FIELDS, "max_context"):
+            positive_int(f"{self.name}: {name}", getattr(self, name))
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"{self.name}: n_heads={self.n_heads} is not divisible by "
+                f"n_kv_heads={self.n_kv_heads}"
+            )
+        if self.n_experts:
+            positive_int(f"{self.name}: experts_per_token", self.experts_per_token)
+            if self.experts_per_token > self.n_experts:
+                raise ValueError(
+                    f"{self.name}: experts_per_token={self.experts_per_token} exceeds "
+                    f"n_experts={self.n_experts}"
+                )
+            if not 0 <= self.n_dense_layers < self.n_layers:
+                raise ValueError(f"{self.name}: n_dense_layers must be in [0, n_layers)")
+
+    # ---- shape facts ------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def attention_kind(self) -> str:
+        """ "MLA", "MHA" (K = N), "MQA" (K = 1) or "GQA" (1 < K < N)."""
+        if self.mla_kv_lora_rank:
+            return "MLA"
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def expert_d_ff(self) -> int:
+        return self.d_ff_expert or self.d_ff
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    # ---- parameters -------------------------------------------------------------------
+    @property
+    def attention_params_per_layer(self) -> int:
+        D, N, K, H = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+        if self.attention_kind != "MLA":
+            return 2 * D * N * H + 2 * D * K * H  # W_Q and W_O, then W_K and W_V
+        q_rank, kv_rank, rope = self.mla_q_lora_rank, self.mla_kv_lora_rank, self.mla_rope_head_dim
+        queries = D * q_rank + q_rank + q_rank * N * (H + rope)  # down, its norm, up
+        keys_values = D * (kv_rank + rope) + kv_rank + kv_rank * N * 2 * H
+        return queries + keys_values + N * H * D
+
+    @property
+    def mlp_params_per_expert(self) -> int:
+        return 3 * self.d_model * self.expert_d_ff  # SwiGLU: gate, up and down projections
+
+    @property
+    def dense_mlp_params(self) -> int:
+        return 3 * self.d_model * self.d_ff
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding plus unembedding (one matrix when tied)."""
+        return self.vocab_size * self.d_model * (1 if self.tied_embeddings else 2)
+
+    def _layer_params(self, experts_counted: int) -> int:
+        norms = 2 * self.d_model
+        attention = self.attention_params_per_layer
+        dense = self.n_layers - self.n_moe_layers
+        total = dense * (attention + self.dense_mlp_params + norms)
+        if self.is_moe:
+            router = self.d_model * self.n_experts
+            experts = (experts_counted + self.n_shared_experts) * self.mlp_params_per_expert
+            total += self.n_moe_layers * (attention + experts + router + norms)
+        return total
+
+    @property
+    def total_params(self) -> int:
+        """Every weight, as in the published parameter counts (final norm included)."""
+        return self._layer_params(self.n_experts) + self.embedding_params + self.d_model
+
+    @property
+    def active_params(self) -> int:
+        """Weights one token uses: for MoE only k routed experts (plus shared ones) per layer."""
+        return self._layer_params(self.experts_per_token) + self.embedding_params + self.d_model
+
+    @property
+    def matmul_params_per_token(self) -> int:
+        """Active weights that take part in a matmul: the input embedding is only a lookup."""
+        return self.active_params - self.vocab_size * self.d_model * (not self.tied_embeddings)
+
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        """Bytes to hold every weight in ``dtype``."""
+        return self.total_params * bytes_per_element(dtype)
+
+    # ---- per-token costs ----------------------------------------------------------------
+    def forward_flops_per_token(self, context: ArrayLike = 0) -> float | FloatArray:
+        """Dense forward FLOPs for one token: ``2 * matmul params`` plus attention over
+        ``context`` earlier tokens (QK^T and AV: ``2 * L * T * N * (H_qk + H_v)``)."""
+        T = positive("context", context, allow_zero=True)
+        qk_dim = self.head_dim + self.mla_rope_head_dim
+        attention = 2 * self.n_layers * T * self.n_heads * (qk_dim + self.head_dim)
+        return as_output(2.0 * self.matmul_params_per_token + attention)
+
+    def training_flops_per_token(self) -> float:
+        """``6 * active params``: forward (2) plus backward (4), attention ignored."""
+        return 6.0 * self.matmul_params_per_token
+
+    def kv_elements_per_token(self) -> int:
+        """Numbers cached per token across all layers: ``2 * L * K * H`` (keys and values);
+        MLA caches one latent of ``kv_lora_rank + rope_head_dim`` per layer instead."""
+        if self.attention_kind == "MLA":
+            return self.n_layers * (self.mla_kv_lora_rank + self.mla_rope_head_dim)
+        return 2 * self.n_layers * self.n_kv_heads * self.head_dim
+
+    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
+        """KV-cache bytes for one token of context in ``dtype``."""
+        return self.kv_elements_per_token() * bytes_per_element(dtype)
+
+
+def model_from_dict(name: str, spec: dict[str, Any]) -> ModelConfig:
+    """Build a :class:`ModelConfig` from one table of a models TOML file."""
+    allowed = [f for f in ModelConfig.__dataclass_fields__ if f != "name"]
+    unknown = sorted(set(spec) - set(allowed))
+    if unknown:
+        raise ValueError(f"model {name!r} has unknown fields {unknown}; allowed: {allowed}")
+    return ModelConfig(name=name, **spec)
+
+
+def _preset_models() -> dict[str, ModelConfig]:
+    text = resources.files("llmmath").joinpath("data/models.toml").read_text()
+    return {name: model_from_dict(name, spec) for name, spec in tomllib.loads(text).items()}
+
+
+_MODELS = _preset_models()
+
+
+def list_models() -> list[str]:
+    """Names of the model presets."""
+    return list(_MODELS)
+
+
+def get_model(model: str | ModelConfig) -> ModelConfig:
+    """Look a preset up by name, or pass a :class:`ModelConfig` straight through."""
+    if isinstance(model, ModelConfig):
+        return model
+    return _MODELS[choice("model", model, _MODELS)]

@@ -1,0 +1,190 @@
+"""The roofline: compute time vs memory time, arithmetic intensity, and the critical batch.
+
+Every time here is a FLOOR: it assumes the chip reaches ``flops_efficiency`` of its dense
+peak and ``bandwidth_efficiency`` of its HBM bandwidth (1.0 = the datasheet). Real kernels
+reach less; lower the knobs to see by how much the floor moves.
+
+>>> from llmmath import roofline
+>>> round(roofline.critical_batch("H100"))            # bf16 weights, bf16 compute
+295
+>>> round(roofline.critical_batch("H100", weight_dtype="int8"))
+148
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validate import FloatArray, as_output, fraction, positive
+from .dtypes import bytes_per_element
+from .hardware import Chip, get_chip
+from .models import ModelConfig, get_model
+
+
+@dataclass(frozen=True)
+class RooflineTime:
+    """Compute and memory time of one operation; the truth lies between the two bounds."""
+
+    compute_s: FloatArray
+    memory_s: FloatArray
+
+    @property
+    def lower_s(self) -> FloatArray:
+        """Perfect overlap of compute and memory traffic: ``max(T_math, T_comms)``."""
+        return np.maximum(self.compute_s, self.memory_s)
+
+    @property
+    def upper_s(self) -> FloatArray:
+        """No overlap at all: ``T_math + T_comms``."""
+        return self.compute_s + self.memory_s
+
+    @property
+    def compute_bound(self) -> FloatArray:
+        """True where compute time exceeds memory time."""
+        return np.asarray(self.compute_s > self.memory_s)
+
+
+def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> float | FloatArray:
+    """FLOPs done per byte moved to or from memory."""
+    return as_output(positive("flops", flops) / positive("bytes_moved", bytes_moved))
+
+
+def attainable_flop_per_s(
+    intensity: ArrayLike, chip: str | Chip, dtype: str = "bf16"
+) -> float | FloatArray:
+    """The roofline curve: ``min(C, intensity * W)`` FLOP/s."""
+    spec = get_chip(chip)
+    rate = positive("intensity", intensity) * spec.hbm_bandwidth_bytes_per_s
+    return as_output(np.minimum(spec.peak(dtype), rate))
+
+
+def matmul_flops(batch: ArrayLike, d_in: ArrayLike, d_out: ArrayLike) -> float | FloatArray:
+    """``[B, D] x [D, F]`` costs ``2 B D F`` FLOPs (a multiply and an add per term)."""
+    B, D, F = _sizes(batch, d_in, d_out)
+    return as_output(2.0 * B * D * F)
+
+
+def matmul_bytes(
+    batch: ArrayLike,
+    d_in: ArrayLike,
+    d_out: ArrayLike,
+    weight_dtype: str = "bf16",
+    activation_dtype: str = "bf16",
+) -> float | FloatArray:
+    """Bytes moved: read activations ``B*D`` and weights ``D*F``, write outputs ``B*F``."""
+    B, D, F = _sizes(batch, d_in, d_out)
+    activation = bytes_per_element(activation_dtype)
+    return as_output(activation * (B * D + B * F) + bytes_per_element(weight_dtype) * D * F)
+
+
+def roofline_time(
+    flops: ArrayLike,
+    bytes_moved: ArrayLike,
+    chip: str | Chip,
+    compute_dtype: str = "bf16",
+    *,
+    flops_efficiency: ArrayLike = 1.0,
+    bandwidth_efficiency: ArrayLike = 1.0,
+) -> RooflineTime:
+    """Compute time ``FLOPs / (eff * C)`` and memory time ``bytes / (eff * W)``."""
+    spec = get_chip(chip)
+    achieved_flops = spec.peak(compute_dtype) * fraction("flops_efficiency", flops_efficiency)
+    achieved_bw = spec.hbm_bandwidth_bytes_per_s * fraction(
+        "bandwidth_efficiency", bandwidth_efficiency
+    )
+    flops_array = positive("flops", flops, allow_zero=True)
+    bytes_array = positive("bytes_moved", bytes_moved, allow_zero=True)
+    return RooflineTime(flops_array / achieved_flops, bytes_array / achieved_bw)
+
+
+def matmul_time(
+    batch: ArrayLike,
+    d_in: ArrayLike,
+    d_out: ArrayLike,
+    chip: str | Chip,
+    compute_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+    *,
+    flops_efficiency: ArrayLike = 1.0,
+    bandwidth_efficiency: ArrayLike = 1.0,
+) -> RooflineTime:
+    """Roofline bounds of one ``[B, D] x [D, F]`` matmul on ``chip``."""
+    weights = weight_dtype or compute_dtype
+    return roofline_time(
+        matmul_flops(batch, d_in, d_out),
+        matmul_bytes(batch, d_in, d_out, weights, compute_dtype),
+        chip,
+        compute_dtype,
+        flops_efficiency=flops_efficiency,
+        bandwidth_efficiency=bandwidth_efficiency,
+    )
+
+
+def critical_batch(
+    chip: str | Chip, compute_dtype: str = "bf16", weight_dtype: str | None = None
+) -> float:
+    """Token batch above which a weight-dominated matmul turns compute-bound.
+
+    For ``B << D, F`` the intensity is ``2 B / bytes_per_weight``; setting it equal to the
+    chip's ``C / W`` gives ``B* = C * bytes_per_weight / (2 W)``: ``C / W`` for bf16 weights,
+    half that for int8 weights feeding bf16 FLOPs.
+    """
+    spec = get_chip(chip)
+    weight_bytes = bytes_per_element(weight_dtype or compute_dtype)
+    return spec.peak(compute_dtype) * weight_bytes / (2.0 * spec.hbm_bandwidth_bytes_per_s)
+
+
+def decode_weight_time(
+    model: str | ModelConfig,
+    batch: ArrayLike,
+    chip: str | Chip,
+    compute_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+    *,
+    flops_efficiency: ArrayLike = 1.0,
+    bandwidth_efficiency: ArrayLike = 1.0,
+) -> RooflineTime:
+    """One decode step of ``batch`` sequences through the model's weight matmuls on one chip.
+
+    Counts ``2 * B * P_matmul`` FLOPs and one read of every weight a step touches (for an MoE,
+    the experts that at least one token in the batch is routed to). The KV cache, activations
+    and communication are left out here; the batching chapter adds them.
+    """
+    spec = get_model(model)
+    B = positive("batch", batch)
+    flops = 2.0 * B * spec.matmul_params_per_token
+    bytes_read = weight_params_read(spec, B) * bytes_per_element(weight_dtype or compute_dtype)
+    return roofline_time(
+        flops,
+        bytes_read,
+        chip,
+        compute_dtype,
+        flops_efficiency=flops_efficiency,
+        bandwidth_efficiency=bandwidth_efficiency,
+    )
+
+
+def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray:
+    """Matmul weights read in one step of ``batch`` tokens.
+
+    Dense: all of them. MoE under uniform routing: on average ``E (1 - (1 - k/E)^B)`` of the
+    E experts in each MoE layer receive at least one token, so reads grow with the batch.
+    """
+    spec = get_model(model)
+    B = positive("batch", batch)
+    dense_part = np.full_like(B, float(spec.matmul_params_per_token))
+    if not spec.is_moe:
+        return dense_part
+    E, k = spec.n_experts, spec.experts_per_token
+    touched = E * (1.0 - (1.0 - k / E) ** B)
+    extra_experts = np.maximum(touched - k, 0.0)  # beyond the k already in the active count
+    extra_params: FloatArray = spec.n_moe_layers * extra_experts * spec.mlp_params_per_expert
+    return dense_part + extra_params
+
+
+def _sizes(*values: ArrayLike) -> tuple[FloatArray, ...]:
+    names = ("batch", "d_in", "d_out")
+    return tuple(positive(name, value) for name, value in zip(names, values, strict=True))
