@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from ._validate import FloatArray, positive
+from ._validate import FloatArray, positive, positive_int
 
 _FLOAT32_BYTES = 4.0
 
@@ -53,6 +53,7 @@ class MachineRoofline:
 
 def best_time_s(operation: Callable[[], object], repeats: int = 5) -> float:
     """Fastest of ``repeats`` runs of ``operation`` (after one warm-up run)."""
+    positive_int("repeats", repeats)
     operation()
     times = []
     for _ in range(repeats):
@@ -64,6 +65,7 @@ def best_time_s(operation: Callable[[], object], repeats: int = 5) -> float:
 
 def measure_peak_flop_per_s(size: int = 1024, repeats: int = 5) -> float:
     """Achieved float32 FLOP/s of a square ``size x size`` matmul (2 n^3 FLOPs)."""
+    positive_int("size", size)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
@@ -79,6 +81,8 @@ def measure_bandwidth_bytes_per_s(megabytes: float = 256.0, repeats: int = 5) ->
     Both arrays are far larger than any CPU cache, so the bytes come from main memory.
     """
     n = int(positive("megabytes", megabytes) * 1e6 / _FLOAT32_BYTES)
+    if n < 1024:
+        raise ValueError(f"megabytes must be at least 0.004 (1024 float32); got {megabytes}")
     source = np.ones(n, dtype=np.float32)
     target = np.empty_like(source)
     copy_rate = 2.0 * source.nbytes / best_time_s(lambda: np.copyto(target, source), repeats)
@@ -93,6 +97,7 @@ def measure_matmul_sweep(
     batches: FloatArray, dim: int, repeats: int = 3
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Time ``[B, dim] x [dim, dim]`` for each ``B``: FLOPs, bytes moved and best time."""
+    batches = positive("batches", batches)
     rng = np.random.default_rng(1)
     weights = rng.standard_normal((dim, dim), dtype=np.float32)
     flops, moved, measured = [], [], []

@@ -24,6 +24,16 @@ from ._validate import FloatArray, as_output, choice, positive, positive_int
 from .dtypes import bytes_per_element
 
 _COUNT_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size")
+_OPTIONAL_COUNT_FIELDS = (
+    "n_experts",
+    "experts_per_token",
+    "n_shared_experts",
+    "d_ff_expert",
+    "n_dense_layers",
+    "mla_kv_lora_rank",
+    "mla_q_lora_rank",
+    "mla_rope_head_dim",
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,12 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for name in (*_COUNT_FIELDS, "max_context"):
             positive_int(f"{self.name}: {name}", getattr(self, name))
+        for name in _OPTIONAL_COUNT_FIELDS:
+            _non_negative_int(f"{self.name}: {name}", getattr(self, name))
+        if self.experts_per_token and not self.n_experts:
+            raise ValueError(f"{self.name}: experts_per_token is set but n_experts is 0")
+        if (self.mla_q_lora_rank or self.mla_rope_head_dim) and not self.mla_kv_lora_rank:
+            raise ValueError(f"{self.name}: MLA ranks are set but mla_kv_lora_rank is 0")
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"{self.name}: n_heads={self.n_heads} is not divisible by "
@@ -100,7 +116,10 @@ class ModelConfig:
         if self.attention_kind != "MLA":
             return 2 * D * N * H + 2 * D * K * H  # W_Q and W_O, then W_K and W_V
         q_rank, kv_rank, rope = self.mla_q_lora_rank, self.mla_kv_lora_rank, self.mla_rope_head_dim
-        queries = D * q_rank + q_rank + q_rank * N * (H + rope)  # down, its norm, up
+        # With a query latent: down-projection, its norm, up-projection to the heads; without
+        # one (e.g. DeepSeek-V2-Lite) the queries come straight from D.
+        latent_queries = D * q_rank + q_rank + q_rank * N * (H + rope)
+        queries = latent_queries if q_rank else D * N * (H + rope)
         keys_values = D * (kv_rank + rope) + kv_rank + kv_rank * N * 2 * H
         return queries + keys_values + N * H * D
 
@@ -157,7 +176,8 @@ class ModelConfig:
         return as_output(2.0 * self.matmul_params_per_token + attention)
 
     def training_flops_per_token(self) -> float:
-        """``6 * active params``: forward (2) plus backward (4), attention ignored."""
+        """``6 * matmul params``: forward (2) plus backward (4); attention and the input
+        embedding lookup (no FLOPs) are left out."""
         return 6.0 * self.matmul_params_per_token
 
     def kv_elements_per_token(self) -> int:
@@ -170,6 +190,13 @@ class ModelConfig:
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
         """KV-cache bytes for one token of context in ``dtype``."""
         return self.kv_elements_per_token() * bytes_per_element(dtype)
+
+
+def _non_negative_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0; got {value}")
 
 
 def model_from_dict(name: str, spec: dict[str, Any]) -> ModelConfig:

@@ -184,3 +184,27 @@ def _figure_and_axes(ax: Axes | None) -> tuple[Figure, Axes]:
         return figure, ax
     figure = Figure(figsize=(6.0, 4.0), dpi=100, layout="constrained")
     return figure, figure.add_subplot()
+
+
+def _full_png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    FigureCanvasAgg(figure).print_png(buffer)  # type: ignore[no-untyped-call]
+    return buffer.getvalue()
+
+
+def _show_figures_in_notebooks() -> None:
+    """Let a bare ``Figure`` (made without pyplot) display as a PNG in Jupyter and the book.
+
+    ipykernel registers matplotlib's PNG formatter only once pyplot is imported; these
+    figures never touch pyplot, so register one here.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: nothing to register
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(Figure, _full_png)
+
+
+_show_figures_in_notebooks()

@@ -1,0 +1,79 @@
+# LLM Math: `make book` to set up and build the book, `make test` to run every test.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+# nbgrader's gradebook shells out to alembic, which lives in the venv.
+export PATH := $(BIN):$(PATH)
+ASSIGNMENT ?= roofline
+LAB_PORT ?= 8888
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: help setup book book-clean test lint types pytest lab bench release lock browser clean
+
+help:
+	@echo "make book     set up .venv, vendor the JavaScript, build the book into _build/html"
+	@echo "make test     lint, types and every test (builds the book first)"
+	@echo "make lab      JupyterLab with widgets and nbgrader, on 127.0.0.1:$(LAB_PORT)"
+	@echo "make bench    widget redraw and model sweep timings"
+	@echo "make release ASSIGNMENT=roofline   regenerate exercises/ from solutions/"
+
+$(VENV)/.installed: requirements.lock pyproject.toml lab/overrides.json
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip==25.3
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	# Lessons (.md) open as notebooks in JupyterLab.
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp lab/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	touch $@
+
+setup: $(VENV)/.installed book/_vendor/versions.json
+
+book/_vendor/versions.json: scripts/vendor_js.py
+	$(BIN)/python scripts/vendor_js.py
+
+book: setup
+	@start=$$(date +%s); \
+	LLMMATH_STATIC_WIDGETS=1 $(BIN)/jupyter-book build . -W -n --keep-going --quiet \
+		&& echo "Built in $$(( $$(date +%s) - start )) s. Open $(CURDIR)/_build/html/index.html"
+
+book-clean:
+	rm -rf _build
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+types: setup
+	$(BIN)/mypy
+
+browser:
+	@test -x /usr/bin/chromium || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+		else echo "The browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+
+pytest: setup browser
+	$(BIN)/python -m pytest
+
+test: lint types book pytest
+
+lab: setup
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) --no-browser $(ROOT_FLAG) \
+		--ServerApp.root_dir=$(CURDIR) lessons/roofline.md
+
+bench: setup
+	$(BIN)/python scripts/bench.py
+
+release: setup
+	$(BIN)/python scripts/release.py $(ASSIGNMENT)
+
+# Re-resolve the pinned environment from requirements.in (then commit requirements.lock).
+lock:
+	rm -rf /tmp/llmmath-lock && $(PYTHON) -m venv /tmp/llmmath-lock
+	/tmp/llmmath-lock/bin/pip install --quiet -r requirements.in
+	( echo "# Pinned by 'make lock' on $$(date -u +%F) from requirements.in (Python 3.11)."; \
+	  /tmp/llmmath-lock/bin/pip freeze --exclude-editable ) > requirements.lock
+
+clean: book-clean
+	rm -rf $(VENV) book/_vendor .pytest_cache .mypy_cache .ruff_cache

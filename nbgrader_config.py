@@ -1,0 +1,30 @@
+"""nbgrader settings for the LLM Math course (nbgrader 0.9.6).
+
+Graded notebooks are written once, in ``solutions/<assignment>/`` (the nbgrader source, with
+solutions and hidden tests); ``exercises/<assignment>/`` is the student version that
+``nbgrader generate_assignment`` writes from it. Regenerate it with ``python scripts/release.py``.
+Run nbgrader from the repository root with the environment's ``bin/`` on PATH: the gradebook
+shells out to ``alembic``.
+"""
+
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+
+c = get_config()  # noqa: F821  (traitlets injects get_config into config files)
+
+c.CourseDirectory.course_id = "llmmath"
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "exercises"
+# The gradebook stays at nbgrader's default, sqlite:///<root>/gradebook.db, where <root> is the
+# directory nbgrader runs in (the repository root; gradebook.db is gitignored).
+# submitted/, autograded/ and feedback/ also sit at the root and are gitignored.
+
+# Per cell: an infinite loop in a submission stops here, scores 0, and grading goes on.
+# nbgrader's Execute preprocessor is a subclass of ExecutePreprocessor, so it reads this.
+c.ExecutePreprocessor.timeout = 30
+
+# Feedback is rendered from the autograded notebook, in which the hidden tests were restored;
+# strip them again so that students do not see them. (A failing hidden test would still print
+# its source lines in the traceback; each hidden block switches the kernel's traceback mode to
+# "Minimal" so that only the assert message, which never holds the answer, is shown.)
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

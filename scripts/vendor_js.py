@@ -1,0 +1,95 @@
+"""Fetch the JavaScript the static book serves itself (widgets, require.js, MathJax).
+
+Runs ``npm pack`` for exact versions, checks each tarball against the sha512 integrity
+pinned below, and unpacks only the files the pages load into ``book/_vendor/``. Nothing is
+loaded from a CDN when the book is read. Re-running with everything in place does nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENDOR = ROOT / "book" / "_vendor"
+
+# package spec -> (sha512 integrity from the npm registry, {path in tarball: path in vendor})
+PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
+    "@jupyter-widgets/html-manager@1.0.6": (
+        "sha512-+Mn+Ra8wyIHrYaUpfmf9A3dsLkt/NuwzPQN8sthdxBD35VV5cOJbpmgMhNR27n/rmP3mKyEe0PWCJrtZrXTXDQ==",
+        {"package/dist/": "html-manager/"},
+    ),
+    "requirejs@2.3.4": (
+        "sha512-qPD5gRrj6kGQ0ZySAJgqbArkaDqPMbQIT0zSZDkIv1mfA17w/tR2Faq5l2qqRf2CdQx6FWln9nUrgd2UDzb19A==",
+        {"package/require.js": "require.js"},
+    ),
+    "mathjax@3.2.2": (
+        "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
+        {
+            "package/es5/tex-mml-chtml.js": "mathjax/tex-mml-chtml.js",
+            "package/es5/output/chtml/fonts/woff-v2/": "mathjax/output/chtml/fonts/woff-v2/",
+            "package/es5/input/tex/extensions/": "mathjax/input/tex/extensions/",
+        },
+    ),
+}
+STAMP = VENDOR / "versions.json"
+
+
+def integrity_of(path: Path) -> str:
+    digest = hashlib.sha512(path.read_bytes()).digest()
+    return "sha512-" + base64.b64encode(digest).decode()
+
+
+def unpack(tarball: Path, mapping: dict[str, str]) -> int:
+    copied = 0
+    with tarfile.open(tarball) as archive:
+        for member in archive.getmembers():
+            if not member.isfile() or member.name.endswith(".map"):
+                continue
+            for prefix, target in mapping.items():
+                if member.name == prefix or (
+                    prefix.endswith("/") and member.name.startswith(prefix)
+                ):
+                    destination = VENDOR / (target + member.name[len(prefix) :])
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    source = archive.extractfile(member)
+                    assert source is not None
+                    destination.write_bytes(source.read())
+                    copied += 1
+    return copied
+
+
+def main() -> int:
+    wanted = {spec: integrity for spec, (integrity, _) in PACKAGES.items()}
+    if STAMP.exists() and json.loads(STAMP.read_text()) == wanted:
+        print(f"vendored JavaScript up to date in {VENDOR.relative_to(ROOT)}")
+        return 0
+    shutil.rmtree(VENDOR, ignore_errors=True)
+    VENDOR.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec, (integrity, mapping) in PACKAGES.items():
+            print(f"npm pack {spec}", flush=True)
+            result = subprocess.run(
+                ["npm", "pack", spec, "--json", "--pack-destination", tmp],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            tarball = Path(tmp) / json.loads(result.stdout)[0]["filename"]
+            if integrity_of(tarball) != integrity:
+                print(f"error: {spec} does not match its pinned integrity", file=sys.stderr)
+                return 1
+            print(f"  {unpack(tarball, mapping)} files", flush=True)
+    STAMP.write_text(json.dumps(wanted, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The built book: every page in the table of contents is there, pages come from the package,
+and nothing graded leaks into it (no solution code, no hidden test)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from site_support import HTML, ROOT
+
+if not (HTML / "index.html").exists():
+    pytest.fail("the book is not built: run `make book` (make test does it first)", pytrace=False)
+
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries: list[dict[str, object]]) -> None:
+        for entry in entries:
+            if "file" in entry:
+                files.append(str(entry["file"]))
+            for key in ("chapters", "sections"):
+                if key in entry:
+                    walk(entry[key])  # type: ignore[arg-type]
+
+    walk(toc["parts"])
+    return files
+
+
+def solution_lines() -> set[str]:
+    """Substantial lines of code between the solution and hidden-test markers."""
+    secret: set[str] = set()
+    for notebook in (ROOT / "solutions").rglob("*.ipynb"):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            inside = False
+            for line in "".join(cell["source"]).splitlines():
+                stripped = line.strip()
+                if stripped.startswith("### BEGIN"):
+                    inside = True
+                elif stripped.startswith("### END"):
+                    inside = False
+                elif inside and len(stripped) >= 12 and not stripped.startswith("#"):
+                    secret.add(stripped)
+    return secret
+
+
+def built_text() -> dict[Path, str]:
+    return {
+        path: path.read_text(errors="replace")
+        for path in HTML.rglob("*")
+        if path.is_file()
+        and path.suffix in {".html", ".js", ".txt", ".ipynb", ".md", ".json"}
+        and "_vendor" not in path.parts
+        and "html-manager" not in path.parts
+        and "mathjax" not in path.parts
+    }
+
+
+def test_every_toc_entry_is_built() -> None:
+    missing = [f for f in toc_files() if not (HTML / f"{f}.html").exists()]
+    assert not missing, f"pages in _toc.yml that did not build: {missing}"
+
+
+def test_no_solution_or_hidden_test_in_the_book() -> None:
+    secrets = solution_lines()
+    assert secrets, "found no solution lines to look for: is solutions/ empty?"
+    for path, text in built_text().items():
+        unescaped = re.sub(r"<[^>]+>", "", text).replace("&quot;", '"').replace("&#39;", "'")
+        for marker in MARKERS:
+            assert marker not in unescaped, f"{path} contains {marker!r}"
+        leaked = [line for line in secrets if line in unescaped]
+        assert not leaked, f"{path} contains solution or hidden-test lines: {leaked[:3]}"
+
+
+def test_exercise_page_is_the_student_version() -> None:
+    page = (HTML / "exercises" / "roofline" / "roofline.html").read_text()
+    assert "NotImplementedError" in page, "the exercise page should show the stubs"
+
+
+def test_reference_tables_come_from_the_data_files() -> None:
+    from llmmath import get_chip, get_model
+
+    page = (HTML / "book" / "hardware_and_models.html").read_text()
+    assert get_chip("H100").full_name in page
+    assert f"{get_model('Llama-3-70B').kv_bytes_per_token('bf16'):,.0f}" in page
+
+
+def test_no_cdn_in_pages() -> None:
+    """Scripts and styles load from the book itself (the browser test checks requests too)."""
+    for path in HTML.rglob("*.html"):
+        text = path.read_text()
+        sources = re.findall(r'<(?:script|link)[^>]+(?:src|href)="(https?://[^"]+)"', text)
+        assert not sources, f"{path} loads {sources} from the network"

@@ -1,0 +1,321 @@
+"""llmmath.models: shapes, parameter counts, FLOPs and KV bytes per token, and bad shapes.
+
+Expected values are derived here from the formulas in reference.md (written out in the
+tests, not read back from the package), on small made-up shapes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from llmmath.models import ModelConfig, get_model, list_models, model_from_dict
+
+PRESETS = ["Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B", "Llama-2-13B", "Mixtral-8x7B"]
+
+
+def toy(**overrides: object) -> ModelConfig:
+    """A small GQA model: L=4, D=64, F=256, N=8, K=2, H=8, V=1000."""
+    shape: dict[str, object] = {
+        "name": "toy",
+        "n_layers": 4,
+        "d_model": 64,
+        "d_ff": 256,
+        "n_heads": 8,
+        "n_kv_heads": 2,
+        "head_dim": 8,
+        "vocab_size": 1000,
+        "max_context": 2048,
+    }
+    shape.update(overrides)
+    return ModelConfig(**shape)  # type: ignore[arg-type]
+
+
+def dense_params(L: int, D: int, F: int, N: int, K: int, H: int, V: int, tied: bool) -> int:
+    """reference.md: L (3DF + 2DNH + 2DKH + 2D norms) + V D (x2 unless tied) + D final norm."""
+    return L * (3 * D * F + 2 * D * N * H + 2 * D * K * H + 2 * D) + V * D * (1 if tied else 2) + D
+
+
+# ---- presets ------------------------------------------------------------------------------
+def test_presets_are_listed() -> None:
+    assert set([*PRESETS, "DeepSeek-V3"]) <= set(list_models())
+
+
+@pytest.mark.parametrize("name", [*PRESETS, "DeepSeek-V3"])
+def test_preset_records_its_source(name: str) -> None:
+    model = get_model(name)
+    assert model.name == name
+    assert model.source and model.source_date
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("Llama-3-8B", "GQA"),
+        ("Llama-3-70B", "GQA"),
+        ("Llama-2-13B", "MHA"),
+        ("Mixtral-8x7B", "GQA"),
+        ("DeepSeek-V3", "MLA"),
+    ],
+)
+def test_attention_kind_of_presets(name: str, kind: str) -> None:
+    assert get_model(name).attention_kind == kind
+
+
+def test_attention_kind_of_custom_shapes() -> None:
+    assert toy(n_kv_heads=1).attention_kind == "MQA"
+    assert toy(n_kv_heads=8).attention_kind == "MHA"
+    assert toy(n_kv_heads=4).attention_kind == "GQA"
+
+
+def test_get_model_passes_a_config_through() -> None:
+    model = toy()
+    assert get_model(model) is model
+
+
+def test_configs_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        get_model("Llama-3-8B").n_layers = 1  # type: ignore[misc]
+
+
+def test_moe_flags() -> None:
+    assert not get_model("Llama-3-70B").is_moe
+    assert get_model("Llama-3-70B").n_moe_layers == 0
+    mixtral = get_model("Mixtral-8x7B")
+    assert mixtral.is_moe and mixtral.n_moe_layers == 32
+    assert get_model("DeepSeek-V3").n_moe_layers == 61 - 3
+
+
+# ---- parameters ---------------------------------------------------------------------------
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("kv_heads", [1, 2, 8])
+def test_dense_parameter_count_matches_the_formula(tied: bool, kv_heads: int) -> None:
+    model = toy(n_kv_heads=kv_heads, tied_embeddings=tied)
+    expected = dense_params(4, 64, 256, 8, kv_heads, 8, 1000, tied)
+    assert model.total_params == expected
+    assert model.active_params == expected
+
+
+@pytest.mark.parametrize("name", PRESETS[:4])
+def test_dense_presets_match_the_formula(name: str) -> None:
+    m = get_model(name)
+    expected = dense_params(
+        m.n_layers, m.d_model, m.d_ff, m.n_heads, m.n_kv_heads, m.head_dim, m.vocab_size, False
+    )
+    assert m.total_params == expected
+
+
+def test_tying_embeddings_saves_one_vocabulary_matrix() -> None:
+    assert toy().total_params - toy(tied_embeddings=True).total_params == 1000 * 64
+
+
+def test_moe_total_and_active_differ_by_the_unused_experts() -> None:
+    moe = toy(n_experts=8, experts_per_token=2, d_ff_expert=128, n_dense_layers=1)
+    per_expert = 3 * 64 * 128
+    assert moe.mlp_params_per_expert == per_expert
+    assert moe.n_moe_layers == 3
+    assert moe.total_params - moe.active_params == 3 * (8 - 2) * per_expert
+    # One dense layer (dense MLP of d_ff) and three MoE layers (8 experts + a D x E router).
+    attention = 2 * 64 * 8 * 8 + 2 * 64 * 2 * 8
+    dense_layer = attention + 3 * 64 * 256 + 2 * 64
+    moe_layer = attention + 8 * per_expert + 64 * 8 + 2 * 64
+    assert moe.total_params == dense_layer + 3 * moe_layer + 2 * 1000 * 64 + 64
+
+
+def test_shared_experts_count_in_both_total_and_active() -> None:
+    plain = toy(n_experts=8, experts_per_token=2)
+    shared = toy(n_experts=8, experts_per_token=2, n_shared_experts=1)
+    extra = 4 * 3 * 64 * 256  # every layer is MoE; experts default to d_ff wide
+    assert shared.total_params - plain.total_params == extra
+    assert shared.active_params - plain.active_params == extra
+
+
+def test_moe_with_every_expert_active_is_a_wider_dense_model() -> None:
+    moe = toy(n_experts=4, experts_per_token=4)
+    assert moe.active_params == moe.total_params
+
+
+def test_matmul_params_leave_out_the_input_embedding() -> None:
+    assert toy().active_params - toy().matmul_params_per_token == 1000 * 64
+    tied = toy(tied_embeddings=True)  # the one matrix is also the unembedding matmul
+    assert tied.matmul_params_per_token == tied.active_params
+
+
+@pytest.mark.parametrize(("dtype", "size"), [("fp32", 4), ("bf16", 2), ("int8", 1), ("int4", 0.5)])
+def test_weight_bytes(dtype: str, size: float) -> None:
+    model = toy()
+    assert model.weight_bytes(dtype) == model.total_params * size
+
+
+# ---- FLOPs --------------------------------------------------------------------------------
+def test_forward_flops_without_context_are_twice_the_matmul_params() -> None:
+    model = toy()
+    assert model.forward_flops_per_token() == 2 * model.matmul_params_per_token
+    assert isinstance(model.forward_flops_per_token(0), float)
+
+
+def test_attention_flops_grow_linearly_with_context() -> None:
+    model = toy()
+    base = model.forward_flops_per_token(0)
+    # QK^T and AV each cost 2 T N H per layer (reference.md: ~4 L T N H per token).
+    for T in (1, 100, 4096):
+        assert model.forward_flops_per_token(T) - base == pytest.approx(4 * 4 * T * 8 * 8)
+
+
+def test_forward_flops_accept_arrays() -> None:
+    model = toy()
+    contexts = np.array([0, 10, 1000])
+    result = model.forward_flops_per_token(contexts)
+    assert isinstance(result, np.ndarray) and result.shape == (3,)
+    assert list(result) == [model.forward_flops_per_token(int(t)) for t in contexts]
+
+
+def test_training_flops_are_three_forward_passes() -> None:
+    model = get_model("Llama-3-8B")
+    assert model.training_flops_per_token() == pytest.approx(3 * model.forward_flops_per_token())
+
+
+@pytest.mark.parametrize("bad", [-1, -0.5, float("nan"), [0, -3]])
+def test_negative_context_is_rejected(bad: object) -> None:
+    with pytest.raises(ValueError, match="context must be finite and >= 0"):
+        toy().forward_flops_per_token(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["100", None, True])
+def test_context_of_the_wrong_type_is_rejected(bad: object) -> None:
+    with pytest.raises(TypeError, match="context must be a number"):
+        toy().forward_flops_per_token(bad)  # type: ignore[arg-type]
+
+
+# ---- KV cache -----------------------------------------------------------------------------
+@pytest.mark.parametrize(("dtype", "size"), [("bf16", 2), ("fp8", 1), ("int8", 1), ("fp32", 4)])
+def test_kv_bytes_per_token_gqa(dtype: str, size: float) -> None:
+    # 2 (K and V) x L x K x H elements.
+    assert toy().kv_elements_per_token() == 2 * 4 * 2 * 8
+    assert toy().kv_bytes_per_token(dtype) == 2 * 4 * 2 * 8 * size
+
+
+def test_kv_cache_shrinks_by_the_query_to_kv_head_ratio() -> None:
+    mha, mqa = toy(n_kv_heads=8), toy(n_kv_heads=1)
+    assert mha.kv_bytes_per_token() == 8 * mqa.kv_bytes_per_token()
+
+
+def test_mla_caches_one_latent_per_layer() -> None:
+    mla = toy(mla_kv_lora_rank=32, mla_q_lora_rank=48, mla_rope_head_dim=4, n_kv_heads=8)
+    assert mla.attention_kind == "MLA"
+    assert mla.kv_elements_per_token() == 4 * (32 + 4)
+    assert mla.kv_bytes_per_token("bf16") == 4 * 36 * 2
+
+
+def test_mla_attention_parameters() -> None:
+    D, N, H, q, kv, rope = 64, 8, 8, 48, 32, 4
+    mla = toy(
+        mla_kv_lora_rank=kv, mla_q_lora_rank=q, mla_rope_head_dim=rope, n_kv_heads=N, head_dim=H
+    )
+    # Queries: down-projection, its norm, up to N heads of (H + rope); keys/values: down to
+    # the latent plus the shared rope key, its norm, up to N heads of K and V; output N H x D.
+    expected = (
+        (D * q + q + q * N * (H + rope)) + (D * (kv + rope) + kv + kv * N * 2 * H) + N * H * D
+    )
+    assert mla.attention_params_per_layer == expected
+
+
+def test_mla_without_a_query_latent_has_a_full_query_projection() -> None:
+    # DeepSeek-V2-Lite (config.json q_lora_rank: null) projects queries straight from D to
+    # N heads of (H + rope), so mla_q_lora_rank=0 must mean a D x N (H + rope) matrix.
+    D, N, H, kv, rope = 64, 8, 8, 32, 4
+    mla = toy(mla_kv_lora_rank=kv, mla_rope_head_dim=rope, n_kv_heads=N, head_dim=H)
+    expected = D * N * (H + rope) + (D * (kv + rope) + kv + kv * N * 2 * H) + N * H * D
+    assert mla.attention_params_per_layer == expected
+
+
+def test_unknown_kv_dtype_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown dtype 'fp4'; known: bf16, fp16, fp32"):
+        toy().kv_bytes_per_token("fp4")
+
+
+# ---- bad shapes ---------------------------------------------------------------------------
+def test_heads_not_divisible_by_kv_heads() -> None:
+    with pytest.raises(ValueError, match="n_heads=64 is not divisible by n_kv_heads=6"):
+        toy(n_heads=64, n_kv_heads=6)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "n_layers",
+        "d_model",
+        "d_ff",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "vocab_size",
+        "max_context",
+    ],
+)
+@pytest.mark.parametrize("bad", [0, -4])
+def test_counts_must_be_at_least_one(field: str, bad: int) -> None:
+    with pytest.raises(ValueError, match=f"toy: {field} must be >= 1; got {bad}"):
+        toy(**{field: bad})
+
+
+@pytest.mark.parametrize("bad", [64.0, "64", True, None])
+def test_counts_must_be_integers(bad: object) -> None:
+    with pytest.raises(TypeError, match="d_model must be an integer"):
+        toy(d_model=bad)
+
+
+def test_numpy_integers_are_accepted() -> None:
+    assert toy(d_model=np.int64(64)).total_params == toy().total_params
+
+
+def test_more_experts_per_token_than_experts() -> None:
+    with pytest.raises(ValueError, match="experts_per_token=9 exceeds n_experts=8"):
+        toy(n_experts=8, experts_per_token=9)
+
+
+def test_moe_needs_experts_per_token() -> None:
+    with pytest.raises(ValueError, match="experts_per_token must be >= 1"):
+        toy(n_experts=8)
+
+
+@pytest.mark.parametrize("bad", [4, 5, -1])
+def test_dense_layers_must_leave_some_moe_layers(bad: int) -> None:
+    with pytest.raises(ValueError, match=r"n_dense_layers must be (in \[0, n_layers\)|>= 0)"):
+        toy(n_experts=8, experts_per_token=2, n_dense_layers=bad)
+
+
+@pytest.mark.parametrize(
+    "field", ["n_shared_experts", "d_ff_expert", "mla_kv_lora_rank", "mla_rope_head_dim"]
+)
+def test_optional_counts_must_not_be_negative(field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        toy(n_experts=8, experts_per_token=2, **{field: -1})
+
+
+def test_experts_per_token_needs_experts() -> None:
+    with pytest.raises(ValueError, match="experts_per_token"):
+        toy(experts_per_token=2)
+
+
+def test_unknown_model_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown model 'Llama-4'") as info:
+        get_model("Llama-4")
+    for name in PRESETS:
+        assert name in str(info.value)
+
+
+def test_model_of_the_wrong_type() -> None:
+    with pytest.raises(TypeError, match="model must be a string"):
+        get_model(70)  # type: ignore[arg-type]
+
+
+def test_model_from_dict_names_unknown_fields() -> None:
+    spec = {"n_layers": 2, "d_model": 8, "d_ff": 16, "n_heads": 2, "n_kv_heads": 2}
+    spec |= {"head_dim": 4, "vocab_size": 10, "max_context": 16, "hidden_size": 8}
+    with pytest.raises(ValueError, match=r"unknown fields \['hidden_size'\]"):
+        model_from_dict("tiny", spec)
+    del spec["hidden_size"]
+    assert model_from_dict("tiny", spec).name == "tiny"

@@ -1,0 +1,295 @@
+"""llmmath.plots and llmmath.widgets: figures come back as Figures, PNG frames are PNGs, the
+static explorer's controls are wired to its Stacks, and the live one redraws."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from PIL import Image
+
+from llmmath import plots, roofline, widgets
+from llmmath.hardware import list_chips
+from llmmath.measure import MachineRoofline
+from llmmath.models import list_models
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_image(data: bytes | memoryview) -> Image.Image:
+    data = bytes(data)  # ipywidgets.Image keeps its value as a memoryview
+    assert data.startswith(PNG_SIGNATURE)
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return image
+
+
+# ---- plots --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("chip", "dtype"), [("H100", "bf16"), ("TPU-v5e", "int8")])
+def test_roofline_curve_returns_a_figure_of_the_roofline(chip: str, dtype: str) -> None:
+    figure = plots.roofline_curve(chip, dtype)
+    assert isinstance(figure, Figure)
+    (ax,) = figure.axes
+    assert chip in ax.get_title() and dtype in ax.get_title()
+    x, y = ax.lines[0].get_data()
+    np.testing.assert_allclose(y, roofline.attainable_flop_per_s(np.asarray(x), chip, dtype))
+    spec = plots.get_chip(chip)
+    assert max(y) == spec.peak(dtype)
+    # The dotted ridge line sits at C / W.
+    ridge_x = ax.lines[1].get_xdata()
+    assert ridge_x[0] == pytest.approx(spec.critical_intensity(dtype))
+
+
+def test_roofline_curve_draws_into_a_given_axes() -> None:
+    figure = Figure()
+    ax = figure.add_subplot(1, 2, 2)
+    assert plots.roofline_curve("A100", ax=ax) is figure
+    assert len(ax.lines) == 2
+
+
+def test_roofline_curve_rejects_a_dtype_the_chip_lacks() -> None:
+    with pytest.raises(ValueError, match="fp8"):
+        plots.roofline_curve("A100", "fp8")
+
+
+def test_machine_roofline_figure() -> None:
+    result = MachineRoofline(
+        peak_flop_per_s=1e11,
+        bandwidth_bytes_per_s=1e10,
+        sweep_batch=np.array([1.0, 64.0]),
+        sweep_dim=256,
+        sweep_flops=np.array([1.3e5, 8.4e6]),
+        sweep_bytes=np.array([2.6e5, 3.9e5]),
+        sweep_measured_s=np.array([3e-5, 1e-4]),
+    )
+    figure = plots.machine_roofline(result)
+    assert isinstance(figure, Figure)
+    (ax,) = figure.axes
+    assert [t.get_text() for t in ax.texts] == ["B=1", "B=64"]
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), result.sweep_achieved_flop_per_s)
+
+
+def test_explorer_figure_returns_a_two_panel_figure() -> None:
+    figure = plots.explorer_figure(chip="B200", batch=8)
+    assert isinstance(figure, Figure)
+    assert len(figure.axes) == 2
+
+
+def test_figure_png_limits_the_palette() -> None:
+    figure = plots.roofline_curve("H100")
+    image = png_image(plots.figure_png(figure, colours=4))
+    assert image.mode == "P"
+    colours = image.getcolors()
+    assert colours is not None and len(colours) <= 4
+    assert image.size == (600, 400)  # 6 x 4 inches at 100 dpi
+
+
+def test_explorer_update_and_png() -> None:
+    explorer = plots.RooflineExplorer()
+    explorer.update("H100", "Llama-3-70B", 1)
+    small = explorer.png()
+    image = png_image(small)
+    assert image.size == (800, 320)  # 10 x 4 inches at 80 dpi
+    colours = image.getcolors()
+    assert colours is not None and len(colours) <= 32
+    assert "memory-bound" in explorer.ax_time.get_title()
+    explorer.update("H100", "Llama-3-70B", 4096)
+    assert "compute-bound" in explorer.ax_time.get_title()
+    assert explorer.png() != small
+
+
+def test_explorer_moves_its_markers_to_the_decode_step() -> None:
+    explorer = plots.RooflineExplorer()
+    explorer.update("H100", "Llama-3-8B", 64, "bf16", "int8")
+    step = roofline.decode_weight_time("Llama-3-8B", 64, "H100", "bf16", "int8")
+    x, y = explorer.time_point.get_data()
+    assert x[0] == 64 and y[0] == pytest.approx(float(step.lower_s))
+    critical = roofline.critical_batch("H100", "bf16", "int8")
+    assert explorer.critical_line.get_xdata()[0] == pytest.approx(critical)
+    assert "int8 weights" in explorer.ax_roof.get_title()
+
+
+def test_explorer_rejects_bad_settings() -> None:
+    explorer = plots.RooflineExplorer()
+    with pytest.raises(ValueError, match="unknown chip"):
+        explorer.update("H1000")
+    with pytest.raises(ValueError, match="batch must be finite and > 0"):
+        explorer.update(batch=0)
+
+
+# ---- widgets: flavour ---------------------------------------------------------------------
+def test_static_mode_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
+    assert not widgets.static_mode()
+    monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    assert widgets.static_mode()
+    monkeypatch.setenv(widgets.STATIC_ENV, "0")
+    assert not widgets.static_mode()
+
+
+@pytest.mark.parametrize(("env", "flavour"), [("1", "static"), ("", "live")])
+def test_roofline_explorer_picks_the_flavour(
+    monkeypatch: pytest.MonkeyPatch, env: str, flavour: str
+) -> None:
+    monkeypatch.setenv(widgets.STATIC_ENV, env)
+    monkeypatch.setattr(widgets, "static_roofline_explorer", lambda model: ("static", model))
+    monkeypatch.setattr(widgets, "live_roofline_explorer", lambda model: ("live", model))
+    assert widgets.roofline_explorer("Llama-3-8B") == (flavour, "Llama-3-8B")
+
+
+# ---- widgets: static ----------------------------------------------------------------------
+class LabelledFrames:
+    """Stands in for RooflineExplorer: each frame's PNG bytes name the setting drawn, so the
+    test can check every leaf holds the right frame without rendering 104 figures."""
+
+    def __init__(self) -> None:
+        self.setting: tuple[Any, ...] = ()
+
+    def update(self, chip: str, model: str, batch: float, compute: str, weights: str) -> None:
+        self.setting = (chip, model, batch, compute, weights)
+
+    def png(self) -> bytes:
+        chip, model, batch, compute, weights = self.setting
+        return f"{chip}|{model}|{batch:g}|{compute}|{weights}".encode()
+
+
+@pytest.fixture
+def recorded_links(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Every ipywidgets Link the code creates (the real jslink still runs)."""
+    links: list[Any] = []
+    real = w.jslink
+
+    def recording(source: Any, target: Any) -> Any:
+        link = real(source, target)
+        links.append(link)
+        return link
+
+    monkeypatch.setattr(w, "jslink", recording)  # widgets calls it as w.jslink
+    yield links
+
+
+@pytest.fixture
+def static_box(monkeypatch: pytest.MonkeyPatch, recorded_links: list[Any]) -> w.VBox:
+    monkeypatch.setattr(widgets, "RooflineExplorer", LabelledFrames)
+    return widgets.static_roofline_explorer("Llama-3-8B")
+
+
+def leaves(widget: w.Widget) -> list[w.Widget]:
+    if isinstance(widget, w.Stack):
+        return [leaf for child in widget.children for leaf in leaves(child)]
+    return [widget]
+
+
+def stacks(widget: w.Widget, depth: int = 0) -> list[tuple[int, w.Stack]]:
+    if not isinstance(widget, w.Stack):
+        return []
+    found = [(depth, widget)]
+    for child in widget.children:
+        found += stacks(child, depth + 1)
+    return found
+
+
+def static_parts(box: w.VBox) -> tuple[w.Dropdown, w.ToggleButtons, w.SelectionSlider, w.Stack]:
+    (chip, weights), batch, root, _caption = box.children[0].children, *box.children[1:]
+    return chip, weights, batch, root
+
+
+def test_static_explorer_has_one_leaf_per_frame(static_box: w.VBox) -> None:
+    assert isinstance(static_box, w.VBox)
+    *_, root = static_parts(static_box)
+    images = leaves(root)
+    assert len(images) == 4 * 2 * 13  # chips x weight formats x batches 1 ... 4096
+    assert all(isinstance(image, w.Image) and image.format == "png" for image in images)
+
+
+def test_static_explorer_leaves_hold_the_frame_for_their_position(static_box: w.VBox) -> None:
+    *_, root = static_parts(static_box)
+    batches = [2**i for i in range(13)]
+    for i, chip in enumerate(["A100", "H100", "B200", "TPU-v5e"]):
+        for j, weights in enumerate(["bf16", "int8"]):
+            for k, batch in enumerate(batches):
+                leaf = root.children[i].children[j].children[k]
+                assert bytes(leaf.value) == f"{chip}|Llama-3-8B|{batch}|bf16|{weights}".encode()
+
+
+def test_static_explorer_controls_match_the_stack_axes(static_box: w.VBox) -> None:
+    chip, weights, batch, root = static_parts(static_box)
+    assert list(chip.options) == ["A100", "H100", "B200", "TPU-v5e"]
+    assert list(weights.options) == ["bf16", "int8"]
+    assert list(batch.options) == [2**i for i in range(13)]
+    assert (chip.value, weights.value, batch.value) == ("H100", "bf16", 1)
+    # Every Stack starts on the frame its control shows.
+    for depth, stack in stacks(root):
+        assert stack.selected_index == (chip, weights, batch)[depth].index
+
+
+def test_static_explorer_links_each_control_to_every_stack_of_its_level(
+    static_box: w.VBox, recorded_links: list[Any]
+) -> None:
+    chip, weights, batch, root = static_parts(static_box)
+    by_level: dict[int, set[int]] = {0: set(), 1: set(), 2: set()}
+    for depth, stack in stacks(root):
+        by_level[depth].add(id(stack))
+    assert [len(by_level[d]) for d in range(3)] == [1, 4, 8]
+
+    controls = {id(chip): 0, id(weights): 1, id(batch): 2}
+    linked: dict[int, set[int]] = {0: set(), 1: set(), 2: set()}
+    assert len(recorded_links) == 1 + 4 + 8
+    for link in recorded_links:
+        assert isinstance(link, w.widgets.widget_link.Link)
+        (source, source_trait), (target, target_trait) = link.source, link.target
+        assert (source_trait, target_trait) == ("index", "selected_index")
+        assert isinstance(target, w.Stack)
+        linked[controls[id(source)]].add(id(target))
+    assert linked == by_level
+
+
+def test_nested_stacks_with_plain_labels() -> None:
+    first = w.Dropdown(options=["a", "b"], index=1)
+    second = w.ToggleButtons(options=["x", "y", "z"], index=2)
+    root = widgets.nested_stacks(
+        [["a", "b"], ["x", "y", "z"]], lambda p, q: w.Label(value=p + q), [first, second]
+    )
+    assert [leaf.value for leaf in leaves(root)] == ["ax", "ay", "az", "bx", "by", "bz"]
+    assert root.selected_index == 1
+    assert all(child.selected_index == 2 for child in root.children)
+
+
+# ---- widgets: live ------------------------------------------------------------------------
+def live_parts(box: w.VBox) -> tuple[w.Dropdown, w.Dropdown, w.ToggleButtons, w.IntSlider, w.Image]:
+    (chip, model), (weights, batch) = box.children[0].children, box.children[1].children
+    return chip, model, weights, batch, box.children[2]
+
+
+def test_live_explorer_starts_with_a_frame() -> None:
+    box = widgets.live_roofline_explorer("Llama-3-8B")
+    chip, model, weights, batch, image = live_parts(box)
+    assert (chip.value, model.value, weights.value, batch.value) == (
+        "H100",
+        "Llama-3-8B",
+        "bf16",
+        1,
+    )
+    assert list(chip.options) == list_chips()
+    assert list(model.options) == list_models()
+    png_image(image.value)
+
+
+def test_live_explorer_redraws_when_a_control_moves() -> None:
+    box = widgets.live_roofline_explorer()
+    chip, _model, weights, batch, image = live_parts(box)
+    frames = [bytes(image.value)]
+    batch.value = 1024
+    frames.append(bytes(image.value))
+    weights.value = "int8"
+    frames.append(bytes(image.value))
+    chip.value = "B200"
+    frames.append(bytes(image.value))
+    for frame in frames:
+        png_image(frame)
+    assert len(set(frames)) == len(frames)  # every change drew a new frame
