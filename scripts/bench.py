@@ -23,7 +23,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def bench_widget_update(repeats: int = 60) -> dict[str, float]:
-    box = widgets.live_roofline_explorer()
+    box = widgets.roofline.live_roofline_explorer()
     slider = box.children[1].children[1]
     chip = box.children[0].children[0]
     times = []
@@ -50,8 +50,11 @@ def bench_sweep(points: int = 1_000_000, repeats: int = 5) -> dict[str, float]:
 
 def bench_static_frames() -> dict[str, float]:
     start = time.perf_counter()
-    widgets.static_roofline_explorer()
-    return {"seconds": time.perf_counter() - start, "frames": float(len(widgets.STATIC_CHIPS) * 26)}
+    widgets.roofline.static_roofline_explorer()
+    return {
+        "seconds": time.perf_counter() - start,
+        "frames": float(len(widgets.roofline.STATIC_CHIPS) * 26),
+    }
 
 
 def main() -> None:

@@ -17,6 +17,8 @@ from llmmath import plots, roofline, widgets
 from llmmath.hardware import list_chips
 from llmmath.measure import MachineRoofline
 from llmmath.models import list_models
+from llmmath.plots import roofline as roofline_plots
+from llmmath.widgets import roofline as roofline_widgets
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -32,13 +34,13 @@ def png_image(data: bytes | memoryview) -> Image.Image:
 # ---- plots --------------------------------------------------------------------------------
 @pytest.mark.parametrize(("chip", "dtype"), [("H100", "bf16"), ("TPU-v5e", "int8")])
 def test_roofline_curve_returns_a_figure_of_the_roofline(chip: str, dtype: str) -> None:
-    figure = plots.roofline_curve(chip, dtype)
+    figure = roofline_plots.roofline_curve(chip, dtype)
     assert isinstance(figure, Figure)
     (ax,) = figure.axes
     assert chip in ax.get_title() and dtype in ax.get_title()
     x, y = ax.lines[0].get_data()
     np.testing.assert_allclose(y, roofline.attainable_flop_per_s(np.asarray(x), chip, dtype))
-    spec = plots.get_chip(chip)
+    spec = roofline_plots.get_chip(chip)
     assert max(y) == spec.peak(dtype)
     # The dotted ridge line sits at C / W.
     ridge_x = ax.lines[1].get_xdata()
@@ -48,13 +50,13 @@ def test_roofline_curve_returns_a_figure_of_the_roofline(chip: str, dtype: str) 
 def test_roofline_curve_draws_into_a_given_axes() -> None:
     figure = Figure()
     ax = figure.add_subplot(1, 2, 2)
-    assert plots.roofline_curve("A100", ax=ax) is figure
+    assert roofline_plots.roofline_curve("A100", ax=ax) is figure
     assert len(ax.lines) == 2
 
 
 def test_roofline_curve_rejects_a_dtype_the_chip_lacks() -> None:
     with pytest.raises(ValueError, match="fp8"):
-        plots.roofline_curve("A100", "fp8")
+        roofline_plots.roofline_curve("A100", "fp8")
 
 
 def test_machine_roofline_figure() -> None:
@@ -67,7 +69,7 @@ def test_machine_roofline_figure() -> None:
         sweep_bytes=np.array([2.6e5, 3.9e5]),
         sweep_measured_s=np.array([3e-5, 1e-4]),
     )
-    figure = plots.machine_roofline(result)
+    figure = roofline_plots.machine_roofline(result)
     assert isinstance(figure, Figure)
     (ax,) = figure.axes
     assert [t.get_text() for t in ax.texts] == ["B=1", "B=64"]
@@ -75,13 +77,13 @@ def test_machine_roofline_figure() -> None:
 
 
 def test_explorer_figure_returns_a_two_panel_figure() -> None:
-    figure = plots.explorer_figure(chip="B200", batch=8)
+    figure = roofline_plots.explorer_figure(chip="B200", batch=8)
     assert isinstance(figure, Figure)
     assert len(figure.axes) == 2
 
 
 def test_figure_png_limits_the_palette() -> None:
-    figure = plots.roofline_curve("H100")
+    figure = roofline_plots.roofline_curve("H100")
     image = png_image(plots.figure_png(figure, colours=4))
     assert image.mode == "P"
     colours = image.getcolors()
@@ -90,7 +92,7 @@ def test_figure_png_limits_the_palette() -> None:
 
 
 def test_explorer_update_and_png() -> None:
-    explorer = plots.RooflineExplorer()
+    explorer = roofline_plots.RooflineExplorer()
     explorer.update("H100", "Llama-3-70B", 1)
     small = explorer.png()
     image = png_image(small)
@@ -104,7 +106,7 @@ def test_explorer_update_and_png() -> None:
 
 
 def test_explorer_moves_its_markers_to_the_decode_step() -> None:
-    explorer = plots.RooflineExplorer()
+    explorer = roofline_plots.RooflineExplorer()
     explorer.update("H100", "Llama-3-8B", 64, "bf16", "int8")
     step = roofline.decode_weight_time("Llama-3-8B", 64, "H100", "bf16", "int8")
     x, y = explorer.time_point.get_data()
@@ -115,7 +117,7 @@ def test_explorer_moves_its_markers_to_the_decode_step() -> None:
 
 
 def test_explorer_rejects_bad_settings() -> None:
-    explorer = plots.RooflineExplorer()
+    explorer = roofline_plots.RooflineExplorer()
     with pytest.raises(ValueError, match="unknown chip"):
         explorer.update("H1000")
     with pytest.raises(ValueError, match="batch must be finite and > 0"):
@@ -137,9 +139,11 @@ def test_roofline_explorer_picks_the_flavour(
     monkeypatch: pytest.MonkeyPatch, env: str, flavour: str
 ) -> None:
     monkeypatch.setenv(widgets.STATIC_ENV, env)
-    monkeypatch.setattr(widgets, "static_roofline_explorer", lambda model: ("static", model))
-    monkeypatch.setattr(widgets, "live_roofline_explorer", lambda model: ("live", model))
-    assert widgets.roofline_explorer("Llama-3-8B") == (flavour, "Llama-3-8B")
+    monkeypatch.setattr(
+        roofline_widgets, "static_roofline_explorer", lambda model: ("static", model)
+    )
+    monkeypatch.setattr(roofline_widgets, "live_roofline_explorer", lambda model: ("live", model))
+    assert roofline_widgets.roofline_explorer("Llama-3-8B") == (flavour, "Llama-3-8B")
 
 
 # ---- widgets: static ----------------------------------------------------------------------
@@ -175,8 +179,8 @@ def recorded_links(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 @pytest.fixture
 def static_box(monkeypatch: pytest.MonkeyPatch, recorded_links: list[Any]) -> w.VBox:
-    monkeypatch.setattr(widgets, "RooflineExplorer", LabelledFrames)
-    return widgets.static_roofline_explorer("Llama-3-8B")
+    monkeypatch.setattr(roofline_widgets, "RooflineExplorer", LabelledFrames)
+    return roofline_widgets.static_roofline_explorer("Llama-3-8B")
 
 
 def leaves(widget: w.Widget) -> list[w.Widget]:
@@ -267,7 +271,7 @@ def live_parts(box: w.VBox) -> tuple[w.Dropdown, w.Dropdown, w.ToggleButtons, w.
 
 
 def test_live_explorer_starts_with_a_frame() -> None:
-    box = widgets.live_roofline_explorer("Llama-3-8B")
+    box = roofline_widgets.live_roofline_explorer("Llama-3-8B")
     chip, model, weights, batch, image = live_parts(box)
     assert (chip.value, model.value, weights.value, batch.value) == (
         "H100",
@@ -281,7 +285,7 @@ def test_live_explorer_starts_with_a_frame() -> None:
 
 
 def test_live_explorer_redraws_when_a_control_moves() -> None:
-    box = widgets.live_roofline_explorer()
+    box = roofline_widgets.live_roofline_explorer()
     chip, _model, weights, batch, image = live_parts(box)
     frames = [bytes(image.value)]
     batch.value = 1024

@@ -1,31 +1,27 @@
-"""Figures for the course. Each function returns a matplotlib Figure (no pyplot state, no
-``plt.show()``); the lessons show them captioned and the widgets re-drive the same code."""
+"""Figures of the roofline chapter."""
 
 from __future__ import annotations
-
-import io
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
-from PIL import Image
 
-from . import roofline
-from .hardware import Chip, get_chip
-from .measure import MachineRoofline
-from .models import ModelConfig, get_model
+from .. import roofline
+from ..hardware import Chip, get_chip
+from ..measure import MachineRoofline
+from ..models import ModelConfig, get_model
+from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, figure_and_axes, figure_png
 
 BATCHES = 2.0 ** np.arange(0, 13)  # 1 ... 4096 tokens, the static book's slider stops
 _INTENSITY = np.logspace(-1, 4, 200)
 _SWEEP = np.logspace(0, np.log10(8192), 120)
-COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#d95f02", "#1b9e77", "#222222"
 
 
 def roofline_curve(chip: str | Chip, dtype: str = "bf16", ax: Axes | None = None) -> Figure:
     """Attainable FLOP/s against arithmetic intensity, ridge point marked."""
-    figure, ax = _figure_and_axes(ax)
+    figure, ax = figure_and_axes(ax)
     spec = get_chip(chip)
     ax.loglog(
         _INTENSITY, roofline.attainable_flop_per_s(_INTENSITY, spec, dtype), color=FLOOR_COLOUR
@@ -136,7 +132,7 @@ def explorer_figure(**settings: object) -> Figure:
 
 def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:
     """The reader's machine: its measured roofline, and each measured matmul placed on it."""
-    figure, ax = _figure_and_axes(ax)
+    figure, ax = figure_and_axes(ax)
     intensity = np.logspace(-1, 3, 100)
     ceiling = np.minimum(result.peak_flop_per_s, intensity * result.bandwidth_bytes_per_s)
     ax.loglog(intensity, ceiling, color=FLOOR_COLOUR, label="roofline from measured peaks")
@@ -158,53 +154,3 @@ def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:
     )
     ax.legend(fontsize=8, loc="lower right")
     return figure
-
-
-def figure_png(figure: Figure, colours: int = 32) -> bytes:
-    """Render ``figure`` with Agg to a palette PNG of at most ``colours`` colours."""
-    canvas = (
-        figure.canvas if isinstance(figure.canvas, FigureCanvasAgg) else FigureCanvasAgg(figure)
-    )
-    canvas.draw()  # type: ignore[no-untyped-call]
-    image = Image.frombuffer(
-        "RGBA",
-        canvas.get_width_height(),
-        canvas.buffer_rgba(),  # type: ignore[no-untyped-call]
-    )
-    buffer = io.BytesIO()
-    palette = image.convert("RGB").quantize(colours, method=Image.Quantize.FASTOCTREE)
-    palette.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def _figure_and_axes(ax: Axes | None) -> tuple[Figure, Axes]:
-    if ax is not None:
-        figure = ax.get_figure()
-        assert isinstance(figure, Figure)
-        return figure, ax
-    figure = Figure(figsize=(6.0, 4.0), dpi=100, layout="constrained")
-    return figure, figure.add_subplot()
-
-
-def _full_png(figure: Figure) -> bytes:
-    buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)  # type: ignore[no-untyped-call]
-    return buffer.getvalue()
-
-
-def _show_figures_in_notebooks() -> None:
-    """Let a bare ``Figure`` (made without pyplot) display as a PNG in Jupyter and the book.
-
-    ipykernel registers matplotlib's PNG formatter only once pyplot is imported; these
-    figures never touch pyplot, so register one here.
-    """
-    try:
-        from IPython import get_ipython
-    except ImportError:  # plain Python: nothing to register
-        return
-    shell = get_ipython()
-    if shell is not None:
-        shell.display_formatter.formatters["image/png"].for_type(Figure, _full_png)
-
-
-_show_figures_in_notebooks()

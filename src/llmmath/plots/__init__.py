@@ -1,0 +1,8 @@
+"""Figures for the course, one module per chapter. Each function returns a matplotlib Figure
+(no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
+the same code, so the book and the notebook always agree."""
+
+from . import roofline
+from .common import figure_and_axes, figure_png
+
+__all__ = ["figure_and_axes", "figure_png", "roofline"]

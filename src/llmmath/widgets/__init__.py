@@ -1,0 +1,6 @@
+"""Controls for the lessons, one module per chapter, on the shared plumbing in ``common``."""
+
+from . import roofline
+from .common import STATIC_ENV, nested_stacks, static_mode
+
+__all__ = ["STATIC_ENV", "nested_stacks", "roofline", "static_mode"]
