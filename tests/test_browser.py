@@ -79,10 +79,14 @@ def test_the_book_has_its_pages() -> None:
 @pytest.mark.parametrize("path", PAGES)
 def test_page_renders_offline(browser: Browser, base_url: str, path: str) -> None:
     visit = Visit(browser, f"{base_url}/{path}")
+    if path == "index.html":  # a meta refresh to the intro page
+        visit.page.wait_for_url("**/book/intro.html", timeout=10000)
+    title = visit.page.locator("article h1").first
+    title.wait_for(state="visible", timeout=10000)  # raises if the page shows no title
+    visit.page.wait_for_load_state("load")
     visit.page.wait_for_timeout(300)
     assert not visit.outside, f"{path} reached outside the machine: {visit.outside}"
     assert not visit.errors, f"{path} logged errors: {visit.errors}"
-    assert visit.page.locator("article h1").first.is_visible(), f"{path} shows no title"
     raw_tex = visit.page.locator("article").inner_text()
     assert "\\frac" not in raw_tex, f"{path} shows raw TeX: MathJax did not typeset it"
     visit.page.close()
