@@ -1,0 +1,86 @@
+"""Time of the collectives that parallel training and serving use, on a chip's two networks.
+
+A group of ``n_chips`` that fits in one scale-up domain (an NVLink node or rack, a TPU ICI
+pod) talks over the scale-up links; a larger group also crosses the scale-out network
+(InfiniBand/Ethernet NICs, TPU DCN), which is several times slower. Times are floors:
+bandwidth-optimal algorithms at full link speed, no latency term, no congestion.
+
+Sizes follow the scaling book: ``array_bytes`` is the size of the whole (unsharded) array.
+
+>>> from llmmath import collectives
+>>> round(collectives.all_reduce_time_s(1e9, 8, "H100") * 1e3, 2)   # 1 GB over NVLink
+3.89
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validate import FloatArray, as_output, positive, positive_int
+from .hardware import Chip, get_chip
+
+
+def fits_in_scale_up(n_chips: int, chip: str | Chip) -> bool:
+    """True if ``n_chips`` fit in one scale-up domain of ``chip``."""
+    return positive_int("n_chips", n_chips) <= get_chip(chip).scale_up_domain_size
+
+
+def link_bandwidth_bytes_per_s(n_chips: int, chip: str | Chip) -> float:
+    """Per-chip bandwidth a ring over ``n_chips`` runs at: the slowest link it crosses."""
+    spec = get_chip(chip)
+    if fits_in_scale_up(n_chips, spec):
+        return spec.scale_up_bandwidth_bytes_per_s
+    return spec.scale_out_bandwidth_bytes_per_s
+
+
+def all_gather_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) -> float | FloatArray:
+    """AllGather (or ReduceScatter) of an array of ``array_bytes``: each chip sends and
+    receives ``(n-1)/n`` of it, ``S (n-1) / (n W)``."""
+    n = positive_int("n_chips", n_chips)
+    size = positive("array_bytes", array_bytes, allow_zero=True)
+    return as_output(size * (n - 1) / (n * link_bandwidth_bytes_per_s(n, chip)))
+
+
+def reduce_scatter_time_s(
+    array_bytes: ArrayLike, n_chips: int, chip: str | Chip
+) -> float | FloatArray:
+    """ReduceScatter moves the same bytes as AllGather, in the other direction."""
+    return all_gather_time_s(array_bytes, n_chips, chip)
+
+
+def all_reduce_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) -> float | FloatArray:
+    """AllReduce = ReduceScatter + AllGather: ``2 S (n-1) / (n W)``."""
+    return as_output(2.0 * np.asarray(all_gather_time_s(array_bytes, n_chips, chip)))
+
+
+def all_to_all_time_s(
+    bytes_per_chip: ArrayLike, n_chips: int, chip: str | Chip
+) -> float | FloatArray:
+    """AllToAll where each chip sends ``bytes_per_chip`` spread evenly over all ``n`` chips.
+
+    Inside one scale-up domain of ``d`` chips a chip sends ``(d-1)/n`` of its bytes over
+    scale-up links; the ``(n-d)/n`` bound for other domains go over its scale-out NIC. The
+    two proceed in parallel, so the slower sets the time.
+    """
+    spec = get_chip(chip)
+    n = positive_int("n_chips", n_chips)
+    sent = positive("bytes_per_chip", bytes_per_chip, allow_zero=True)
+    domain = min(n, spec.scale_up_domain_size)
+    inside = sent * (domain - 1) / n / spec.scale_up_bandwidth_bytes_per_s
+    outside = sent * (n - domain) / n / spec.scale_out_bandwidth_bytes_per_s
+    return as_output(np.maximum(inside, outside))
+
+
+def point_to_point_time_s(
+    message_bytes: ArrayLike, chip: str | Chip, across_domains: bool = False
+) -> float | FloatArray:
+    """One chip sends ``message_bytes`` to one other (pipeline stages pass activations)."""
+    spec = get_chip(chip)
+    size = positive("message_bytes", message_bytes, allow_zero=True)
+    bandwidth = (
+        spec.scale_out_bandwidth_bytes_per_s
+        if across_domains
+        else spec.scale_up_bandwidth_bytes_per_s
+    )
+    return as_output(size / bandwidth)

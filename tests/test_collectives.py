@@ -1,0 +1,63 @@
+"""Collective times against the formulas in the scaling book (chapter gpus / sharding)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llmmath import collectives, get_chip
+
+
+def test_ring_all_gather_inside_a_node() -> None:
+    # S (n-1) / (n W): 1 GB over 8 H100 at 450 GB/s = 1e9 * 7/8 / 450e9 s.
+    assert collectives.all_gather_time_s(1e9, 8, "H100") == pytest.approx(1e9 * 7 / 8 / 450e9)
+
+
+def test_all_reduce_is_reduce_scatter_plus_all_gather() -> None:
+    sizes = np.array([1e6, 1e9])
+    expected = 2 * collectives.reduce_scatter_time_s(sizes, 8, "H100")
+    np.testing.assert_allclose(collectives.all_reduce_time_s(sizes, 8, "H100"), expected)
+
+
+def test_a_ring_that_leaves_the_node_runs_at_scale_out_speed() -> None:
+    inside = collectives.all_gather_time_s(1e9, 8, "H100")
+    across = collectives.all_gather_time_s(1e9, 16, "H100")
+    # 450 vs 50 GB/s, and (15/16) / (7/8) more of the array per chip.
+    assert across / inside == pytest.approx(9 * (15 / 16) / (7 / 8))
+    assert collectives.link_bandwidth_bytes_per_s(72, "GB200-NVL72") == 900e9
+
+
+def test_all_to_all_inside_and_across_the_domain() -> None:
+    h100 = get_chip("H100")
+    inside = collectives.all_to_all_time_s(8e9, 8, h100)
+    assert inside == pytest.approx(8e9 * 7 / 8 / 450e9)
+    # 16 chips: half the bytes leave the node over 50 GB/s, which dominates.
+    across = collectives.all_to_all_time_s(8e9, 16, h100)
+    assert across == pytest.approx(8e9 * 8 / 16 / 50e9)
+    assert across > 5 * inside
+
+
+def test_one_chip_needs_no_communication() -> None:
+    assert collectives.all_reduce_time_s(1e9, 1, "H100") == 0.0
+    assert collectives.all_to_all_time_s(1e9, 1, "H100") == 0.0
+
+
+def test_point_to_point_uses_the_link_asked_for() -> None:
+    assert collectives.point_to_point_time_s(450e9, "H100") == pytest.approx(1.0)
+    assert collectives.point_to_point_time_s(50e9, "H100", across_domains=True) == pytest.approx(
+        1.0
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: collectives.all_gather_time_s(1e9, 0, "H100"), "n_chips must be >= 1"),
+        (lambda: collectives.all_gather_time_s(-1.0, 8, "H100"), "array_bytes must be"),
+        (lambda: collectives.all_to_all_time_s(1e9, 2.5, "H100"), "n_chips must be an integer"),
+        (lambda: collectives.all_reduce_time_s(1e9, 8, "H900"), "unknown chip 'H900'"),
+    ],
+)
+def test_bad_input_names_the_parameter(call, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
