@@ -1,0 +1,247 @@
+"""What the grading tests need to know about each assignment, and the nbgrader plumbing.
+
+Each assignment has a spec in ``tests/specs/<assignment>.py`` defining ``SPEC``; the tests
+in ``test_grading.py`` run every spec through one scratch nbgrader course.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS_DIR = Path(__file__).resolve().parent / "specs"
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class AssignmentSpec:
+    """One graded assignment as the tests see it."""
+
+    assignment: str
+    #: The autograded test cells, in notebook order.
+    test_cells: tuple[str, ...]
+    autograded_points: float
+    manual_points: float
+    #: Manually graded answer cells (the reflection).
+    manual_cells: tuple[str, ...]
+    #: The answers the hidden tests pin, by the name the student defines. None of them, at any
+    #: everyday rounding, may appear in exercises/, in feedback or in a failure message.
+    answers: dict[str, float]
+    #: Plausible, well-typed mistakes that pass the visible checks, by solution cell grade_id.
+    wrong_answers: dict[str, str]
+    #: Test cells the mistakes must fail, and the name each failure message must mention.
+    wrong_fails: dict[str, str]
+    #: Pinned values compared with expressions rather than names (e.g. function calls).
+    pinned_expressions: int = 0
+    #: Text that names the hidden asserts' messages; never in the release, always in feedback.
+    hidden_message: str = "is off by more than"
+    notebook: str = ""
+    #: Sentences the leak detector must catch, and ones it must let through.
+    leaky_examples: tuple[str, ...] = field(default_factory=tuple)
+    clean_examples: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def notebook_id(self) -> str:
+        return self.notebook or self.assignment
+
+    @property
+    def source_nb(self) -> Path:
+        return ROOT / "solutions" / self.assignment / f"{self.notebook_id}.ipynb"
+
+    @property
+    def release_dir(self) -> Path:
+        return ROOT / "exercises" / self.assignment
+
+    @property
+    def release_nb(self) -> Path:
+        return self.release_dir / f"{self.notebook_id}.ipynb"
+
+
+def load_specs() -> list[AssignmentSpec]:
+    """Every ``SPEC`` in ``tests/specs/*.py``, sorted by assignment."""
+    specs = []
+    for path in sorted(SPECS_DIR.glob("*.py")):
+        module_spec = importlib.util.spec_from_file_location(f"specs.{path.stem}", path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        specs.append(module.SPEC)
+    return specs
+
+
+# ---- notebooks ------------------------------------------------------------------------------
+def read(path: Path) -> Any:
+    return nbformat.read(path, as_version=4)
+
+
+def nbgrader_meta(cell: Any) -> dict[str, Any]:
+    return dict(cell.metadata.get("nbgrader", {}))
+
+
+def cell_by_id(nb: Any, grade_id: str) -> Any:
+    matches = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id]
+    assert len(matches) == 1, f"expected one cell with grade_id {grade_id!r}, found {len(matches)}"
+    return matches[0]
+
+
+def region(source: str, begin: str, end: str) -> list[str]:
+    """The lines strictly between each ``### begin`` / ``### end`` pair."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        if begin in line:
+            inside = True
+        elif end in line:
+            inside = False
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def renderings(value: float) -> set[str]:
+    """Ways a number gets written down: full, 3 and 4 significant digits, ms and us for times."""
+    forms = {repr(value), f"{value:.3g}", f"{value:.4g}", f"{value:.2e}", f"{value:.3e}"}
+    if value < 1:  # seconds also show up as milliseconds and microseconds
+        forms |= {f"{value * scale:.3g}" for scale in (1e3, 1e6)}
+    if value > 1e9:  # bytes also show up as GB
+        forms.add(f"{value / 1e9:.3g}")
+    return {form for form in forms if len(form.replace(".", "")) >= 3}
+
+
+def leaks(text: str, values: dict[str, float]) -> list[str]:
+    """The renderings of ``values`` that occur in ``text`` as whole numbers."""
+    found = []
+    for name, value in values.items():
+        for form in sorted(renderings(value)):
+            if re.search(rf"(?<![\w.]){re.escape(form)}(?![\d])", text):
+                found.append(f"{name} written as {form}")
+    return found
+
+
+def release_text(nb: Any) -> str:
+    return "\n".join(cell.source for cell in nb.cells)
+
+
+def error_text(cell: Any) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.output_type == "error":
+            parts += [output.ename, output.evalue, *output.traceback]
+    return ANSI.sub("", "\n".join(parts))
+
+
+def submission_from_release(release_nb: Path, source_nb: Path, wrong: dict[str, str]) -> Any:
+    """A release with every answer cell filled in from the solutions, except ``wrong`` ones."""
+    release, source = read(release_nb), read(source_nb)
+    for cell in release.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("solution") and cell.cell_type == "code":
+            grade_id = meta["grade_id"]
+            solved = cell_by_id(source, grade_id).source
+            cell.source = wrong.get(grade_id) or "\n".join(
+                line for line in solved.splitlines() if "SOLUTION" not in line
+            )
+    return release
+
+
+def hidden_expected_values(spec: AssignmentSpec) -> dict[str, list[float]]:
+    """Every literal a hidden ``math.isclose(actual, expected, ...)`` compares with, by actual."""
+    nb = read(spec.source_nb)
+    pinned: dict[str, list[float]] = {}
+    for grade_id in spec.test_cells:
+        hidden = region(cell_by_id(nb, grade_id).source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+        for node in ast.walk(ast.parse("\n".join(hidden))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "isclose":
+                actual, expected = node.args[:2]
+                if isinstance(expected, ast.Constant):
+                    pinned.setdefault(ast.unparse(actual), []).append(expected.value)
+    return pinned
+
+
+# ---- one scratch course that releases and grades every assignment ---------------------------
+STUDENTS = ("solver", "blank", "wrong")
+
+
+def grade_everything(root: Path, specs: list[AssignmentSpec]) -> dict[str, dict[str, Any]]:
+    """Release every assignment in a scratch course at ``root``; student ``solver`` hands in
+    the solution, ``blank`` the release untouched, ``wrong`` the release with the spec's
+    mistakes; autograde all, generate feedback for ``wrong``; return what the tests inspect."""
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    shutil.copy2(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    for spec in specs:
+        shutil.copytree(
+            ROOT / "solutions" / spec.assignment,
+            root / "solutions" / spec.assignment,
+            ignore=shutil.ignore_patterns(".ipynb_checkpoints"),
+        )
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    config.CourseDirectory.root = str(root)
+    config.Exchange.root = str(root / "exchange")  # keep the API away from /srv/nbgrader
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+    old_path = os.environ.get("PATH", "")
+    # The gradebook shells out to alembic, which sits next to this interpreter.
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), old_path])
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        for spec in specs:
+            results[spec.assignment] = _grade_one(api, Gradebook, root, spec)
+    finally:
+        os.environ["PATH"] = old_path
+    return results
+
+
+def _check(result: dict[str, Any]) -> None:
+    assert result["success"], result.get("log", "") + result.get("error", "")
+
+
+def _grade_one(api: Any, gradebook: Any, root: Path, spec: AssignmentSpec) -> dict[str, Any]:
+    name, nb_id = spec.assignment, spec.notebook_id
+    _check(api.generate_assignment(name))
+    fresh = root / "exercises" / name / f"{nb_id}.ipynb"
+    submissions = {
+        "solver": read(spec.source_nb),
+        "blank": read(fresh),
+        "wrong": submission_from_release(fresh, spec.source_nb, spec.wrong_answers),
+    }
+    for student, nb in submissions.items():
+        folder = root / "submitted" / student / name
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{nb_id}.ipynb")
+    _check(api.autograde(name, "*"))
+    _check(api.generate_feedback(name, "wrong"))
+
+    scores: dict[str, dict[str, Any]] = {}
+    with gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
+        for student in submissions:
+            submission = gb.find_submission(name, student)
+            notebook = gb.find_submission_notebook(nb_id, name, student)
+            scores[student] = {
+                "score": submission.score,
+                "max_score": submission.max_score,
+                "code": {g.name: g.auto_score for g in notebook.grades if g.cell_type == "code"},
+                "needs_manual": [g.name for g in notebook.grades if g.needs_manual_grade],
+            }
+    return {
+        "fresh": fresh,
+        "scores": scores,
+        "autograded": {
+            student: read(root / "autograded" / student / name / f"{nb_id}.ipynb")
+            for student in submissions
+        },
+        "feedback": root / "feedback" / "wrong" / name / f"{nb_id}.html",
+    }

@@ -1,0 +1,42 @@
+"""The roofline exercise (solutions/roofline/roofline.ipynb) as the grading tests see it."""
+
+from grading_support import AssignmentSpec
+
+SPEC = AssignmentSpec(
+    assignment="roofline",
+    test_cells=(
+        "test_matmul_intensity",
+        "test_decode_batch1",
+        "test_critical_batch",
+        "test_critical_batch_int8",
+    ),
+    autograded_points=8.0,  # four autograded parts of 2 points
+    manual_points=2.0,  # the reflection
+    manual_cells=("reflection",),
+    answers={
+        "weight_bytes": 1.411e11,
+        "weight_read_time_s": 0.042121615818507464,
+        "compute_time_batch1_s": 1.426768584347826e-4,
+        "critical_batch_h100": 295.2238805970149,
+        "critical_batch_int8": 147.61194029850745,
+    },
+    # Counting parameters instead of bytes, and thinking 1-byte weights double the critical
+    # batch instead of halving it.
+    wrong_answers={
+        "decode_batch1": (
+            "weight_bytes = LLAMA3_70B_PARAMS\n"
+            "weight_read_time_s = weight_bytes / H100_HBM_BYTES_PER_S\n"
+            "compute_time_batch1_s = 2 * LLAMA3_70B_PARAMS / H100_BF16_FLOP_PER_S\n"
+        ),
+        "critical_batch_int8": (
+            "critical_batch_int8 = 2 * H100_BF16_FLOP_PER_S / H100_HBM_BYTES_PER_S\n"
+        ),
+    },
+    wrong_fails={
+        "test_decode_batch1": "weight_bytes",
+        "test_critical_batch_int8": "critical_batch_int8",
+    },
+    pinned_expressions=3,  # Part 1's hidden tests pin three intensities of matmul calls
+    leaky_examples=("the critical batch is about 295 tokens", "a read of 141 GB takes 42.1 ms"),
+    clean_examples=("D = 8192, F = 28672, 3.35e12 B/s, 9.89e14 FLOP/s, 70.55e9",),
+)
