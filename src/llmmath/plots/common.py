@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Hashable
+from typing import TypeVar
 
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 from PIL import Image
 
+ArtistT = TypeVar("ArtistT", bound=Artist)
 COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#d95f02", "#1b9e77", "#222222"
 
 
@@ -18,6 +23,11 @@ def figure_png(figure: Figure, colours: int = 32) -> bytes:
         figure.canvas if isinstance(figure.canvas, FigureCanvasAgg) else FigureCanvasAgg(figure)
     )
     canvas.draw()  # type: ignore[no-untyped-call]
+    return _canvas_png(canvas, colours)
+
+
+def _canvas_png(canvas: FigureCanvasAgg, colours: int) -> bytes:
+    """What is in the canvas's buffer now, as a palette PNG (~5-10 KB for a line plot)."""
     image = Image.frombuffer(
         "RGBA",
         canvas.get_width_height(),
@@ -27,6 +37,64 @@ def figure_png(figure: Figure, colours: int = 32) -> bytes:
     palette = image.convert("RGB").quantize(colours, method=Image.Quantize.FASTOCTREE)
     palette.save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+class FastFigure:
+    """A widget figure that redraws in a few milliseconds.
+
+    Drawing axes, ticks and labels is most of matplotlib's cost, and a control such as a batch
+    slider usually moves only a marker. So artists are split: *static* ones are drawn once per
+    scene (chip, model, ...) into a cached background; *dynamic* ones (registered with
+    :meth:`dynamic`) are drawn over it on every :meth:`png`. Subclasses call
+    :meth:`new_scene` with a key of what the static artists depend on, and redraw those only
+    when it returns True.
+    """
+
+    def __init__(self, figsize: tuple[float, float], ncols: int = 1, dpi: int = 80) -> None:
+        self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+        self.canvas = FigureCanvasAgg(self.figure)
+        self.axes: list[Axes] = list(self.figure.subplots(1, ncols, squeeze=False)[0])
+        for ax in self.axes:  # minor ticks on log axes double the draw time
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.grid(True, which="major", alpha=0.3)
+        self._dynamic: list[Artist] = []
+        self._scene: Hashable = None
+        self._background: object = None
+        self._laid_out = False
+
+    def dynamic(self, artist: ArtistT) -> ArtistT:
+        """Mark ``artist`` as redrawn on every frame (excluded from the cached background)."""
+        artist.set_animated(True)
+        self._dynamic.append(artist)
+        return artist
+
+    def new_scene(self, key: Hashable) -> bool:
+        """True (and the background is dropped) when ``key`` differs from the last scene."""
+        if key == self._scene:
+            return False
+        self._scene, self._background = key, None
+        return True
+
+    def png(self, colours: int = 32) -> bytes:
+        """The current frame as a palette PNG."""
+        if self._background is None:
+            self.canvas.draw()  # type: ignore[no-untyped-call]
+            if not self._laid_out:  # freeze the layout so every frame lines up
+                self.figure.set_layout_engine("none")
+                self._laid_out = True
+            self._background = self.canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+        else:
+            self.canvas.restore_region(self._background)  # type: ignore[no-untyped-call]
+        for artist in self._dynamic:
+            self.figure.draw_artist(artist)
+        return _canvas_png(self.canvas, colours)
+
+    def as_figure(self) -> Figure:
+        """The figure with every artist drawn normally (for a static, captioned display)."""
+        for artist in self._dynamic:
+            artist.set_animated(False)
+        return self.figure
 
 
 def figure_and_axes(ax: Axes | None) -> tuple[Figure, Axes]:
