@@ -87,6 +87,7 @@ def test_reference_tables_come_from_the_data_files() -> None:
     from llmmath import get_chip, get_model
 
     page = (HTML / "book" / "hardware_and_models.html").read_text()
+    assert page.count("<table") >= 2, "the reference tables render as text, not tables"
     assert get_chip("H100").full_name in page
     assert f"{get_model('Llama-3-70B').kv_bytes_per_token('bf16'):,.0f}" in page
 

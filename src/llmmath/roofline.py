@@ -172,17 +172,11 @@ def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray
 
     Dense: all of them. MoE under uniform routing: on average ``E (1 - (1 - k/E)^B)`` of the
     E experts in each MoE layer receive at least one token, so reads grow with the batch.
+    The formula lives in :func:`llmmath.moe.weight_params_read`; this is that function.
     """
-    spec = get_model(model)
-    B = positive("batch", batch)
-    dense_part = np.full_like(B, float(spec.matmul_params_per_token))
-    if not spec.is_moe:
-        return dense_part
-    E, k = spec.n_experts, spec.experts_per_token
-    touched = E * (1.0 - (1.0 - k / E) ** B)
-    extra_experts = np.maximum(touched - k, 0.0)  # beyond the k already in the active count
-    extra_params: FloatArray = spec.n_moe_layers * extra_experts * spec.mlp_params_per_expert
-    return dense_part + extra_params
+    from .moe import weight_params_read as moe_weight_params_read  # moe imports this module
+
+    return moe_weight_params_read(model, batch)
 
 
 def _sizes(*values: ArrayLike) -> tuple[FloatArray, ...]:

@@ -2,7 +2,13 @@
 (no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
 the same code, so the book and the notebook always agree."""
 
-from . import roofline
+from . import batching, moe, roofline
 from .common import figure_and_axes, figure_png
 
-__all__ = ["figure_and_axes", "figure_png", "roofline"]
+__all__ = [
+    "batching",
+    "figure_and_axes",
+    "figure_png",
+    "moe",
+    "roofline",
+]

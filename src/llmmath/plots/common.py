@@ -54,9 +54,7 @@ class FastFigure:
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
         self.canvas = FigureCanvasAgg(self.figure)
         self.axes: list[Axes] = list(self.figure.subplots(1, ncols, squeeze=False)[0])
-        for ax in self.axes:  # minor ticks on log axes double the draw time
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.yaxis.set_minor_locator(NullLocator())
+        for ax in self.axes:  # minor ticks on log axes double the draw time: see png()
             ax.grid(True, which="major", alpha=0.3)
         self._dynamic: list[Artist] = []
         self._scene: Hashable = None
@@ -79,6 +77,9 @@ class FastFigure:
     def png(self, colours: int = 32) -> bytes:
         """The current frame as a palette PNG."""
         if self._background is None:
+            for ax in self.axes:  # set again: log scales (loglog) bring the minor ticks back
+                ax.xaxis.set_minor_locator(NullLocator())
+                ax.yaxis.set_minor_locator(NullLocator())
             self.canvas.draw()  # type: ignore[no-untyped-call]
             if not self._laid_out:  # freeze the layout so every frame lines up
                 self.figure.set_layout_engine("none")

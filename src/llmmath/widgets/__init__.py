@@ -1,6 +1,13 @@
 """Controls for the lessons, one module per chapter, on the shared plumbing in ``common``."""
 
-from . import roofline
+from . import batching, moe, roofline
 from .common import STATIC_ENV, nested_stacks, static_mode
 
-__all__ = ["STATIC_ENV", "nested_stacks", "roofline", "static_mode"]
+__all__ = [
+    "STATIC_ENV",
+    "batching",
+    "moe",
+    "nested_stacks",
+    "roofline",
+    "static_mode",
+]

@@ -1,0 +1,528 @@
+"""Mixture of experts: parameters, FLOPs, the batch an MoE needs, and the rack boundary.
+
+Symbols as in the scaling book: E routed experts per MoE layer, k routed to per token, D
+``d_model``, F_e the width of one expert, B tokens in one step, G GPUs of expert parallelism
+(EP). An expert is a SwiGLU MLP of ``3 D F_e`` weights.
+
+Every time here is a FLOOR: datasheet FLOP/s, HBM and link bandwidths (scaled by the
+efficiency knobs), uniform routing with perfect load balance, no latency, no congestion.
+
+>>> from llmmath import moe
+>>> moe.sparsity("DeepSeek-V3", "experts"), round(moe.sparsity("DeepSeek-V3", "params"), 1)
+(32.0, 17.9)
+>>> round(moe.compute_bound_batch_rule("DeepSeek-V3", "H100"))     # "300 x sparsity", E/k
+9447
+>>> float(moe.expected_experts_touched(2, 8, 2))                   # 8 (1 - (6/8)^2)
+3.5
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import collectives
+from ._validate import FloatArray, as_output, choice, fraction, positive, positive_int
+from .dtypes import bytes_per_element
+from .hardware import Chip, get_chip, list_chips
+from .models import ModelConfig, get_model
+from .roofline import critical_batch, decode_weight_time, roofline_time
+
+#: The two definitions of "sparsity". The lecture's "batch ~ 300 x sparsity" is the
+#: expert-layer argument (each expert must see ~C/W tokens), so it uses ``"experts"``.
+SPARSITY_DEFINITIONS = ("experts", "params")
+LECTURE_SPARSITY = "experts"
+
+
+# ---- parameters and FLOPs -------------------------------------------------------------------
+@dataclass(frozen=True)
+class MoEParams:
+    """Where a model's weights sit. ``total = dense + shared + routed_total`` and
+    ``active = dense + shared + routed_active``."""
+
+    total: int
+    active: int
+    #: All E routed experts of every MoE layer.
+    routed_total: int
+    #: The k routed experts one token uses, in every MoE layer.
+    routed_active: int
+    #: Shared experts: every token uses them, like a dense MLP.
+    shared: int
+    #: Everything else: attention, the dense layers' MLPs, embeddings, routers, norms.
+    dense: int
+
+
+def param_counts(model: str | ModelConfig) -> MoEParams:
+    """Total and active parameters of ``model``, split into routed, shared and dense parts."""
+    spec = get_model(model)
+    per_layer = spec.n_moe_layers * spec.mlp_params_per_expert
+    routed_total = per_layer * spec.n_experts
+    shared = per_layer * spec.n_shared_experts
+    return MoEParams(
+        total=spec.total_params,
+        active=spec.active_params,
+        routed_total=routed_total,
+        routed_active=per_layer * spec.experts_per_token,
+        shared=shared,
+        dense=spec.total_params - routed_total - shared,
+    )
+
+
+def flops_per_token(model: str | ModelConfig, context: ArrayLike = 0) -> float | FloatArray:
+    """Dense forward FLOPs per token: ``2 * P_active`` (matmul weights) plus attention.
+
+    An MoE does the FLOPs of a dense model of its *active* size while holding all of its
+    total parameters: that is the whole point of it.
+    """
+    return get_model(model).forward_flops_per_token(context)
+
+
+def with_experts(
+    model: str | ModelConfig,
+    n_experts: int,
+    experts_per_token: int,
+    n_shared_experts: int | None = None,
+) -> ModelConfig:
+    """``model`` with its MoE layers re-cut into ``n_experts`` routed experts of the same
+    width, ``experts_per_token`` of them per token (checked by :class:`ModelConfig`)."""
+    spec = get_model(model)
+    E = positive_int("n_experts", n_experts)
+    k = positive_int("experts_per_token", experts_per_token)
+    _check_k_le_e(np.asarray(float(k)), np.asarray(float(E)))
+    shared = spec.n_shared_experts if n_shared_experts is None else n_shared_experts
+    return dataclasses.replace(
+        spec,
+        name=f"{spec.name} (E={E}, k={k})",
+        n_experts=E,
+        experts_per_token=k,
+        n_shared_experts=shared,
+        d_ff_expert=spec.expert_d_ff,
+    )
+
+
+def sparsity(model: str | ModelConfig, definition: str = LECTURE_SPARSITY) -> float:
+    """How many times more weights an MoE holds than one token uses, defined two ways.
+
+    * ``"experts"``: ``E / k``, the routed experts per layer over those a token uses. It is
+      exact for an expert layer on its own, and it is what the lecture's "300 x sparsity"
+      rule uses.
+    * ``"params"``: ``P_total / P_active``. Attention, dense layers and shared experts are
+      used by every token, so this is smaller than ``E / k`` (DeepSeek-V3: 17.9 vs 32).
+    """
+    choice("definition", definition, SPARSITY_DEFINITIONS)
+    spec = _moe_model(model)
+    if definition == "experts":
+        return spec.n_experts / spec.experts_per_token
+    return spec.total_params / spec.active_params
+
+
+# ---- which experts a batch touches ----------------------------------------------------------
+def expected_experts_touched(
+    batch: ArrayLike, n_experts: ArrayLike, experts_per_token: ArrayLike
+) -> float | FloatArray:
+    """Experts of one layer that at least one of ``batch`` tokens is routed to, on average.
+
+    Under uniform routing each token picks k of the E experts, so it misses a given expert
+    with probability ``1 - k/E``; B independent tokens all miss it with ``(1 - k/E)^B``:
+    ``E (1 - (1 - k/E)^B)``. It is k at B = 1 and tends to E as B grows.
+    """
+    B = positive("batch", batch, allow_zero=True)
+    E = _count("n_experts", n_experts)
+    k = _count("experts_per_token", experts_per_token)
+    _check_k_le_e(k, E)
+    return as_output(E * (1.0 - (1.0 - k / E) ** B))
+
+
+def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray:
+    """Matmul weights read in one decode step of ``batch`` tokens.
+
+    Dense: all of them, whatever the batch. MoE: the active weights plus, in each MoE layer,
+    the routed experts beyond the k a single token uses that some token of the batch is
+    routed to (:func:`expected_experts_touched`). So reads grow with the batch from the
+    active to the total weights; they never fall below the active ones.
+    """
+    spec = get_model(model)
+    B = positive("batch", batch)
+    active = np.full_like(B, float(spec.matmul_params_per_token))
+    if not spec.is_moe:
+        return active
+    E, k = spec.n_experts, spec.experts_per_token
+    extra = np.maximum(np.asarray(expected_experts_touched(B, E, k)) - k, 0.0)
+    extra_params: FloatArray = spec.n_moe_layers * extra * spec.mlp_params_per_expert
+    return active + extra_params
+
+
+def weight_bytes_read(
+    model: str | ModelConfig, batch: ArrayLike, weight_dtype: str = "bf16"
+) -> float | FloatArray:
+    """Bytes of weights one decode step reads: :func:`weight_params_read` times the bytes
+    per weight. Performance tools that ignore B use the active or the total count instead."""
+    return as_output(weight_params_read(model, batch) * bytes_per_element(weight_dtype))
+
+
+# ---- the batch an MoE needs to be compute-bound ---------------------------------------------
+def compute_bound_batch_rule(
+    model: str | ModelConfig,
+    chip: str | Chip | ScaleUpDomain,
+    definition: str = LECTURE_SPARSITY,
+    compute_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> float:
+    """The rule of thumb: the chip's critical batch times the sparsity, ``B* x E/k`` with the
+    lecture's definition or ``B* x P_total/P_active`` with the other one."""
+    spec = get_domain(chip).chip
+    return critical_batch(spec, compute_dtype, weight_dtype) * sparsity(model, definition)
+
+
+def compute_bound_batch(
+    model: str | ModelConfig,
+    chip: str | Chip | ScaleUpDomain,
+    scope: str = "model",
+    compute_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> float:
+    """Token batch where a decode step's compute time reaches its weight-read time, solved
+    with the batch-dependent reads of :func:`expected_experts_touched` (no rule of thumb).
+
+    ``scope="expert_layer"``: one layer's routed experts, ``2 B k 3DF_e`` FLOPs against
+    ``touched(B) 3DF_e`` weights read; the answer is close to ``B* E/k``.
+    ``scope="model"``: the whole step of :func:`llmmath.roofline.decode_weight_time`; the
+    answer is close to ``B* P_total/P_active``, because at that batch every expert is read.
+    """
+    choice("scope", scope, ("model", "expert_layer"))
+    spec, chip_spec = _moe_model(model), get_domain(chip).chip
+    weights = weight_dtype or compute_dtype
+    if scope == "model":
+
+        def excess(B: FloatArray) -> FloatArray:
+            step = decode_weight_time(spec, B, chip_spec, compute_dtype, weights)
+            return step.compute_s - step.memory_s
+
+    else:
+        E, k, per_expert = spec.n_experts, spec.experts_per_token, spec.mlp_params_per_expert
+
+        def excess(B: FloatArray) -> FloatArray:
+            flops = 2.0 * B * k * per_expert
+            read = np.asarray(expected_experts_touched(B, E, k)) * per_expert
+            step = roofline_time(flops, read * bytes_per_element(weights), chip_spec, compute_dtype)
+            return step.compute_s - step.memory_s
+
+    ceiling = 4.0 * compute_bound_batch_rule(spec, chip_spec, "experts", compute_dtype, weights)
+    return _root(excess, 1e-6, max(ceiling, 1.0))
+
+
+# ---- expert parallelism -------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExpertLayerStep:
+    """One MoE layer of one decode step, per GPU of an expert-parallel group of ``ep_width``.
+
+    The three clocks can overlap (the all-to-all of one micro-batch under the experts of
+    another), so the step takes at least the slowest and at most their sum.
+    """
+
+    compute_s: FloatArray
+    weight_read_s: FloatArray
+    all_to_all_s: FloatArray
+    #: Dispatch plus combine bytes each GPU sends (the part to itself never leaves it).
+    all_to_all_bytes_per_gpu: FloatArray
+    ep_width: int
+    #: True when the group fits in one scale-up domain (NVLink node or rack, TPU pod).
+    in_one_domain: bool
+
+    @property
+    def lower_s(self) -> FloatArray:
+        """Perfect overlap: the slowest of compute, weight read and all-to-all."""
+        return np.maximum(np.maximum(self.compute_s, self.weight_read_s), self.all_to_all_s)
+
+    @property
+    def upper_s(self) -> FloatArray:
+        """No overlap at all: the three one after another."""
+        return self.compute_s + self.weight_read_s + self.all_to_all_s
+
+    @property
+    def communication_bound(self) -> FloatArray:
+        """True where the all-to-all takes longer than the experts' compute and weight read."""
+        return np.asarray(self.all_to_all_s > np.maximum(self.compute_s, self.weight_read_s))
+
+
+def all_to_all_bytes_per_gpu(
+    model: str | ModelConfig, batch: ArrayLike, ep_width: int, activation_dtype: str = "bf16"
+) -> float | FloatArray:
+    """Bytes each GPU sends in one MoE layer: its ``B/G`` tokens go to k experts each
+    (dispatch) and come back (combine), ``2 (B/G) k D`` activations. Summed over the group
+    that is the ``2 B k D`` bytes of the reference formula."""
+    spec = _moe_model(model)
+    G = _ep_width(spec, ep_width)
+    B = positive("batch", batch, allow_zero=True)
+    one_way = B / G * spec.experts_per_token * spec.d_model * bytes_per_element(activation_dtype)
+    return as_output(2.0 * one_way)
+
+
+def expert_parallel_step(
+    model: str | ModelConfig,
+    batch: ArrayLike,
+    ep_width: int,
+    chip: str | Chip | ScaleUpDomain,
+    *,
+    activation_dtype: str = "bf16",
+    compute_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+    flops_efficiency: ArrayLike = 1.0,
+    bandwidth_efficiency: ArrayLike = 1.0,
+    network_efficiency: ArrayLike = 1.0,
+) -> ExpertLayerStep:
+    """Floors of one MoE layer when ``batch`` tokens per step are spread over ``ep_width``
+    GPUs, each holding ``E/G`` routed experts (plus a copy of the shared ones).
+
+    * compute: the ``B k / G`` token-experts a GPU receives, ``2 x 3DF_e`` FLOPs each, plus
+      its ``B/G`` tokens through the shared experts;
+    * weight read: its experts that some token is routed to, ``touched(B) / G``, plus the
+      shared ones;
+    * all-to-all: dispatch and combine, each :func:`llmmath.collectives.all_to_all_time_s`
+      of ``(B/G) k D`` activations: scale-up links inside one domain, and the slower
+      scale-out NICs for the share that crosses to another domain.
+    """
+    spec = _moe_model(model)
+    G = _ep_width(spec, ep_width)
+    chip_spec = get_domain(chip).chip
+    weights = weight_dtype or compute_dtype
+    B = positive("batch", batch)
+    E, k, s = spec.n_experts, spec.experts_per_token, spec.n_shared_experts
+    per_expert = float(spec.mlp_params_per_expert)
+    flops = 2.0 * per_expert * (B * k + B * s) / G
+    experts_read = np.asarray(expected_experts_touched(B, E, k)) / G + s
+    step = roofline_time(
+        flops,
+        experts_read * per_expert * bytes_per_element(weights),
+        chip_spec,
+        compute_dtype,
+        flops_efficiency=flops_efficiency,
+        bandwidth_efficiency=bandwidth_efficiency,
+    )
+    sent = np.asarray(all_to_all_bytes_per_gpu(spec, B, G, activation_dtype))
+    network = fraction("network_efficiency", network_efficiency)
+    dispatch = np.asarray(collectives.all_to_all_time_s(sent / 2, G, chip_spec))
+    combine = np.asarray(collectives.all_to_all_time_s(sent / 2, G, chip_spec))
+    return ExpertLayerStep(
+        compute_s=step.compute_s,
+        weight_read_s=step.memory_s,
+        all_to_all_s=(dispatch + combine) / network,
+        all_to_all_bytes_per_gpu=sent,
+        ep_width=G,
+        in_one_domain=collectives.fits_in_scale_up(G, chip_spec),
+    )
+
+
+def ep_widths(n_experts: int, max_width: int | None = None) -> list[int]:
+    """Every expert-parallel width that splits ``n_experts`` evenly: its divisors."""
+    E = positive_int("n_experts", n_experts)
+    top = E if max_width is None else min(E, positive_int("max_width", max_width))
+    return [G for G in range(1, top + 1) if E % G == 0]
+
+
+def max_ep_width(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
+    """The widest even split of ``n_experts`` that stays inside one scale-up domain."""
+    return ep_widths(n_experts, get_domain(chip).n_chips)[-1]
+
+
+# ---- racks: scale-up domains as data --------------------------------------------------------
+#: The scale-up domains of the course, each the preset chip of ``data/hardware.toml`` whose
+#: ``scale_up_domain_size`` and link bandwidths describe it.
+DOMAIN_PRESETS: dict[str, str] = {
+    "HGX A100 (8 GPUs)": "A100",
+    "HGX H100 (8 GPUs)": "H100",
+    "HGX B200 (8 GPUs)": "B200",
+    "GB200 NVL72 (72 GPUs)": "GB200-NVL72",
+    "TPU v5e pod (256 chips)": "TPU-v5e",
+    "TPU v5p pod (8,960 chips)": "TPU-v5p",
+}
+
+
+@dataclass(frozen=True)
+class ScaleUpDomain:
+    """One scale-up domain: ``n_chips`` chips joined by fast links, and the slower
+    scale-out network every chip has to the world outside it."""
+
+    name: str
+    chip: Chip
+
+    @property
+    def n_chips(self) -> int:
+        return self.chip.scale_up_domain_size
+
+    @property
+    def hbm_bytes(self) -> float:
+        """HBM of the whole domain."""
+        return self.n_chips * self.chip.hbm_bytes
+
+    @property
+    def scale_up_bandwidth_bytes_per_s(self) -> float:
+        """Per chip, one direction (NVLink, ICI)."""
+        return self.chip.scale_up_bandwidth_bytes_per_s
+
+    @property
+    def scale_out_bandwidth_bytes_per_s(self) -> float:
+        """Per chip, one direction (InfiniBand/Ethernet NICs, TPU DCN)."""
+        return self.chip.scale_out_bandwidth_bytes_per_s
+
+    @property
+    def bandwidth_ratio(self) -> float:
+        """How many times faster a chip talks inside the domain than out of it."""
+        return self.chip.scale_up_to_scale_out_ratio
+
+    def peak_flop_per_s(self, dtype: str = "bf16") -> float:
+        """Dense peak of the whole domain."""
+        return self.n_chips * self.chip.peak(dtype)
+
+
+def list_domains() -> list[str]:
+    """Names of the scale-up domain presets."""
+    return list(DOMAIN_PRESETS)
+
+
+def get_domain(domain: str | Chip | ScaleUpDomain) -> ScaleUpDomain:
+    """A domain by preset name (``"GB200 NVL72 (72 GPUs)"``), by chip name (``"H100"``), from
+    a :class:`~llmmath.hardware.Chip`, or passed straight through."""
+    if isinstance(domain, ScaleUpDomain):
+        return domain
+    if isinstance(domain, Chip):
+        return ScaleUpDomain(f"{domain.name} ({domain.scale_up_domain_size:,} per domain)", domain)
+    name = choice("domain", domain, [*DOMAIN_PRESETS, *list_chips()])
+    if name in DOMAIN_PRESETS:
+        return ScaleUpDomain(name, get_chip(DOMAIN_PRESETS[name]))
+    return get_domain(get_chip(name))
+
+
+def max_expert_layer_params(
+    domain: str | Chip | ScaleUpDomain,
+    weight_dtype: str = "bf16",
+    *,
+    moe_layers_per_domain: int = 1,
+    memory_fraction: ArrayLike = 1.0,
+) -> float | FloatArray:
+    """Largest expert layer (the weights of all its experts) one scale-up domain can hold when
+    it holds ``moe_layers_per_domain`` such layers in ``memory_fraction`` of its HBM (the rest
+    is for the KV cache and activations): ``n HBM fraction / (layers bytes_per_weight)``.
+    With one layer per domain (the other layers on other racks, as pipeline stages) this is
+    the hard ceiling on an expert layer whose all-to-all stays inside the domain."""
+    spec = get_domain(domain)
+    layers = positive_int("moe_layers_per_domain", moe_layers_per_domain)
+    usable = spec.hbm_bytes * fraction("memory_fraction", memory_fraction)
+    return as_output(usable / (layers * bytes_per_element(weight_dtype)))
+
+
+def expert_layer_params(model: str | ModelConfig) -> int:
+    """Weights of one MoE layer's experts, routed and shared: ``(E + shared) 3 D F_e``."""
+    spec = _moe_model(model)
+    return (spec.n_experts + spec.n_shared_experts) * spec.mlp_params_per_expert
+
+
+def expert_bytes_per_gpu(
+    model: str | ModelConfig, ep_width: int, weight_dtype: str = "bf16"
+) -> float:
+    """HBM each GPU of an expert-parallel group needs for the experts of every MoE layer:
+    ``L_moe (E/G + shared) 3 D F_e`` weights (attention and the KV cache come on top)."""
+    spec = _moe_model(model)
+    G = _ep_width(spec, ep_width)
+    experts_held = spec.n_experts / G + spec.n_shared_experts
+    weights = spec.n_moe_layers * experts_held * spec.mlp_params_per_expert
+    return weights * bytes_per_element(weight_dtype)
+
+
+def fits_in_domain(
+    model: str | ModelConfig,
+    domain: str | Chip | ScaleUpDomain,
+    weight_dtype: str = "bf16",
+    memory_fraction: float = 1.0,
+) -> bool:
+    """True if every weight of ``model`` fits in ``memory_fraction`` of one domain's HBM."""
+    usable = get_domain(domain).hbm_bytes * float(fraction("memory_fraction", memory_fraction))
+    return bool(get_model(model).weight_bytes(weight_dtype) <= usable)
+
+
+# ---- helpers --------------------------------------------------------------------------------
+def _moe_model(model: str | ModelConfig) -> ModelConfig:
+    spec = get_model(model)
+    if not spec.is_moe:
+        raise ValueError(f"model {spec.name!r} is dense (n_experts=0); this needs an MoE model")
+    return spec
+
+
+def _ep_width(spec: ModelConfig, ep_width: int) -> int:
+    G = positive_int("ep_width", ep_width)
+    if spec.n_experts % G:
+        raise ValueError(
+            f"n_experts={spec.n_experts} is not divisible by ep_width={G}: every GPU must hold "
+            f"the same number of experts (try one of {ep_widths(spec.n_experts)})"
+        )
+    return G
+
+
+def _count(name: str, value: ArrayLike) -> FloatArray:
+    array = positive(name, value)
+    fractional = array != np.round(array)
+    if np.any(fractional):
+        raise ValueError(
+            f"{name} must be a whole number >= 1; got {float(array[fractional].ravel()[0])!r}"
+        )
+    return array
+
+
+def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
+    too_many = np.broadcast_to(k > E, np.broadcast_shapes(k.shape, E.shape))
+    if np.any(too_many):
+        k_bad = np.broadcast_to(k, too_many.shape)[too_many].ravel()[0]
+        e_bad = np.broadcast_to(E, too_many.shape)[too_many].ravel()[0]
+        raise ValueError(
+            f"experts_per_token={k_bad:g} exceeds n_experts={e_bad:g}: "
+            "a token cannot be routed to more experts than the layer has"
+        )
+
+
+def _root(excess: Callable[[FloatArray], FloatArray], low: float, high: float) -> float:
+    """Where an increasing ``excess(B)`` crosses zero, by bisection in log B."""
+    if float(excess(np.asarray(high))) < 0:
+        raise RuntimeError(f"no crossing below a batch of {high:g}: widen the search")
+    lo, hi = np.log(low), np.log(high)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if float(excess(np.asarray(np.exp(mid)))) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return float(np.exp(0.5 * (lo + hi)))
+
+
+__all__ = [
+    "DOMAIN_PRESETS",
+    "LECTURE_SPARSITY",
+    "SPARSITY_DEFINITIONS",
+    "ExpertLayerStep",
+    "MoEParams",
+    "ScaleUpDomain",
+    "all_to_all_bytes_per_gpu",
+    "compute_bound_batch",
+    "compute_bound_batch_rule",
+    "ep_widths",
+    "expected_experts_touched",
+    "expert_bytes_per_gpu",
+    "expert_layer_params",
+    "expert_parallel_step",
+    "fits_in_domain",
+    "flops_per_token",
+    "get_domain",
+    "list_domains",
+    "max_ep_width",
+    "max_expert_layer_params",
+    "param_counts",
+    "sparsity",
+    "weight_bytes_read",
+    "weight_params_read",
+    "with_experts",
+]
