@@ -2,7 +2,7 @@
 (no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
 the same code, so the book and the notebook always agree."""
 
-from . import batching, moe, roofline
+from . import batching, moe, pricing, roofline
 from .common import figure_and_axes, figure_png
 
 __all__ = [
@@ -10,5 +10,6 @@ __all__ = [
     "figure_and_axes",
     "figure_png",
     "moe",
+    "pricing",
     "roofline",
 ]

@@ -1,6 +1,6 @@
 """Controls for the lessons, one module per chapter, on the shared plumbing in ``common``."""
 
-from . import batching, moe, roofline
+from . import batching, moe, pricing, roofline
 from .common import STATIC_ENV, nested_stacks, static_mode
 
 __all__ = [
@@ -8,6 +8,7 @@ __all__ = [
     "batching",
     "moe",
     "nested_stacks",
+    "pricing",
     "roofline",
     "static_mode",
 ]

@@ -1,0 +1,280 @@
+"""Figures of the over-training and pricing chapter: total compute against model size, the
+tokens per parameter that lifetime demand buys, and serving cost against batch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from .. import pricing, scaling
+from ..batching import Deployment, step_critical_batch
+from ..hardware import get_chip
+from ..models import get_model
+from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
+
+#: Lifetime inference tokens the static explorer steps through (0, then 1e11 ... 1e15).
+DEMANDS = (0.0, 1e11, 3e11, 1e12, 3e12, 1e13, 3e13, 1e14, 3e14, 1e15)
+#: Target losses of the static explorer (Chinchilla 70B / 1.4T is 1.937 under the fit).
+TARGET_LOSSES = (1.9, 1.937, 2.0)
+#: Decode batches of the static serving explorer.
+SERVING_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+_DEMAND_CURVES = (0.0, 1e12, 1e13, 1e14)
+_BATCH_SWEEP = np.unique(np.round(np.logspace(0, np.log10(1024), 80)))
+
+
+def _size_sweep(target_loss: float) -> np.ndarray:
+    n_min = float(scaling.min_params_for_loss(target_loss))
+    return n_min * np.logspace(np.log10(1.15), np.log10(300.0), 160)
+
+
+def total_compute_vs_size(
+    target_loss: float = 1.937,
+    inference_tokens: Sequence[float] = _DEMAND_CURVES,
+    ax: Axes | None = None,
+) -> Figure:
+    """Training plus lifetime inference FLOPs of every model size that reaches
+    ``target_loss`` (Chinchilla fit), one curve per lifetime demand, each minimum marked."""
+    figure, ax = figure_and_axes(ax)
+    sizes = _size_sweep(target_loss)
+    colours = [FLOOR_COLOUR, MEMORY_COLOUR, COMPUTE_COLOUR, "#7570b3", "#e7298a"]
+    for i, tokens in enumerate(inference_tokens):
+        colour = colours[i % len(colours)]
+        curve = scaling.lifetime_compute(sizes, target_loss, tokens)
+        best = scaling.inference_aware_optimum(target_loss, tokens)
+        label = "training only" if tokens == 0 else f"+ {tokens:.0e} inference tokens"
+        ax.loglog(sizes, curve.total_flops, color=colour, label=label)
+        ax.plot(float(best.params), float(best.total_flops), "o", color=colour)
+        ax.annotate(
+            f"{float(best.tokens_per_param):.0f} tok/param",
+            (float(best.params), float(best.total_flops)),
+            textcoords="offset points",
+            xytext=(4, 6),
+            fontsize=7,
+            color=colour,
+        )
+    ax.set(
+        xlabel="parameters N",
+        ylabel="training + inference FLOPs",
+        title=f"Every model here reaches loss {target_loss:g} (Chinchilla fit)",
+    )
+    ax.legend(fontsize=8, loc="upper right")
+    return figure
+
+
+def tokens_per_param_vs_demand(target_loss: float = 1.937, ax: Axes | None = None) -> Figure:
+    """Tokens per parameter of the cheapest model that reaches ``target_loss`` as lifetime
+    inference grows; the fit's compute-optimal ratio and the rule of thumb 20 for scale."""
+    figure, ax = figure_and_axes(ax)
+    demand = np.logspace(10, 16, 60)
+    best = scaling.inference_aware_optimum(target_loss, demand)
+    plain = scaling.inference_aware_optimum(target_loss, 0.0)
+    ax.loglog(demand, best.tokens_per_param, color=COMPUTE_COLOUR, label="inference-aware optimum")
+    ax.axhline(
+        float(plain.tokens_per_param), color=FLOOR_COLOUR, ls="--", lw=1, label="fit, no inference"
+    )
+    ax.axhline(scaling.RULE_OF_THUMB_TOKENS_PER_PARAM, color="grey", ls=":", label="Table 3: ~20")
+    ax.set(
+        xlabel="lifetime inference tokens (serving + RL rollouts)",
+        ylabel="training tokens per parameter",
+        title=f"Target loss {target_loss:g}",
+    )
+    ax.legend(fontsize=8, loc="upper left")
+    return figure
+
+
+class OvertrainingExplorer(FastFigure):
+    """Left: total compute against model size at one target loss, with the chosen lifetime
+    demand's curve highlighted over grey reference curves. Right: tokens per parameter against
+    demand. Moving the demand redraws the highlight and markers only; a new loss, the rest."""
+
+    def __init__(self) -> None:
+        super().__init__(figsize=(10.0, 4.0), ncols=2)
+        self.ax_cost, self.ax_ratio = self.axes
+        self.reference = [
+            self.ax_cost.loglog([], [], color="#bbbbbb", lw=1)[0] for _ in _DEMAND_CURVES
+        ]
+        (self.ratio_line,) = self.ax_ratio.loglog([], [], color=COMPUTE_COLOUR)
+        self.plain_line = self.ax_ratio.axhline(1.0, color=FLOOR_COLOUR, ls="--", lw=1)
+        self.ax_ratio.axhline(scaling.RULE_OF_THUMB_TOKENS_PER_PARAM, color="grey", ls=":")
+        self.curve = self.dynamic(self.ax_cost.plot([], [], color=COMPUTE_COLOUR, lw=2)[0])
+        self.best = self.dynamic(self.ax_cost.plot([], [], "o", color=COMPUTE_COLOUR, ms=8)[0])
+        self.ratio_point = self.dynamic(
+            self.ax_ratio.plot([], [], "o", color=COMPUTE_COLOUR, ms=8)[0]
+        )
+        self.readout = self.dynamic(
+            self.ax_cost.text(
+                0.98,
+                0.96,
+                "",
+                transform=self.ax_cost.transAxes,
+                ha="right",
+                va="top",
+                fontsize=9,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.9},
+            )
+        )
+        self.ax_cost.set(xlabel="parameters N", ylabel="training + inference FLOPs")
+        self.ax_ratio.set(
+            xlabel="lifetime inference tokens (+ RL rollouts)",
+            ylabel="tokens per parameter of the optimum",
+        )
+        self._demand = np.logspace(10, 16, 60)
+        self.ax_ratio.set_xlim(self._demand[0], self._demand[-1])
+
+    def update(
+        self,
+        target_loss: float = 1.937,
+        inference_tokens: float = 1e13,
+        rl_rollout_tokens: float = 0.0,
+    ) -> None:
+        if self.new_scene(target_loss):
+            self._draw_scene(target_loss)
+        total = inference_tokens + rl_rollout_tokens
+        curve = scaling.lifetime_compute(self._sizes, target_loss, total)
+        best = scaling.inference_aware_optimum(target_loss, total)
+        self.curve.set_data(self._sizes, curve.total_flops)
+        self.best.set_data([float(best.params)], [float(best.total_flops)])
+        shown = max(total, float(self._demand[0]))
+        self.ratio_point.set_data([shown], [float(best.tokens_per_param)])
+        self.readout.set_text(
+            f"best N {float(best.params) / 1e9:.1f}B on {float(best.tokens) / 1e12:.1f}T tokens\n"
+            f"{float(best.tokens_per_param):.0f} tokens/param; "
+            f"training {float(best.training_flops / best.total_flops):.0%} of compute"
+        )
+
+    def _draw_scene(self, target_loss: float) -> None:
+        self._sizes = _size_sweep(target_loss)
+        top = 0.0
+        for line, tokens in zip(self.reference, _DEMAND_CURVES, strict=True):
+            flops = scaling.lifetime_compute(self._sizes, target_loss, tokens).total_flops
+            line.set_data(self._sizes, flops)
+            top = max(top, float(flops.max()))
+        bottom = float(scaling.inference_aware_optimum(target_loss, 0.0).total_flops)
+        self.ax_cost.set_xlim(self._sizes[0], self._sizes[-1])
+        self.ax_cost.set_ylim(bottom / 2, top * 2)
+        self.ax_cost.set_title(
+            f"loss {target_loss:g}; grey: 0 (training only), 1e12, 1e13, 1e14 tokens",
+            fontsize=9,
+        )
+        ratios = scaling.inference_aware_optimum(target_loss, self._demand).tokens_per_param
+        plain = float(scaling.inference_aware_optimum(target_loss, 0.0).tokens_per_param)
+        self.ratio_line.set_data(self._demand, ratios)
+        self.plain_line.set_ydata([plain] * 2)
+        self.ax_ratio.set_ylim(10, float(ratios.max()) * 2)
+        self.ax_ratio.set_title("dashed: fit without inference; dotted: 20", fontsize=9)
+
+
+class ServingExplorer(FastFigure):
+    """Left: cost floors per million input and output tokens against decode batch for one
+    deployment, chip price and utilisation. Right: the output / input ratio it implies, with
+    the dated vendors' ratios as a band. Moving the batch redraws the markers only."""
+
+    def __init__(self) -> None:
+        super().__init__(figsize=(10.0, 4.0), ncols=2)
+        self.ax_cost, self.ax_ratio = self.axes
+        (self.output_line,) = self.ax_cost.loglog([], [], color=MEMORY_COLOUR, label="output")
+        (self.input_line,) = self.ax_cost.plot([], [], color=COMPUTE_COLOUR, label="input")
+        (self.ratio_line,) = self.ax_ratio.loglog([], [], color=FLOOR_COLOUR, label="cost ratio")
+        self.critical = self.ax_ratio.axvline(1.0, color="grey", ls=":")
+        ratios = list(pricing.output_input_ratios().values())
+        self.ax_ratio.axhspan(min(ratios), max(ratios), color=COMPUTE_COLOUR, alpha=0.15)
+        self.ax_ratio.text(
+            1.2, max(ratios) * 1.1, "API price sheets (dated)", fontsize=8, color=COMPUTE_COLOUR
+        )
+        self.out_point = self.dynamic(self.ax_cost.plot([], [], "o", color=MEMORY_COLOUR, ms=8)[0])
+        self.ratio_point = self.dynamic(
+            self.ax_ratio.plot([], [], "o", color=FLOOR_COLOUR, ms=8)[0]
+        )
+        self.readout = self.dynamic(
+            self.ax_cost.text(
+                0.98,
+                0.96,
+                "",
+                transform=self.ax_cost.transAxes,
+                ha="right",
+                va="top",
+                fontsize=9,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.9},
+            )
+        )
+        self.ax_cost.set(xlabel="decode batch (sequences)", ylabel="USD per million tokens")
+        self.ax_ratio.set(xlabel="decode batch (sequences)", ylabel="output / input cost")
+        self.ax_cost.legend(loc="lower left", fontsize=8)
+        self.ax_cost.set_xlim(_BATCH_SWEEP[0], _BATCH_SWEEP[-1])
+        self.ax_ratio.set_xlim(_BATCH_SWEEP[0], _BATCH_SWEEP[-1])
+
+    def update(
+        self,
+        deployment: Deployment | None = None,
+        batch: float = 64,
+        context: float = 2048,
+        usd_per_chip_hour: float = 2.0,
+        utilisation: float = 0.5,
+    ) -> None:
+        dep = deployment or Deployment(get_model("Llama-3-70B"), get_chip("H100"), 8)
+        key = (dep, context, usd_per_chip_hour, utilisation)
+        if self.new_scene(key):
+            self._draw_scene(dep, context, usd_per_chip_hour, utilisation)
+        cost = pricing.serving_cost(
+            dep, batch, context, usd_per_chip_hour=usd_per_chip_hour, utilisation=utilisation
+        )
+        out, ratio = float(cost.output_usd_per_million), float(cost.output_input_ratio)
+        self.out_point.set_data([batch], [out])
+        self.ratio_point.set_data([batch], [ratio])
+        self.readout.set_text(
+            f"batch {batch:g}: output {out:.3g} USD/M, input "
+            f"{float(cost.input_usd_per_million):.3g} USD/M, ratio {ratio:.1f}x"
+        )
+
+    def _draw_scene(self, dep: Deployment, context: float, price: float, busy: float) -> None:
+        room = float(pricing.batch_that_fits(dep, _BATCH_SWEEP[-1], context))
+        sweep = _BATCH_SWEEP[np.less_equal(_BATCH_SWEEP, room)]
+        cost = pricing.serving_cost(dep, sweep, context, usd_per_chip_hour=price, utilisation=busy)
+        self.output_line.set_data(sweep, cost.output_usd_per_million)
+        self.input_line.set_data(sweep, np.broadcast_to(cost.input_usd_per_million, sweep.shape))
+        self.ratio_line.set_data(sweep, cost.output_input_ratio)
+        self.critical.set_xdata([step_critical_batch(dep)] * 2)
+        low = float(np.min(cost.input_usd_per_million))
+        self.ax_cost.set_ylim(low / 3, float(cost.output_usd_per_million.max()) * 2)
+        self.ax_ratio.set_ylim(0.5, float(cost.output_input_ratio.max()) * 2)
+        chip = get_chip(dep.chip)
+        self.ax_cost.set_title(
+            f"{dep.label}, {price:g} USD/chip-h, {busy:.0%} busy, context {context:g}",
+            fontsize=9,
+        )
+        self.ax_ratio.set_title(
+            f"{chip.name}: dotted line = critical batch (cost ratio ~ B*/B below it)", fontsize=9
+        )
+
+
+def overtraining_figure(**settings: float) -> Figure:
+    """The over-training explorer's figure for one setting."""
+    explorer = OvertrainingExplorer()
+    explorer.update(**settings)
+    return explorer.as_figure()
+
+
+def serving_figure(**settings: object) -> Figure:
+    """The serving explorer's figure for one setting (see :meth:`ServingExplorer.update`)."""
+    explorer = ServingExplorer()
+    explorer.update(**settings)  # type: ignore[arg-type]
+    return explorer.as_figure()
+
+
+def price_sheet_ratios(ax: Axes | None = None) -> Figure:
+    """Output / input and long-context surcharges of each dated price sheet."""
+    figure, ax = figure_and_axes(ax)
+    names = pricing.list_price_sheets()
+    sheets = [pricing.get_price_sheet(name) for name in names]
+    y = np.arange(len(sheets))
+    ax.barh(y, [s.output_input_ratio for s in sheets], color=MEMORY_COLOUR, label="output / input")
+    long = [s.long_output_surcharge if s.has_long_tier else 0.0 for s in sheets]
+    ax.barh(y + 0.35, long, height=0.3, color=COMPUTE_COLOUR, label="> 200k output / standard")
+    ax.set_yticks(y + 0.15, [f"{s.model}\n{s.source_date}" for s in sheets], fontsize=8)
+    ax.set(xlabel="price ratio", title="Dated API price sheets (USD per million tokens)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.invert_yaxis()
+    return figure

@@ -1,0 +1,585 @@
+"""What a million tokens costs to serve, and what a dated price sheet does and does not reveal.
+
+**Forward: from hardware to a price.** A :class:`~llmmath.batching.Deployment` rents
+``n`` chips at ``usd_per_chip_hour``. An *output* token costs its share of one decode step,
+``price n t_decode / B`` (:func:`llmmath.batching.decode_step`); an *input* token its share of
+a prefill pass, ``price n t_prefill / (B_p P)`` (:func:`llmmath.batching.prefill`). Both are
+divided by ``utilisation``, the fraction of rented hours the chips spend serving. The step
+times are the batching chapter's roofline FLOORS, so these costs are floors too.
+
+Why output costs more: a decode step reads every weight for one token per sequence, so below
+the critical batch ``B*`` it is bandwidth-bound; a prompt is a batch of ``P`` tokens for the
+weights, so prefill is compute-bound. Per token, with the same efficiency on both::
+
+    output / input  ~  max(1, B* / B) + T kv C / (2 P W)
+
+(the second term: each output token also reads its own sequence's KV cache). Long contexts
+cost more because that KV term grows with ``T`` and because fewer sequences fit in HBM, so
+the weight read is shared by fewer tokens.
+
+**Inverse: from a price sheet to the hardware.** A price is ``markup x cost``, and neither the
+markup, the chip's rent nor its utilisation is published. So every deduction here is a
+:class:`Range` over stated assumptions, never one number:
+
+* active parameters from the input price (prefill at ``mfu`` of peak):
+  ``N = p_in C mfu / (2 markup price_per_chip_s)``;
+* the decode batch, as a fraction of ``B*``, from the output / input ratio;
+* KV bytes per token from the long-context output surcharge:
+  ``kv = (p_long - p_short) W / (markup price_per_chip_s (T_long - T_short))``.
+
+What a price sheet cannot give: total parameters of an MoE (only active ones set FLOPs), the
+chip, the parallelism, or the margin itself. And it may reflect strategy, not cost.
+
+>>> from llmmath import pricing
+>>> round(pricing.fleet_day_cost_usd(226.75, 8, 2.0))   # DeepSeek day 6: $87,072 per day
+87072
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validate import FloatArray, as_output, choice, fraction, positive, positive_int
+from .batching import (
+    SECONDS_PER_HOUR,
+    TOKENS_PER_MILLION,
+    Deployment,
+    DoesNotFitError,
+    cost_per_million_tokens_usd,
+    decode_step,
+    example_price,
+    max_batch,
+    prefill,
+    step_critical_batch,
+)
+from .hardware import Chip, get_chip
+from .models import ModelConfig, get_model
+
+
+# ---- a range, not a number ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Range:
+    """What an assumption-laden deduction can say: somewhere from ``low`` to ``high``."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not self.low <= self.high:
+            raise ValueError(f"Range needs low <= high; got {self.low!r} > {self.high!r}")
+
+    @property
+    def spread(self) -> float:
+        """``high / low``: how many times apart the ends are."""
+        return self.high / self.low
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int | float) and self.low <= value <= self.high
+
+
+def _span(value: float | tuple[float, float]) -> tuple[float, float]:
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise ValueError(f"an assumption range is (low, high); got {value!r}")
+        return float(value[0]), float(value[1])
+    return float(value), float(value)
+
+
+def range_over(
+    formula: Callable[..., float | FloatArray], **assumptions: float | tuple[float, float]
+) -> Range:
+    """Evaluate ``formula`` at every corner of the assumption box (each a number or a
+    ``(low, high)`` pair) and return the smallest and largest result. Right for formulas that
+    are monotonic in each assumption, as every one in this module is."""
+    names = list(assumptions)
+    corners = itertools.product(*(_span(assumptions[name]) for name in names))
+    values = [float(formula(**dict(zip(names, corner, strict=True)))) for corner in corners]
+    return Range(min(values), max(values))
+
+
+# ---- forward: serving cost from hardware --------------------------------------------------
+@dataclass(frozen=True)
+class ServingCost:
+    """Cost floors per million input and output tokens of one deployment at one setting."""
+
+    deployment: Deployment
+    #: Decode batch (sequences per step) and the context each output token reads.
+    batch: FloatArray
+    context: FloatArray
+    #: Prompts prefilled together in one pass.
+    prefill_batch: FloatArray
+    input_usd_per_million: FloatArray
+    output_usd_per_million: FloatArray
+
+    @property
+    def output_input_ratio(self) -> FloatArray:
+        """How many input tokens one output token costs as much as."""
+        return self.output_usd_per_million / self.input_usd_per_million
+
+
+def _price(deployment: Deployment, usd_per_chip_hour: ArrayLike | None) -> FloatArray:
+    if usd_per_chip_hour is None:
+        return np.asarray(example_price(deployment.chip).usd_per_chip_hour, dtype=np.float64)
+    return positive("usd_per_chip_hour", usd_per_chip_hour)
+
+
+def serving_cost(
+    deployment: Deployment,
+    batch: ArrayLike,
+    context: ArrayLike,
+    *,
+    prefill_batch: ArrayLike | None = None,
+    usd_per_chip_hour: ArrayLike | None = None,
+    utilisation: ArrayLike = 1.0,
+) -> ServingCost:
+    """Cost per million input tokens (prefill of ``prefill_batch`` prompts of ``context``
+    tokens in one pass) and per million output tokens (a decode step of ``batch`` sequences at
+    ``context``), each ``rent of the chips x step time / tokens in the step / utilisation``.
+
+    ``prefill_batch`` defaults to ``ceil(B* / context)`` prompts, enough tokens to make the
+    pass compute-bound (a server groups short prompts; a long one fills a pass alone).
+    ``usd_per_chip_hour`` defaults to the chip's example price (``data/chip_prices.toml``).
+    Raises :class:`~llmmath.batching.DoesNotFitError` when the batch's KV caches do not fit.
+    """
+    dep = deployment
+    price = _price(dep, usd_per_chip_hour)
+    busy = fraction("utilisation", utilisation)
+    step = decode_step(dep, batch, context)
+    if prefill_batch is None:
+        prefill_batch = np.ceil(step_critical_batch(dep) / np.maximum(step.context, 1.0))
+    fill = prefill(dep, context, prefill_batch)
+    output = (
+        np.asarray(cost_per_million_tokens_usd(step.time_s, step.batch, dep.n_chips, price)) / busy
+    )
+    input_ = (
+        np.asarray(
+            cost_per_million_tokens_usd(
+                fill.time_s, fill.batch * fill.prompt_tokens, dep.n_chips, price
+            )
+        )
+        / busy
+    )
+    return ServingCost(
+        deployment=dep,
+        batch=step.batch,
+        context=step.context,
+        prefill_batch=fill.batch,
+        input_usd_per_million=np.asarray(input_, dtype=np.float64),
+        output_usd_per_million=np.asarray(output, dtype=np.float64),
+    )
+
+
+def batch_that_fits(deployment: Deployment, batch: ArrayLike, context: ArrayLike) -> FloatArray:
+    """``min(batch, max_batch(context))``: the batch a server can run at that context.
+    Raises :class:`~llmmath.batching.DoesNotFitError` where not one sequence fits."""
+    B = positive("batch", batch)
+    room = np.asarray(max_batch(deployment, context))
+    if np.any(room < 1):
+        raise DoesNotFitError(
+            f"not one sequence of context {float(np.max(context)):g} fits beside "
+            f"{deployment.model.name}'s weights on {deployment.n_chips} x "
+            f"{deployment.chip.name}; use more chips",
+            float("nan"),
+        )
+    return np.asarray(np.minimum(B, room), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class LongContextSurcharge:
+    """Serving cost at a short and a long context, each at the largest batch that fits."""
+
+    short: ServingCost
+    long: ServingCost
+
+    @property
+    def input_ratio(self) -> FloatArray:
+        return self.long.input_usd_per_million / self.short.input_usd_per_million
+
+    @property
+    def output_ratio(self) -> FloatArray:
+        return self.long.output_usd_per_million / self.short.output_usd_per_million
+
+
+def long_context_surcharge(
+    deployment: Deployment,
+    batch: ArrayLike,
+    short_context: float,
+    long_context: float,
+    *,
+    usd_per_chip_hour: ArrayLike | None = None,
+    utilisation: ArrayLike = 1.0,
+) -> LongContextSurcharge:
+    """How much more a token costs at ``long_context`` than at ``short_context``.
+
+    The server runs ``min(batch, max_batch(T))`` sequences at each context (long caches crowd
+    the HBM), so the long-context cost carries both causes: more KV bytes read per token and a
+    weight read shared by fewer tokens.
+    """
+    dep = deployment
+    short = float(positive("short_context", short_context))
+    long = float(positive("long_context", long_context))
+    if long <= short:
+        raise ValueError(f"long_context must exceed short_context; got {long:g} <= {short:g}")
+    costs = [
+        serving_cost(
+            dep,
+            batch_that_fits(dep, batch, T),
+            T,
+            usd_per_chip_hour=usd_per_chip_hour,
+            utilisation=utilisation,
+        )
+        for T in (short, long)
+    ]
+    return LongContextSurcharge(*costs)
+
+
+def with_context_limit(model: str | ModelConfig, max_context: int) -> ModelConfig:
+    """A copy of ``model`` allowed ``max_context`` tokens (a what-if: same shape, longer
+    context), named so that no one mistakes it for the released model."""
+    spec = get_model(model)
+    limit = positive_int("max_context", max_context)
+    return replace(spec, name=f"{spec.name} (context {limit:,}, what-if)", max_context=limit)
+
+
+# ---- dated price sheets -------------------------------------------------------------------
+@dataclass(frozen=True)
+class PriceSheet:
+    """One model's published API prices in USD per million tokens, AS OF ``source_date``."""
+
+    model: str
+    vendor: str
+    input_usd_per_million: float
+    output_usd_per_million: float
+    long_context_threshold_tokens: int
+    long_input_usd_per_million: float
+    long_output_usd_per_million: float
+    cached_input_usd_per_million: float
+    source: str
+    source_date: str
+    checked: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} ({self.vendor}, as of {self.source_date})"
+
+    @property
+    def has_long_tier(self) -> bool:
+        return self.long_context_threshold_tokens > 0
+
+    @property
+    def output_input_ratio(self) -> float:
+        return self.output_usd_per_million / self.input_usd_per_million
+
+    @property
+    def long_input_surcharge(self) -> float:
+        """Long-tier input price over the standard one (1.0 where there is no tier)."""
+        if not self.has_long_tier:
+            return 1.0
+        return self.long_input_usd_per_million / self.input_usd_per_million
+
+    @property
+    def long_output_surcharge(self) -> float:
+        if not self.has_long_tier:
+            return 1.0
+        return self.long_output_usd_per_million / self.output_usd_per_million
+
+
+@dataclass(frozen=True)
+class FleetDay:
+    """One published day of a serving fleet: its rent, its tokens and their list value."""
+
+    name: str
+    nodes: float
+    gpus_per_node: int
+    usd_per_gpu_hour: float
+    hours: float
+    published_cost_usd: float
+    input_tokens: float
+    cached_input_tokens: float
+    output_tokens: float
+    published_revenue_usd: float
+    published_cost_profit_margin: float
+    source: str
+    source_date: str
+
+
+def _load() -> tuple[dict[str, PriceSheet], dict[str, FleetDay]]:
+    text = resources.files("llmmath").joinpath("data/api_prices.toml").read_text()
+    data: dict[str, Any] = tomllib.loads(text)
+    sheets = {}
+    for name, spec in data["prices"].items():
+        sheet = PriceSheet(model=name, **spec)
+        for field in ("input_usd_per_million", "output_usd_per_million"):
+            positive(f"{name}: {field}", getattr(sheet, field))
+        if sheet.has_long_tier:
+            positive(f"{name}: long_input_usd_per_million", sheet.long_input_usd_per_million)
+            positive(f"{name}: long_output_usd_per_million", sheet.long_output_usd_per_million)
+        sheets[name] = sheet
+    fleets = {name: FleetDay(name=name, **spec) for name, spec in data["fleets"].items()}
+    return sheets, fleets
+
+
+_SHEETS, _FLEETS = _load()
+
+
+def list_price_sheets() -> list[str]:
+    """Models with a dated price sheet in ``data/api_prices.toml``."""
+    return list(_SHEETS)
+
+
+def get_price_sheet(model: str) -> PriceSheet:
+    return _SHEETS[choice("model", model, _SHEETS)]
+
+
+def get_fleet_day(name: str = "DeepSeek-V3/R1, 24 h") -> FleetDay:
+    return _FLEETS[choice("fleet", name, _FLEETS)]
+
+
+# ---- a fleet's day: cost, revenue, margin -------------------------------------------------
+def fleet_day_cost_usd(
+    nodes: ArrayLike, gpus_per_node: ArrayLike, usd_per_gpu_hour: ArrayLike, hours: ArrayLike = 24.0
+) -> float | FloatArray:
+    """Rent of a fleet for ``hours``: ``nodes x gpus_per_node x price x hours``."""
+    return as_output(
+        positive("nodes", nodes)
+        * positive("gpus_per_node", gpus_per_node)
+        * positive("usd_per_gpu_hour", usd_per_gpu_hour)
+        * positive("hours", hours)
+    )
+
+
+def revenue_usd(tokens: ArrayLike, usd_per_million: ArrayLike) -> float | FloatArray:
+    """What ``tokens`` bring at a list price of ``usd_per_million``."""
+    T = positive("tokens", tokens, allow_zero=True)
+    return as_output(T * positive("usd_per_million", usd_per_million) / TOKENS_PER_MILLION)
+
+
+def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet) -> float:
+    """The day's tokens at the sheet's list prices: cached input, other input, output."""
+    uncached = day.input_tokens - day.cached_input_tokens
+    cached_price = sheet.cached_input_usd_per_million or sheet.input_usd_per_million
+    return float(
+        revenue_usd(day.cached_input_tokens, cached_price)
+        + revenue_usd(uncached, sheet.input_usd_per_million)
+        + revenue_usd(day.output_tokens, sheet.output_usd_per_million)
+    )
+
+
+def cost_profit_margin(revenue: ArrayLike, cost: ArrayLike) -> float | FloatArray:
+    """``(revenue - cost) / cost``; DeepSeek's "cost profit margin" (5.45 = 545%). The markup
+    of price over cost is ``1 + margin``."""
+    return as_output(positive("revenue", revenue, allow_zero=True) / positive("cost", cost) - 1.0)
+
+
+# ---- inverse: what a price sheet implies ---------------------------------------------------
+def _usd_per_chip_s(usd_per_chip_hour: ArrayLike) -> FloatArray:
+    return positive("usd_per_chip_hour", usd_per_chip_hour) / SECONDS_PER_HOUR
+
+
+def active_params_from_input_price(
+    input_usd_per_million: ArrayLike,
+    chip: str | Chip,
+    usd_per_chip_hour: ArrayLike,
+    mfu: ArrayLike,
+    markup: ArrayLike,
+    dtype: str = "bf16",
+) -> float | FloatArray:
+    """Active parameters whose compute-bound prefill, at ``mfu`` of the chip's peak and sold
+    at ``markup`` times cost, matches the input price: ``N = p C mfu / (2 markup price_s)``.
+    Prompt attention FLOPs are left out, so this overstates N for long prompts."""
+    p = positive("input_usd_per_million", input_usd_per_million) / TOKENS_PER_MILLION
+    C = get_chip(chip).peak(dtype)
+    u = fraction("mfu", mfu)
+    m = _markup(markup)
+    return as_output(p * C * u / (2.0 * m * _usd_per_chip_s(usd_per_chip_hour)))
+
+
+def _markup(markup: ArrayLike) -> FloatArray:
+    m = positive("markup", markup)
+    if np.any(m < 1):
+        raise ValueError(f"markup must be >= 1 (price at or above cost); got {float(np.min(m))!r}")
+    return m
+
+
+def decode_batch_from_ratio(
+    output_input_ratio: ArrayLike, critical_batch: ArrayLike, kv_term: ArrayLike = 0.0
+) -> float | FloatArray:
+    """The decode batch a price ratio implies if output and input carry the same markup:
+    ``r = B* / B + kv_term`` gives ``B = B* / (r - kv_term)``.
+
+    ``kv_term = T kv C / (2 P W)`` is the KV read per output token over its matmul FLOPs
+    (0 ignores it; any positive value raises the implied batch). For a ratio at or below
+    ``1 + kv_term`` decode would be compute-bound and the price gives only ``B >= B*``.
+    """
+    r = positive("output_input_ratio", output_input_ratio)
+    Bc = positive("critical_batch", critical_batch)
+    k = positive("kv_term", kv_term, allow_zero=True)
+    if np.any(r - k <= 1):
+        raise ValueError(
+            "output_input_ratio must exceed 1 + kv_term: at or below it the price says decode "
+            "is compute-bound and bounds the batch only from below, by the critical batch; "
+            f"got ratio {float(np.min(r)):g} with kv_term {float(np.max(k)):g}"
+        )
+    return as_output(Bc / (r - k))
+
+
+def kv_bytes_from_surcharge(
+    short_output_usd_per_million: ArrayLike,
+    long_output_usd_per_million: ArrayLike,
+    context_gap_tokens: ArrayLike,
+    chip: str | Chip,
+    usd_per_chip_hour: ArrayLike,
+    markup: ArrayLike,
+    bandwidth_efficiency: ArrayLike = 1.0,
+) -> float | FloatArray:
+    """KV bytes per token a long-context output surcharge pays for, if all of it is the extra
+    KV read: ``kv = (p_long - p_short) W eff / (markup price_s (T_long - T_short))``.
+
+    An output token at context T reads ``T kv`` bytes of its own cache, costing
+    ``price_s T kv / W`` whatever the number of chips. The long tier's smaller batches also
+    raise the cost, so the real ``kv`` is at most this.
+    """
+    short = positive("short_output_usd_per_million", short_output_usd_per_million)
+    long = positive("long_output_usd_per_million", long_output_usd_per_million)
+    if np.any(long <= short):
+        raise ValueError(
+            "long_output_usd_per_million must exceed short_output_usd_per_million for a "
+            f"surcharge; got {float(np.min(long)):g} <= {float(np.max(short)):g}"
+        )
+    gap = positive("context_gap_tokens", context_gap_tokens)
+    W = get_chip(chip).hbm_bandwidth_bytes_per_s * fraction(
+        "bandwidth_efficiency", bandwidth_efficiency
+    )
+    extra_per_token = (long - short) / TOKENS_PER_MILLION
+    return as_output(
+        extra_per_token * W / (_markup(markup) * _usd_per_chip_s(usd_per_chip_hour) * gap)
+    )
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What a reader of a price sheet must assume; each is a number or a ``(low, high)`` span.
+
+    Defaults: an H100-class chip rented for $2-6 per hour (``data/chip_prices.toml`` and the
+    cloud list prices it quotes), prefill at 30-60% MFU (Llama 3 trained at 38-43%; Pope et al.
+    2022 reached 76% on large-batch prefill), price 1-6.5x cost (DeepSeek's published day
+    implies 6.45x at full list prices), a long-tier prompt 200k-500k tokens longer than a
+    standard one.
+    """
+
+    chip: str = "H100"
+    usd_per_chip_hour: float | tuple[float, float] = (2.0, 6.0)
+    mfu: float | tuple[float, float] = (0.3, 0.6)
+    markup: float | tuple[float, float] = (1.0, 6.5)
+    context_gap_tokens: float | tuple[float, float] = (2e5, 5e5)
+
+
+@dataclass(frozen=True)
+class PriceSheetReading:
+    """What one dated price sheet implies under :class:`Assumptions`, as ranges."""
+
+    sheet: PriceSheet
+    assumptions: Assumptions
+    active_params: Range
+    #: Decode batch as a fraction of the critical batch, ignoring KV reads (a lower bound).
+    decode_batch_fraction: float
+    #: KV bytes per token the long-tier output surcharge pays for (None: no tier).
+    kv_bytes_per_token: Range | None
+    cannot_deduce: tuple[str, ...]
+
+
+CANNOT_DEDUCE = (
+    "total parameters of an MoE (only active ones cost FLOPs)",
+    "the chip, the number of chips and the parallelism",
+    "the markup (a price is cost times an unpublished margin, maybe not the same on every line)",
+    "whether a price follows cost at all, or demand and competition",
+)
+
+
+def read_price_sheet(
+    sheet: PriceSheet | str, assumptions: Assumptions | None = None
+) -> PriceSheetReading:
+    """Active parameters, decode batch and KV bytes per token that ``sheet`` implies, each
+    over the whole box of ``assumptions``; and the list of what it cannot tell."""
+    entry = get_price_sheet(sheet) if isinstance(sheet, str) else sheet
+    a = assumptions or Assumptions()
+    chip = get_chip(a.chip)
+
+    def params(usd_per_chip_hour: float, mfu: float, markup: float) -> float | FloatArray:
+        return active_params_from_input_price(
+            entry.input_usd_per_million, chip, usd_per_chip_hour, mfu, markup
+        )
+
+    kv: Range | None = None
+    if entry.has_long_tier:
+
+        def kv_bytes(
+            usd_per_chip_hour: float, markup: float, context_gap_tokens: float
+        ) -> float | FloatArray:
+            return kv_bytes_from_surcharge(
+                entry.output_usd_per_million,
+                entry.long_output_usd_per_million,
+                context_gap_tokens,
+                chip,
+                usd_per_chip_hour,
+                markup,
+            )
+
+        kv = range_over(
+            kv_bytes,
+            usd_per_chip_hour=a.usd_per_chip_hour,
+            markup=a.markup,
+            context_gap_tokens=a.context_gap_tokens,
+        )
+    return PriceSheetReading(
+        sheet=entry,
+        assumptions=a,
+        active_params=range_over(
+            params, usd_per_chip_hour=a.usd_per_chip_hour, mfu=a.mfu, markup=a.markup
+        ),
+        decode_batch_fraction=float(decode_batch_from_ratio(entry.output_input_ratio, 1.0)),
+        kv_bytes_per_token=kv,
+        cannot_deduce=CANNOT_DEDUCE,
+    )
+
+
+def output_input_ratios(names: Sequence[str] | None = None) -> dict[str, float]:
+    """Output / input price ratio of each dated sheet."""
+    return {name: get_price_sheet(name).output_input_ratio for name in names or _SHEETS}
+
+
+__all__ = [
+    "CANNOT_DEDUCE",
+    "Assumptions",
+    "FleetDay",
+    "LongContextSurcharge",
+    "PriceSheet",
+    "PriceSheetReading",
+    "Range",
+    "ServingCost",
+    "active_params_from_input_price",
+    "batch_that_fits",
+    "cost_profit_margin",
+    "decode_batch_from_ratio",
+    "fleet_day_cost_usd",
+    "fleet_day_revenue_usd",
+    "get_fleet_day",
+    "get_price_sheet",
+    "kv_bytes_from_surcharge",
+    "list_price_sheets",
+    "long_context_surcharge",
+    "output_input_ratios",
+    "range_over",
+    "read_price_sheet",
+    "revenue_usd",
+    "serving_cost",
+    "with_context_limit",
+]

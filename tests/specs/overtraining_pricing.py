@@ -1,0 +1,55 @@
+"""The over-training and pricing exercise (solutions/overtraining_pricing/) as the grading
+tests see it."""
+
+from grading_support import AssignmentSpec
+
+SPEC = AssignmentSpec(
+    assignment="overtraining_pricing",
+    test_cells=(
+        "test_chinchilla_loss",
+        "test_training_run",
+        "test_tokens_for_loss",
+        "test_lifetime",
+        "test_fleet_day",
+    ),
+    autograded_points=10.0,  # five autograded parts of 2 points
+    manual_points=2.0,  # the reflection
+    manual_cells=("reflection",),
+    answers={
+        "training_flops": 7.227e23,
+        "training_days": 10.324239650478177,
+        "training_cost_usd": 1014914.0546006068,
+        "total_flops_a": 3.3834594434119766e24,
+        "total_flops_b": 1.187032079617324e24,
+        "daily_cost_usd": 87072.0,
+        "daily_revenue_usd": 562100.0,
+        "markup": 6.455576993752297,
+    },
+    # Forgetting that the chips deliver only MFU of their peak, and comparing the two models
+    # by their training compute alone (no lifetime inference).
+    wrong_answers={
+        "training_run": (
+            "training_flops = TRAINING_FLOPS_PER_PARAM_TOKEN * LLAMA3_8B_PARAMS * TRAINING_TOKENS\n"
+            "training_seconds = training_flops / (N_CHIPS * H100_BF16_FLOP_PER_S)\n"
+            "training_days = training_seconds / SECONDS_PER_DAY\n"
+            "training_cost_usd = N_CHIPS * training_seconds / SECONDS_PER_HOUR"
+            " * USD_PER_CHIP_HOUR\n"
+        ),
+        "lifetime": (
+            "def lifetime_flops(params):\n"
+            "    return TRAINING_FLOPS_PER_PARAM_TOKEN * params"
+            " * tokens_for_loss(params, TARGET_LOSS)\n"
+            "total_flops_a = lifetime_flops(MODEL_A_PARAMS)\n"
+            "total_flops_b = lifetime_flops(MODEL_B_PARAMS)\n"
+            'cheaper_model = "A" if total_flops_a < total_flops_b else "B"\n'
+        ),
+    },
+    wrong_fails={
+        "test_training_run": "training_days",
+        "test_lifetime": "total_flops_a",
+    },
+    # chinchilla_loss(...) twice in Part 1, tokens_for_loss(...) twice in Part 3.
+    pinned_expressions=4,
+    leaky_examples=("the run takes 10.3 days", "a markup of 6.46 times cost"),
+    clean_examples=("226.75 nodes of 8 GPUs at 2 USD per GPU-hour, 608e9 input tokens",),
+)

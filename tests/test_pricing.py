@@ -1,0 +1,328 @@
+"""llmmath.pricing: serving cost from hardware, dated price sheets, and what they imply.
+
+Expected values are written out from the formulas in the module docstring, with the H100
+datasheet numbers of the reference sheet (9.89e14 FLOP/s dense bf16, 3.35e12 B/s)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmmath import batching, pricing
+
+SETTINGS = settings(max_examples=30, deadline=None)
+H100_BF16 = 9.89e14
+H100_BW = 3.35e12
+LLAMA = batching.Deployment("Llama-3-70B", "H100", 8)
+
+
+# ---- the dated price table ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("model", "ratio"),
+    [
+        # Reference sheet, "API prices" (vendors' tables of 2025-2026), output / input.
+        ("Gemini 2.5 Pro", 8.0),
+        ("Gemini 3 Pro (preview)", 6.0),
+        ("Claude Sonnet 4.5", 5.0),
+        ("Claude Opus 4.5", 5.0),
+        ("GPT-4o", 4.0),
+        ("DeepSeek-R1", 2.19 / 0.55),
+    ],
+)
+def test_output_input_ratios_of_the_dated_table(model: str, ratio: float) -> None:
+    assert pricing.get_price_sheet(model).output_input_ratio == pytest.approx(ratio, rel=1e-9)
+
+
+def test_long_context_tiers() -> None:
+    # Reference sheet: above 200k tokens Gemini 3 Pro input doubles and output rises 50%.
+    gemini = pricing.get_price_sheet("Gemini 3 Pro (preview)")
+    assert gemini.long_context_threshold_tokens == 200_000
+    assert gemini.long_input_surcharge == pytest.approx(2.0)
+    assert gemini.long_output_surcharge == pytest.approx(1.5)
+    assert pricing.get_price_sheet("GPT-4o").long_output_surcharge == 1.0
+
+
+def test_every_price_is_dated_and_sourced() -> None:
+    for name in pricing.list_price_sheets():
+        sheet = pricing.get_price_sheet(name)
+        assert sheet.source and len(sheet.source_date) >= 7, name
+        assert sheet.source_date in sheet.label
+        assert 1 < sheet.output_input_ratio < 10, name
+
+
+def test_unknown_sheet_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="GPT-4o"):
+        pricing.get_price_sheet("GPT-5")
+
+
+# ---- DeepSeek's published day ---------------------------------------------------------------
+def test_deepseek_day6_cost_revenue_and_margin() -> None:
+    # DeepSeek open-infra-index day 6 (2025-03-01): 226.75 nodes x 8 H800 x $2 x 24 h =
+    # $87,072 per day; the day's tokens at R1 list prices $562,027; margin 545%.
+    day = pricing.get_fleet_day()
+    cost = pricing.fleet_day_cost_usd(day.nodes, day.gpus_per_node, day.usd_per_gpu_hour)
+    assert cost == pytest.approx(87_072, abs=0.5)
+    assert cost == pytest.approx(day.published_cost_usd, abs=0.5)
+    revenue = pricing.fleet_day_revenue_usd(day, pricing.get_price_sheet("DeepSeek-R1"))
+    # The published token counts are rounded to 1e9, so 0.1% is as close as they allow.
+    assert revenue == pytest.approx(day.published_revenue_usd, rel=1e-3)
+    margin = pricing.cost_profit_margin(revenue, cost)
+    assert margin == pytest.approx(day.published_cost_profit_margin, abs=0.01)
+
+
+# ---- forward: cost from hardware ----------------------------------------------------------
+def test_output_cost_is_the_decode_step_rent() -> None:
+    cost = pricing.serving_cost(LLAMA, 64, 1024, usd_per_chip_hour=2.0)
+    step = batching.decode_step(LLAMA, 64, 1024)
+    expected = 2.0 * 8 * float(step.time_s) / (3600 * 64) * 1e6
+    assert float(cost.output_usd_per_million) == pytest.approx(expected, rel=1e-12)
+
+
+def test_input_cost_is_compute_bound_prefill() -> None:
+    # A 4096-token prompt is a batch of 4096 for the weights: compute-bound, so per token
+    # about 2 P_matmul (plus attention) FLOPs at the peak.
+    cost = pricing.serving_cost(LLAMA, 64, 4096, usd_per_chip_hour=2.0)
+    assert float(cost.prefill_batch) == 1
+    fill = batching.prefill(LLAMA, 4096)
+    assert bool(fill.compute_bound)
+    per_token_s = float(fill.flops) / 4096 / (8 * H100_BF16)
+    expected = 2.0 * 8 * per_token_s / 3600 * 1e6
+    assert float(cost.input_usd_per_million) == pytest.approx(expected, rel=1e-9)
+
+
+def test_short_prompts_are_grouped_until_prefill_is_compute_bound() -> None:
+    cost = pricing.serving_cost(LLAMA, 8, 100)
+    assert float(cost.prefill_batch) == 3  # ceil(295.2 / 100)
+    fill = batching.prefill(LLAMA, 100, 3)
+    assert float(fill.compute_s) >= float(fill.memory_s)
+    alone = pricing.serving_cost(LLAMA, 8, 100, prefill_batch=1)
+    assert float(alone.input_usd_per_million) > 2 * float(cost.input_usd_per_million)
+
+
+def test_utilisation_divides_the_cost() -> None:
+    full = pricing.serving_cost(LLAMA, 32, 1024)
+    half = pricing.serving_cost(LLAMA, 32, 1024, utilisation=0.5)
+    assert float(half.output_usd_per_million) == pytest.approx(
+        2 * float(full.output_usd_per_million)
+    )
+    assert float(half.output_input_ratio) == pytest.approx(float(full.output_input_ratio))
+
+
+def test_ratio_near_the_critical_batch_over_batch() -> None:
+    # Short context: KV reads are small, so output / input ~ B* / B below the critical batch.
+    cost = pricing.serving_cost(LLAMA, 32, 128)
+    critical = batching.step_critical_batch(LLAMA)
+    assert float(cost.output_input_ratio) == pytest.approx(critical / 32, rel=0.1)
+
+
+def test_long_context_costs_more_and_shrinks_the_batch() -> None:
+    what_if = batching.Deployment(pricing.with_context_limit("Llama-3-70B", 1_000_000), "H100", 8)
+    surcharge = pricing.long_context_surcharge(what_if, 128, 8192, 262_144)
+    assert float(surcharge.long.batch) < float(surcharge.short.batch) == 128
+    assert float(surcharge.output_ratio) > 1.5 and float(surcharge.input_ratio) > 1.5
+    assert "what-if" in what_if.model.name
+
+
+def test_serving_cost_errors() -> None:
+    with pytest.raises(ValueError, match="utilisation"):
+        pricing.serving_cost(LLAMA, 8, 1024, utilisation=0)
+    with pytest.raises(ValueError, match="usd_per_chip_hour"):
+        pricing.serving_cost(LLAMA, 8, 1024, usd_per_chip_hour=-1)
+    with pytest.raises(batching.DoesNotFitError):
+        pricing.serving_cost(LLAMA, 10_000, 8192)
+    with pytest.raises(ValueError, match="long_context"):
+        pricing.long_context_surcharge(LLAMA, 8, 4096, 1024)
+
+
+@SETTINGS
+@given(st.floats(1, 90), st.floats(1.01, 4.0), st.sampled_from([128.0, 1024.0, 4096.0]))
+def test_cost_per_output_token_falls_with_batch(batch: float, more: float, context: float) -> None:
+    small = pricing.serving_cost(LLAMA, batch, context)
+    large = pricing.serving_cost(LLAMA, batch * more, context)
+    assert float(large.output_usd_per_million) < float(small.output_usd_per_million)
+    assert float(large.input_usd_per_million) == pytest.approx(float(small.input_usd_per_million))
+
+
+@SETTINGS
+@given(st.floats(1, 400), st.sampled_from([128.0, 2048.0]))
+def test_output_never_cheaper_than_input(batch: float, context: float) -> None:
+    # Decode does the same FLOPs per token as prefill and reads weights and KV besides.
+    cost = pricing.serving_cost(LLAMA, batch, context)
+    assert float(cost.output_input_ratio) >= 1.0 - 1e-9
+
+
+# ---- inverse: what a price sheet implies -------------------------------------------------
+def test_active_params_formula() -> None:
+    # N = p C mfu / (2 markup price_s): $1/M, H100, $3.6/h (= $0.001/s), 50%, markup 1.
+    params = pricing.active_params_from_input_price(1.0, "H100", 3.6, 0.5, 1.0)
+    assert params == pytest.approx(1e-6 * H100_BF16 * 0.5 / (2 * 1e-3), rel=1e-12)
+
+
+def test_deepseek_price_is_consistent_with_37b_active() -> None:
+    # DeepSeek-V3/R1 has 37e9 active parameters; at its own $2/h, its published 6.45x
+    # markup and half of peak, the $0.55 input price points at ~38e9.
+    params = pricing.active_params_from_input_price(0.55, "H100", 2.0, 0.5, 6.45)
+    assert params == pytest.approx(37e9, rel=0.1)
+
+
+def test_reading_gives_wide_ranges_not_a_number() -> None:
+    reading = pricing.read_price_sheet("Gemini 2.5 Pro")
+    assert reading.active_params.spread > 10
+    assert reading.decode_batch_fraction == pytest.approx(1 / 8)
+    assert reading.kv_bytes_per_token is not None and reading.kv_bytes_per_token.spread > 10
+    assert any("MoE" in text for text in reading.cannot_deduce)
+    assert pricing.read_price_sheet("GPT-4o").kv_bytes_per_token is None
+
+
+def test_range_over_covers_every_corner() -> None:
+    r = pricing.range_over(lambda a, b: a / b, a=(1.0, 2.0), b=(4.0, 8.0))
+    assert (r.low, r.high) == (0.125, 0.5)
+    assert 0.25 in r and 1.0 not in r
+    with pytest.raises(ValueError, match="low <= high"):
+        pricing.Range(2.0, 1.0)
+
+
+def test_decode_batch_from_ratio() -> None:
+    assert pricing.decode_batch_from_ratio(5.0, 295.0) == pytest.approx(59.0)
+    assert pricing.decode_batch_from_ratio(5.0, 295.0, 1.0) == pytest.approx(73.75)
+    with pytest.raises(ValueError, match="compute-bound"):
+        pricing.decode_batch_from_ratio(1.0, 295.0)
+
+
+def test_kv_from_surcharge_formula() -> None:
+    # $5/M extra over a 250k-token gap, H100, $3.6/h, markup 1: kv = 5e-6 W / (1e-3 2.5e5).
+    kv = pricing.kv_bytes_from_surcharge(10.0, 15.0, 2.5e5, "H100", 3.6, 1.0)
+    assert kv == pytest.approx(5e-6 * H100_BW / (1e-3 * 2.5e5), rel=1e-12)
+    with pytest.raises(ValueError, match="long_output_usd_per_million"):
+        pricing.kv_bytes_from_surcharge(10.0, 10.0, 2.5e5, "H100", 3.6, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"markup": 0.5}, "markup"),
+        ({"mfu": 1.2}, "mfu"),
+        ({"usd_per_chip_hour": 0.0}, "usd_per_chip_hour"),
+        ({"input_usd_per_million": -1.0}, "input_usd_per_million"),
+    ],
+)
+def test_inverse_bad_input_names_the_parameter(kwargs: dict[str, float], name: str) -> None:
+    args = {"input_usd_per_million": 1.0, "usd_per_chip_hour": 2.0, "mfu": 0.5, "markup": 1.0}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        pricing.active_params_from_input_price(chip="H100", **args)
+
+
+@SETTINGS
+@given(st.floats(0.1, 20.0), st.floats(1.0, 10.0), st.floats(1.0, 10.0))
+def test_higher_markup_or_rent_means_fewer_implied_params(
+    price: float, markup: float, rent: float
+) -> None:
+    base = pricing.active_params_from_input_price(price, "H100", rent, 0.5, markup)
+    assert pricing.active_params_from_input_price(price, "H100", rent, 0.5, markup * 2) < base
+    assert pricing.active_params_from_input_price(price, "H100", rent * 2, 0.5, markup) < base
+    assert pricing.active_params_from_input_price(price * 2, "H100", rent, 0.5, markup) > base
+
+
+def test_vectorized() -> None:
+    N = pricing.active_params_from_input_price(np.array([1.0, 2.0]), "H100", 2.0, 0.5, 1.0)
+    assert isinstance(N, np.ndarray) and N[1] == pytest.approx(2 * N[0])
+    cost = pricing.serving_cost(LLAMA, np.array([8.0, 64.0]), 1024)
+    assert cost.output_usd_per_million.shape == (2,)
+
+
+# ---- figures and widgets of the chapter ---------------------------------------------------
+def test_chapter_figures_are_figures() -> None:
+    from matplotlib.figure import Figure
+
+    from llmmath.plots import pricing as pricing_plots
+
+    for figure in (
+        pricing_plots.total_compute_vs_size(1.937, (0.0, 1e13)),
+        pricing_plots.tokens_per_param_vs_demand(2.0),
+        pricing_plots.price_sheet_ratios(),
+        pricing_plots.overtraining_figure(target_loss=1.9, inference_tokens=1e12),
+        pricing_plots.serving_figure(batch=8),
+    ):
+        assert isinstance(figure, Figure)
+
+
+def test_total_compute_figure_marks_each_optimum() -> None:
+    from llmmath import scaling
+    from llmmath.plots import pricing as pricing_plots
+
+    figure = pricing_plots.total_compute_vs_size(1.937, (0.0, 1e13))
+    (ax,) = figure.axes
+    dots = [line for line in ax.lines if line.get_marker() == "o"]
+    best = scaling.inference_aware_optimum(1.937, 1e13)
+    assert float(dots[1].get_xdata()[0]) == pytest.approx(float(best.params))
+
+
+def test_serving_explorer_marker_follows_the_cost() -> None:
+    from llmmath.plots import pricing as pricing_plots
+
+    explorer = pricing_plots.ServingExplorer()
+    explorer.update(LLAMA, 16, 2048, 4.0, 0.6)
+    first = explorer.png()
+    explorer.update(LLAMA, 128, 2048, 4.0, 0.6)
+    assert explorer.png() != first
+    cost = pricing.serving_cost(LLAMA, 128, 2048, usd_per_chip_hour=4.0, utilisation=0.6)
+    x, y = explorer.out_point.get_data()
+    assert (x[0], y[0]) == (128, pytest.approx(float(cost.output_usd_per_million)))
+
+
+def _images(widget: object) -> int:
+    import ipywidgets as w
+
+    if isinstance(widget, w.Image):
+        return 1
+    return sum(_images(child) for child in getattr(widget, "children", ()))
+
+
+def test_static_explorers_stay_small_and_linked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ipywidgets as w
+
+    from llmmath.widgets import STATIC_ENV
+    from llmmath.widgets import pricing as pricing_widgets
+
+    class Blank:  # stands in for the figures: every frame a few bytes
+        def __init__(self) -> None:
+            self.setting: tuple[object, ...] = ()
+
+        def update(self, *setting: object) -> None:
+            self.setting = setting
+
+        def png(self) -> bytes:
+            return repr(self.setting).encode()
+
+    monkeypatch.setenv(STATIC_ENV, "1")
+    monkeypatch.setattr(pricing_widgets, "OvertrainingExplorer", Blank)
+    monkeypatch.setattr(pricing_widgets, "ServingExplorer", Blank)
+    links: list[object] = []
+    real = w.jslink
+    monkeypatch.setattr(w, "jslink", lambda a, b: links.append((a, b)) or real(a, b))
+    over = pricing_widgets.overtraining_explorer()
+    serve = pricing_widgets.serving_explorer()
+    sheet = pricing_widgets.price_sheet_explorer()
+    assert _images(over) == 3 * 10 and _images(serve) == 3 * 3 * 9
+    assert _images(over) + _images(serve) <= 150
+    assert links, "static controls must be jslinked to their Stacks"
+    stack = sheet.children[1]
+    assert len(stack.children) == len(pricing.list_price_sheets())
+
+
+def test_live_explorers_redraw(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmmath.widgets import STATIC_ENV
+    from llmmath.widgets import pricing as pricing_widgets
+
+    monkeypatch.setenv(STATIC_ENV, "0")
+    box = pricing_widgets.overtraining_explorer()
+    image = box.children[-1]
+    before = bytes(image.value)
+    box.children[0].children[1].value = 1e15  # lifetime serving tokens
+    assert bytes(image.value) != before
+    sheets = pricing_widgets.price_sheet_explorer()
+    sheets.children[0].value = "GPT-4o"
+    assert "2024-08-06" in sheets.children[1].value
