@@ -34,9 +34,12 @@ def toc_files() -> list[str]:
 
 
 def solution_lines() -> set[str]:
-    """Substantial lines of code between the solution and hidden-test markers."""
+    """Substantial lines of code between the solution and hidden-test markers that the
+    student-visible part of the same notebook does not also contain (a constant's name in
+    the read-only specs cell, a phrase the instructions quote, are not secrets)."""
     secret: set[str] = set()
     for notebook in (ROOT / "solutions").rglob("*.ipynb"):
+        hidden, public = set(), []
         for cell in json.loads(notebook.read_text())["cells"]:
             inside = False
             for line in "".join(cell["source"]).splitlines():
@@ -46,7 +49,11 @@ def solution_lines() -> set[str]:
                 elif stripped.startswith("### END"):
                     inside = False
                 elif inside and len(stripped) >= 12 and not stripped.startswith("#"):
-                    secret.add(stripped)
+                    hidden.add(stripped)
+                elif not inside:
+                    public.append(stripped.replace("`", ""))
+        visible = "\n".join(public)
+        secret |= {line for line in hidden if line not in visible}
     return secret
 
 

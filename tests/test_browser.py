@@ -94,10 +94,14 @@ def test_page_renders_offline(browser: Browser, base_url: str, path: str) -> Non
 
 
 def visible_frames(page: Page) -> list[str]:
-    """The ``src`` of every widget image shown now (one per explorer on the page)."""
+    """What the widgets show now: the ``src`` of every visible widget image and the text
+    of every visible HTML panel (a precomputed table is a frame too)."""
     images = page.locator(".widget-image:visible, .jupyter-widgets img:visible")
     assert images.count() >= 1, "no widget figure is visible"
-    return [images.nth(i).get_attribute("src") or "" for i in range(images.count())]
+    panels = page.locator(".widget-html-content:visible")
+    return [images.nth(i).get_attribute("src") or "" for i in range(images.count())] + [
+        panels.nth(i).inner_html() for i in range(panels.count())
+    ]
 
 
 LESSON_PAGES = [p for p in PAGES if p.startswith("lessons/")]
