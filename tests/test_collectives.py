@@ -49,6 +49,61 @@ def test_point_to_point_uses_the_link_asked_for() -> None:
     )
 
 
+# ---- groups spread over several domains ------------------------------------------------------
+def test_hierarchical_collectives_reduce_to_the_flat_ones() -> None:
+    # Inside one domain (m = 1) and with one member per domain (g = 1) there is one level.
+    for n in (1, 2, 8):
+        assert collectives.hierarchical_all_reduce_time_s(1e9, n, "H100") == pytest.approx(
+            collectives.all_reduce_time_s(1e9, n, "H100")
+        )
+    flat_out = collectives.all_gather_time_s(1e9, 64, "H100")
+    assert collectives.hierarchical_all_gather_time_s(
+        1e9, 64, "H100", per_domain=1
+    ) == pytest.approx(flat_out)
+    assert collectives.hierarchical_reduce_scatter_time_s(1e9, 72, "GB200-NVL72") == (
+        pytest.approx(collectives.reduce_scatter_time_s(1e9, 72, "GB200-NVL72"))
+    )
+
+
+def test_hierarchical_all_gather_across_nodes_runs_at_the_node_egress() -> None:
+    # Scaling book, gpus: beyond a node of 8 H100 the collective runs at the node's egress,
+    # 8 NICs x 50 GB/s = 400 GB/s. 16 nodes: each GPU sends (S/8)(15/16) over its own NIC,
+    # which is slower than the S (7/8) over NVLink.
+    S = 1e9
+    assert collectives.hierarchical_all_gather_time_s(S, 128, "H100") == pytest.approx(
+        S * 15 / 16 / 400e9
+    )
+    # Two nodes: (S/8)(1/2)/50e9 = S/800e9 across, S (7/8)/450e9 = S/514e9 inside: NVLink
+    # is the bottleneck (the book's question 5).
+    assert collectives.hierarchical_all_gather_time_s(S, 16, "H100") == pytest.approx(
+        S * 7 / 8 / 450e9
+    )
+    # Eight times faster than a flat ring that runs every byte at one NIC's speed.
+    flat = collectives.all_gather_time_s(S, 128, "H100")
+    assert flat / collectives.hierarchical_all_gather_time_s(S, 128, "H100") == pytest.approx(
+        8 * (127 / 128) / (15 / 16)
+    )
+
+
+def test_all_to_all_of_a_strided_group() -> None:
+    # 8 chips, one per node (e.g. expert parallelism outside TP8): everything leaves the node.
+    strided = collectives.all_to_all_time_s(8e9, 8, "H100", per_domain=1)
+    assert strided == pytest.approx(8e9 * 7 / 8 / 50e9)
+    assert collectives.all_to_all_time_s(8e9, 8, "H100", per_domain=8) == pytest.approx(
+        collectives.all_to_all_time_s(8e9, 8, "H100")
+    )
+
+
+def test_members_per_domain() -> None:
+    assert collectives.members_per_domain(1024, "H100") == 8
+    assert collectives.members_per_domain(4, "H100") == 4
+    assert collectives.members_per_domain(16, "H100", per_domain=2) == 2
+    with pytest.raises(ValueError, match="per_domain=3 must divide n_chips=16"):
+        collectives.members_per_domain(16, "H100", per_domain=3)
+    with pytest.raises(ValueError, match="per_domain=16 must divide"):
+        collectives.members_per_domain(32, "H100", per_domain=16)
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -56,6 +111,10 @@ def test_point_to_point_uses_the_link_asked_for() -> None:
         (lambda: collectives.all_gather_time_s(-1.0, 8, "H100"), "array_bytes must be"),
         (lambda: collectives.all_to_all_time_s(1e9, 2.5, "H100"), "n_chips must be an integer"),
         (lambda: collectives.all_reduce_time_s(1e9, 8, "H900"), "unknown chip 'H900'"),
+        (
+            lambda: collectives.hierarchical_all_reduce_time_s(1e9, 8, "H100", per_domain=0),
+            "per_domain must be >= 1",
+        ),
     ],
 )
 def test_bad_input_names_the_parameter(call, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -55,18 +55,24 @@ def all_reduce_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) ->
 
 
 def all_to_all_time_s(
-    bytes_per_chip: ArrayLike, n_chips: int, chip: str | Chip
+    bytes_per_chip: ArrayLike,
+    n_chips: int,
+    chip: str | Chip,
+    *,
+    per_domain: int | None = None,
 ) -> float | FloatArray:
     """AllToAll where each chip sends ``bytes_per_chip`` spread evenly over all ``n`` chips.
 
     Inside one scale-up domain of ``d`` chips a chip sends ``(d-1)/n`` of its bytes over
     scale-up links; the ``(n-d)/n`` bound for other domains go over its scale-out NIC. The
-    two proceed in parallel, so the slower sets the time.
+    two proceed in parallel, so the slower sets the time. ``d`` is ``min(n, domain size)`` for
+    a group of consecutive chips; pass ``per_domain`` for a group spread out with a stride
+    (e.g. ``per_domain=1`` when every member sits in a different node).
     """
     spec = get_chip(chip)
     n = positive_int("n_chips", n_chips)
     sent = positive("bytes_per_chip", bytes_per_chip, allow_zero=True)
-    domain = min(n, spec.scale_up_domain_size)
+    domain = members_per_domain(n, spec, per_domain)
     inside = sent * (domain - 1) / n / spec.scale_up_bandwidth_bytes_per_s
     outside = sent * (n - domain) / n / spec.scale_out_bandwidth_bytes_per_s
     return as_output(np.maximum(inside, outside))
@@ -84,3 +90,76 @@ def point_to_point_time_s(
         else spec.scale_up_bandwidth_bytes_per_s
     )
     return as_output(size / bandwidth)
+
+
+def members_per_domain(n_chips: int, chip: str | Chip, per_domain: int | None = None) -> int:
+    """How many members of a group of ``n_chips`` share each scale-up domain.
+
+    ``None`` means a group of consecutive chips: ``min(n, domain size)``. An explicit value
+    must be at most the domain size and divide ``n_chips`` (the group fills whole domains
+    evenly), else a ValueError names ``per_domain``.
+    """
+    spec = get_chip(chip)
+    n = positive_int("n_chips", n_chips)
+    if per_domain is None:
+        return min(n, spec.scale_up_domain_size)
+    g = positive_int("per_domain", per_domain)
+    if g > min(n, spec.scale_up_domain_size) or n % g:
+        raise ValueError(
+            f"per_domain={g} must divide n_chips={n} and be at most "
+            f"{spec.name}'s scale-up domain of {spec.scale_up_domain_size} chips"
+        )
+    return g
+
+
+def hierarchical_all_gather_time_s(
+    array_bytes: ArrayLike,
+    n_chips: int,
+    chip: str | Chip,
+    *,
+    per_domain: int | None = None,
+) -> float | FloatArray:
+    """AllGather over ``n`` chips, ``g`` of them in each of ``m = n/g`` scale-up domains.
+
+    Two levels: across domains each chip gathers the ``1/g`` of the array its domain is
+    responsible for, ``(S/g)(m-1)/m`` bytes over its own scale-out NIC; inside the domain it
+    gathers the rest, ``S(g-1)/g`` bytes over scale-up links. Chunks are pipelined through the
+    two levels, so the slower one sets the time:
+
+        T = max(S (g-1) / (g W_up), (S/g) (m-1) / (m W_out)).
+
+    A group inside one domain (m = 1) gives :func:`all_gather_time_s`; one member per domain
+    (g = 1) gives the flat ring over scale-out. Across nodes of 8 H100 the scale-out term is
+    ``S / (8 * 50 GB/s) = S / 400 GB/s``: the node's egress, as in the scaling book (gpus).
+    """
+    spec = get_chip(chip)
+    n = positive_int("n_chips", n_chips)
+    g = members_per_domain(n, spec, per_domain)
+    m = n // g
+    size = positive("array_bytes", array_bytes, allow_zero=True)
+    inside = size * (g - 1) / g / spec.scale_up_bandwidth_bytes_per_s
+    across = size / g * (m - 1) / m / spec.scale_out_bandwidth_bytes_per_s
+    return as_output(np.maximum(inside, across))
+
+
+def hierarchical_reduce_scatter_time_s(
+    array_bytes: ArrayLike,
+    n_chips: int,
+    chip: str | Chip,
+    *,
+    per_domain: int | None = None,
+) -> float | FloatArray:
+    """ReduceScatter in two levels: the same bytes as the AllGather, in the other direction."""
+    return hierarchical_all_gather_time_s(array_bytes, n_chips, chip, per_domain=per_domain)
+
+
+def hierarchical_all_reduce_time_s(
+    array_bytes: ArrayLike,
+    n_chips: int,
+    chip: str | Chip,
+    *,
+    per_domain: int | None = None,
+) -> float | FloatArray:
+    """AllReduce in two levels = hierarchical ReduceScatter + AllGather (twice the bytes)."""
+    gather = hierarchical_all_gather_time_s(array_bytes, n_chips, chip, per_domain=per_domain)
+    return as_output(2.0 * np.asarray(gather))

@@ -2,7 +2,7 @@
 (no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
 the same code, so the book and the notebook always agree."""
 
-from . import batching, moe, pricing, roofline
+from . import batching, moe, parallelism, pricing, roofline
 from .common import figure_and_axes, figure_png
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "figure_and_axes",
     "figure_png",
     "moe",
+    "parallelism",
     "pricing",
     "roofline",
 ]

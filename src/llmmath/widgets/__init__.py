@@ -1,6 +1,6 @@
 """Controls for the lessons, one module per chapter, on the shared plumbing in ``common``."""
 
-from . import batching, moe, pricing, roofline
+from . import batching, moe, parallelism, pricing, roofline
 from .common import STATIC_ENV, nested_stacks, static_mode
 
 __all__ = [
@@ -8,6 +8,7 @@ __all__ = [
     "batching",
     "moe",
     "nested_stacks",
+    "parallelism",
     "pricing",
     "roofline",
     "static_mode",

@@ -1,0 +1,68 @@
+"""The parallelism exercise (solutions/parallelism/parallelism.ipynb) seen by the grading tests."""
+
+from grading_support import AssignmentSpec
+
+SPEC = AssignmentSpec(
+    assignment="parallelism",
+    test_cells=(
+        "test_bubble_fraction",
+        "test_model_state",
+        "test_dp_critical",
+        "test_kv_serving",
+        "test_activations",
+    ),
+    autograded_points=10.0,  # five autograded parts of 2 points
+    manual_points=2.0,  # the reflection
+    manual_cells=("reflection",),
+    answers={
+        "state_bytes_zero0": 2.822e11,
+        "state_bytes_zero1": 7.2203515625e10,
+        "state_bytes_zero3": 2.2046875e9,
+        "critical_tokens_nvlink": 2187.5,
+        "critical_tokens_nic": 44296.875,
+        "tokens_per_replica": 32768.0,
+        "kv_bytes_tp8": 3.221225472e10,
+        "kv_bytes_pp8": 2.5769803776e11,
+        "max_batch_tp8": 92.0,
+        "max_batch_pp8": 11.0,
+        "stored_bytes": 1.124073472e10,
+        "checkpointed_bytes": 8.11597824e8,
+        "reversible_bytes": 2.07618048e8,
+        "extra_compute_fraction": 0.3333333333333333,
+    },
+    # Thinking ZeRO-1 also shards the gradients (that is stage 2), and thinking a pipeline
+    # divides the KV cache per GPU by its stages as tensor parallelism does.
+    wrong_answers={
+        "model_state": (
+            "TP, DP = 4, 128\n"
+            "per_gpu_params = LLAMA3_70B_PARAMS / TP\n"
+            "adam = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM\n"
+            "state_bytes_zero0 = adam * per_gpu_params\n"
+            "state_bytes_zero1 = WEIGHT_BYTES_PER_PARAM * per_gpu_params + (\n"
+            "    GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM\n"
+            ") * per_gpu_params / DP\n"
+            "state_bytes_zero3 = adam * per_gpu_params / DP\n"
+            "fits_zero0 = state_bytes_zero0 <= H100_HBM_BYTES\n"
+        ),
+        "kv_serving": (
+            "import math\n"
+            "BATCH, CONTEXT, GPUS = 48, 16_384, 8\n"
+            "one_batch = BATCH * CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN\n"
+            "kv_bytes_tp8 = one_batch / GPUS\n"
+            "kv_bytes_pp8 = one_batch / GPUS\n"
+            "room = H100_HBM_BYTES - WEIGHT_BYTES_PER_PARAM * LLAMA3_70B_PARAMS / GPUS\n"
+            "max_batch_tp8 = math.floor(room / (CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN / GPUS))\n"
+            "max_batch_pp8 = max_batch_tp8\n"
+        ),
+    },
+    wrong_fails={
+        "test_model_state": "state_bytes_zero1",
+        "test_kv_serving": "kv_bytes_pp8",
+    },
+    pinned_expressions=3,  # Part 1's hidden tests pin three bubble_fraction calls
+    leaky_examples=(
+        "the ZeRO-0 state is 282 GB per GPU",
+        "a replica needs 44,296.875 tokens, about 4.43e+04",
+    ),
+    clean_examples=("70.55e9 parameters, 16 bytes each, 80e9 bytes of HBM, 327,680 B/token",),
+)
