@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import ipywidgets as ipw
 import numpy as np
 
-from llmmath import roofline, widgets
+from llmmath import batching, roofline, widgets
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -44,6 +46,48 @@ def bench_widget_update(repeats: int = 60) -> dict[str, float]:
     }
 
 
+def controls(widget: object) -> list[object]:
+    """Every slider and menu inside ``widget``, depth first."""
+    found: list[object] = []
+    if isinstance(widget, ipw.SelectionSlider | ipw.IntSlider | ipw.FloatSlider | ipw.Dropdown):
+        found.append(widget)
+    for child in getattr(widget, "children", ()):
+        found += controls(child)
+    return found
+
+
+def bench_live_explorer(make: Callable[[], object], repeats: int = 30) -> dict[str, float]:
+    """Move a chapter's live batch slider (else its first slider) ``repeats`` times and time
+    the model + redraw of each move."""
+    box = make()
+    sliders = [c for c in controls(box) if not isinstance(c, ipw.Dropdown)]
+    batch_sliders = [c for c in sliders if "batch" in str(getattr(c, "description", "")).lower()]
+    slider = (batch_sliders or sliders)[0]
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        if isinstance(slider, ipw.SelectionSlider):
+            slider.index = (slider.index + 1) % len(slider.options)
+        else:
+            span = slider.max - slider.min
+            slider.value = slider.min + span * ((i * 37) % 100) / 100
+        times.append(time.perf_counter() - start)
+    return {"median_ms": 1e3 * statistics.median(times), "p95_ms": 1e3 * percentile(times, 95)}
+
+
+def bench_batching_grid() -> dict[str, float]:
+    """The 1,000 x 100 (batch x context) grid of decode steps the batching issue asks for."""
+    deployment = batching.Deployment("Llama-3-70B", "H100", 8)
+    batch = np.linspace(1, 1000, 1000)[:, None]
+    context = np.linspace(128, 8192, 100)[None, :]
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        batching.decode_step(deployment, batch, context, allow_overflow=True)
+        times.append(time.perf_counter() - start)
+    return {"best_ms": 1e3 * min(times), "median_ms": 1e3 * statistics.median(times)}
+
+
 def bench_sweep(points: int = 1_000_000, repeats: int = 5) -> dict[str, float]:
     batch = np.linspace(1, 8192, points)
     times = []
@@ -65,8 +109,16 @@ def bench_static_frames() -> dict[str, float]:
 
 
 def main() -> None:
+    live = {
+        "batching": widgets.batching.live_batching_explorer,
+        "moe": widgets.moe.live_moe_explorer,
+        "parallelism": widgets.parallelism.live_parallelism_explorer,
+        "overtraining": widgets.pricing.live_overtraining_explorer,
+    }
     results = {
         "widget_update": bench_widget_update(),
+        **{f"{name}_slider": bench_live_explorer(make) for name, make in live.items()},
+        "batching_grid_1000x100": bench_batching_grid(),
         "sweep_1e6_points": bench_sweep(),
         "static_explorer": bench_static_frames(),
     }

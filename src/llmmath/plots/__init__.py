@@ -2,13 +2,14 @@
 (no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
 the same code, so the book and the notebook always agree."""
 
-from . import batching, moe, parallelism, pricing, roofline
+from . import batching, kv_cache, moe, parallelism, pricing, roofline
 from .common import figure_and_axes, figure_png
 
 __all__ = [
     "batching",
     "figure_and_axes",
     "figure_png",
+    "kv_cache",
     "moe",
     "parallelism",
     "pricing",

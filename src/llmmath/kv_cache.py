@@ -1,0 +1,380 @@
+"""The KV cache: how big it is, what it leaves room for, and where a cached prefix should live.
+
+Every sequence keeps, for each of its ``T`` tokens, keys and values in every layer:
+``kv = 2 L K H b`` bytes per token for MHA (``K = N``), GQA (``1 < K < N``) and MQA
+(``K = 1``), and ``L (r_kv + r_rope) b`` for DeepSeek's multi-head latent attention (MLA),
+which caches one compressed latent per layer
+(:meth:`llmmath.models.ModelConfig.kv_bytes_per_token`).
+
+* **Capacity wall.** ``B`` sequences of ``T`` tokens need ``B T kv`` bytes beside the weights:
+  ``B_max = floor((n HBM - weights) / (T kv))`` and ``T_max = floor((n HBM - weights) / (B kv))``.
+* **Bandwidth wall.** A decode step reads the weights once and every KV cache once
+  (:func:`llmmath.batching.decode_step`); the KV read overtakes the weight read at
+  ``T* = P_read b_w / (B kv)``.
+* **Memory tiers.** A cached prefix of ``S`` tokens (``S kv`` bytes) held ``t`` seconds and
+  reused ``r`` times costs ``S kv t c_tier`` to keep plus, per reuse, the chips' rent while it
+  streams back at the tier's bandwidth; recomputing it costs ``r`` prefills
+  (:func:`llmmath.batching.prefill`). A tier is a candidate only if the prefix fits in it and
+  comes back faster than a prefill would recompute it.
+
+Every time is a FLOOR (datasheet bandwidths, no queueing, no overlap of loads with other work);
+every price is an EXAMPLE (``data/memory_tiers.toml``, each with its source and date).
+
+>>> from llmmath import kv_cache
+>>> kv_cache.kv_bytes_per_token("Llama-3-70B", "bf16")
+327680.0
+>>> kv_cache.mha_kv_bytes_per_token("Llama-3-70B", "bf16")  # what costing GQA as MHA gives
+2621440.0
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import batching
+from ._validate import FloatArray, as_output, choice, positive
+from .batching import Deployment, DoesNotFitError
+from .dtypes import bytes_per_element
+from .models import ModelConfig, get_model
+
+SECONDS_PER_HOUR = 3600.0
+TOKENS_PER_MILLION = 1e6
+#: What a tier list calls recomputing the prefix by prefill.
+RECOMPUTE = "recompute"
+
+
+# ---- bytes per token and per sequence ----------------------------------------------------------
+def kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> float:
+    """KV-cache bytes for one token of context: ``2 L K H b`` (MHA/GQA/MQA) or
+    ``L (r_kv + r_rope) b`` (MLA), from :meth:`ModelConfig.kv_bytes_per_token`."""
+    return get_model(model).kv_bytes_per_token(dtype)
+
+
+def mha_kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> float:
+    """``2 L N H b``: the cache if every query head kept its own keys and values (MHA).
+
+    For a GQA, MQA or MLA model this is the WRONG answer that tools costing every model as MHA
+    give; it is ``N / K`` times the GQA cache. Kept to show what GQA, MQA and MLA save."""
+    spec = get_model(model)
+    return 2.0 * spec.n_layers * spec.n_heads * spec.head_dim * bytes_per_element(dtype)
+
+
+def kv_bytes_per_sequence(
+    model: str | ModelConfig, context: ArrayLike, dtype: str = "bf16", batch: ArrayLike = 1
+) -> float | FloatArray:
+    """``B T kv``: the KV caches of ``batch`` sequences of ``context`` tokens (broadcast)."""
+    T = positive("context", context, allow_zero=True)
+    B = positive("batch", batch, allow_zero=True)
+    return as_output(B * T * kv_bytes_per_token(model, dtype))
+
+
+# ---- the capacity wall -------------------------------------------------------------------------
+def kv_share_of_hbm(deployment: Deployment) -> float:
+    """``(n HBM - weights) / (n HBM)``: the share of the chips' HBM left for KV caches."""
+    return deployment.kv_budget_bytes / deployment.hbm_bytes
+
+
+def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
+    """The most sequences of ``context`` tokens that fit: :func:`llmmath.batching.max_batch`."""
+    return batching.max_batch(deployment, context)
+
+
+def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
+    """The longest context ``batch`` sequences can all reach beside the weights:
+    ``min(floor((n HBM - weights) / (B kv)), max_context of the model)``."""
+    dep = deployment
+    B = positive("batch", batch)
+    room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_per_token))
+    return as_output(np.minimum(room, float(dep.model.max_context)))
+
+
+# ---- the bandwidth wall ------------------------------------------------------------------------
+def kv_crossover_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
+    """The context at which a decode step reads as many KV bytes as weight bytes:
+    ``T* = P_read b_w / (B kv)`` (for an MoE, the experts ``B`` tokens touch). It may lie past
+    the model's ``max_context`` or past the context that fits: then the weights always win."""
+    B = positive("batch", batch)
+    weights = batching.decode_step(deployment, B, 0, allow_overflow=True).bytes_read
+    return as_output(np.asarray(weights / (B * deployment.kv_bytes_per_token)))
+
+
+def kv_read_share(
+    deployment: Deployment, batch: ArrayLike, context: ArrayLike
+) -> float | FloatArray:
+    """The KV caches' share of the bytes a decode step reads: ``B T kv / (P_read b_w + B T kv)``
+    (capacity not checked, so a sweep may run past the wall)."""
+    step = batching.decode_step(deployment, batch, context, allow_overflow=True)
+    kv = step.batch * step.context * deployment.kv_bytes_per_token
+    return as_output(np.asarray(kv / step.bytes_read))
+
+
+def best_cost_per_million_tokens_usd(
+    deployment: Deployment, context: ArrayLike, usd_per_chip_hour: float | None = None
+) -> float | FloatArray:
+    """The cheapest output token at ``context``: a decode step at the batch
+    ``min(ceil(B*), B_max(T))`` (past the critical batch ``B*`` a bigger batch saves nothing;
+    past ``B_max`` it does not fit). Infinite where not one sequence fits. Longer contexts fit
+    fewer sequences and read more KV per token, so this rises with the context."""
+    dep = deployment
+    T = np.asarray(batching._context(dep.model, context), dtype=np.float64)
+    room = np.asarray(batching.max_batch(dep, T), dtype=np.float64)
+    B = np.minimum(float(math.ceil(batching.step_critical_batch(dep))), room)
+    step = batching.decode_step(dep, np.maximum(B, 1.0), T, allow_overflow=True)
+    cost = step.cost_per_million_tokens_usd(usd_per_chip_hour)
+    return as_output(np.where(room >= 1, cost, np.inf))
+
+
+# ---- memory tiers ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MemoryTier:
+    """A place a KV cache can be kept, per accelerator (see ``data/memory_tiers.toml``)."""
+
+    name: str
+    capacity_bytes: float
+    bandwidth_bytes_per_s: float
+    usd_per_byte_s: float
+    source: str
+    source_date: str
+
+
+@dataclass(frozen=True)
+class PromptCachePrice:
+    """A vendor's published prompt-cache prices (USD per million tokens) and time-to-live."""
+
+    name: str
+    vendor: str
+    model: str
+    input_usd_per_mtok: float
+    write_usd_per_mtok: float
+    read_usd_per_mtok: float
+    storage_usd_per_mtok_hour: float
+    ttl_s: float
+    source: str
+    source_date: str
+
+
+def _load_tiers() -> tuple[dict[str, MemoryTier], dict[str, PromptCachePrice]]:
+    text = resources.files("llmmath").joinpath("data/memory_tiers.toml").read_text()
+    data = tomllib.loads(text)
+    caches = data.pop("prompt_cache")
+    tiers = {}
+    for name, spec in data.items():
+        for key in ("capacity_bytes", "bandwidth_bytes_per_s", "usd_per_byte_s"):
+            positive(f"{name}: {key}", spec[key])
+        tiers[name] = MemoryTier(name=name, **spec)
+    prices = {}
+    for name, spec in caches.items():
+        for key in ("input_usd_per_mtok", "write_usd_per_mtok", "read_usd_per_mtok", "ttl_s"):
+            positive(f"prompt_cache.{name}: {key}", spec[key])
+        positive(
+            f"prompt_cache.{name}: storage", spec["storage_usd_per_mtok_hour"], allow_zero=True
+        )
+        prices[name] = PromptCachePrice(name=name, **spec)
+    return tiers, prices
+
+
+_TIERS, _PROMPT_CACHES = _load_tiers()
+
+
+def list_tiers() -> list[str]:
+    """Tier names, fastest and dearest first."""
+    return list(_TIERS)
+
+
+def get_tier(tier: str | MemoryTier) -> MemoryTier:
+    """Look a tier up by name, or pass a :class:`MemoryTier` straight through."""
+    if isinstance(tier, MemoryTier):
+        return tier
+    return _TIERS[choice("tier", tier, _TIERS)]
+
+
+def list_prompt_caches() -> list[str]:
+    return list(_PROMPT_CACHES)
+
+
+def get_prompt_cache(name: str) -> PromptCachePrice:
+    return _PROMPT_CACHES[choice("prompt cache", name, _PROMPT_CACHES)]
+
+
+def prompt_cache_usd_per_token_s(price: str | PromptCachePrice) -> float:
+    """What a vendor charges to keep one token cached for one second: the storage price
+    (per million tokens per hour) plus the write premium over a plain input token, paid once
+    for the time-to-live: ``storage / (1e6 * 3600) + (write - input) / (1e6 * TTL)``."""
+    p = get_prompt_cache(price) if isinstance(price, str) else price
+    storage = p.storage_usd_per_mtok_hour / (TOKENS_PER_MILLION * SECONDS_PER_HOUR)
+    premium = (p.write_usd_per_mtok - p.input_usd_per_mtok) / (TOKENS_PER_MILLION * p.ttl_s)
+    return storage + max(premium, 0.0)
+
+
+def implied_usd_per_byte_s(
+    price: str | PromptCachePrice, kv_bytes_per_token: ArrayLike
+) -> float | FloatArray:
+    """The vendor's holding price per byte-second, if a token's cache is ``kv_bytes_per_token``
+    bytes (the vendor's model is not public: pass a stand-in). Compare with the tiers'."""
+    kv = positive("kv_bytes_per_token", kv_bytes_per_token)
+    return as_output(prompt_cache_usd_per_token_s(price) / kv)
+
+
+@dataclass(frozen=True)
+class PrefixCache:
+    """Keeping a cached prefix in each tier against recomputing it, broadcast over the
+    inputs; per-tier arrays have the tiers on the last axis, in :attr:`tiers` order."""
+
+    tiers: tuple[str, ...]
+    prefix_bytes: FloatArray
+    #: Rent of the bytes in each tier for the hold time.
+    hold_usd: FloatArray
+    #: Time to bring the prefix back to the chips (0 in HBM: it is already there).
+    reload_s: FloatArray
+    #: The chips' rent while they wait for the ``r`` reloads.
+    reload_usd: FloatArray
+    #: The prefix fits in the tier (HBM: in the KV budget left by the weights).
+    fits: FloatArray
+    #: The tier returns the prefix within the deadline (by default: faster than a prefill).
+    in_time: FloatArray
+    #: One prefill of the prefix on the deployment (a floor).
+    recompute_s: FloatArray
+    #: ``r`` prefills: the chips' rent for recomputing the prefix at each reuse.
+    recompute_usd: FloatArray
+
+    @property
+    def keep_usd(self) -> FloatArray:
+        """Holding plus reloading in each tier; infinite where the tier cannot be used."""
+        cost = self.hold_usd + self.reload_usd
+        return np.where(np.logical_and(self.fits, self.in_time), cost, np.inf)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return (*self.tiers, RECOMPUTE)
+
+    @property
+    def option_usd(self) -> FloatArray:
+        """Cost of every option, recompute last."""
+        return np.concatenate([self.keep_usd, self.recompute_usd[..., np.newaxis]], axis=-1)
+
+    @property
+    def cheapest(self) -> FloatArray:
+        """Index into :attr:`options` of the cheapest option (the faster tier on a tie)."""
+        return np.asarray(np.argmin(self.option_usd, axis=-1))
+
+    @property
+    def cheapest_usd(self) -> FloatArray:
+        return np.asarray(np.min(self.option_usd, axis=-1))
+
+    def cheapest_name(self) -> str:
+        """The cheapest option's name (scalar inputs only)."""
+        if self.cheapest.ndim:
+            raise ValueError("cheapest_name needs scalar inputs; use cheapest and options")
+        return self.options[int(self.cheapest)]
+
+
+def prefix_cache(
+    deployment: Deployment,
+    prefix_tokens: ArrayLike,
+    hold_s: ArrayLike,
+    reuses: ArrayLike = 1,
+    *,
+    usd_per_chip_hour: float | None = None,
+    deadline_s: ArrayLike | None = None,
+    tiers: tuple[str, ...] | None = None,
+) -> PrefixCache:
+    """A prefix of ``S`` tokens held ``t`` seconds and reused ``r`` times (all broadcast).
+
+    Per tier: hold ``S kv t c``; reload ``S kv / (n W_tier)`` (0 in HBM), costing
+    ``r * reload * n * price / 3600``; usable where ``S kv`` fits (``n`` accelerators' share,
+    HBM: the KV budget) and the reload beats ``deadline_s`` (default: the prefill time).
+    Recompute: ``r`` prefills of ``S`` tokens, ``r * t_prefill * n * price / 3600``.
+    """
+    dep = deployment
+    S0 = batching._context(dep.model, prefix_tokens, "prefix_tokens")
+    if np.any(S0 < 1):
+        raise ValueError(f"prefix_tokens must be >= 1; got {float(np.min(S0)):g}")
+    t0 = positive("hold_s", hold_s, allow_zero=True)
+    r0 = positive("reuses", reuses, allow_zero=True)
+    S, t, r = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(S0, t0, r0))
+    names = tuple(list_tiers() if tiers is None else [get_tier(x).name for x in tiers])
+    if not names:
+        raise ValueError("tiers must name at least one tier")
+    chosen = [get_tier(x) for x in names]
+    price = (
+        batching.example_price(dep.chip).usd_per_chip_hour
+        if usd_per_chip_hour is None
+        else float(positive("usd_per_chip_hour", usd_per_chip_hour))
+    )
+    chip_usd_per_s = dep.n_chips * price / SECONDS_PER_HOUR
+    recompute_s = np.asarray(batching.prefill(dep, S, allow_overflow=True).time_s)
+    deadline = recompute_s if deadline_s is None else positive("deadline_s", deadline_s)
+    size = S * dep.kv_bytes_per_token
+    rate = np.array([x.usd_per_byte_s for x in chosen])
+    capacity = np.array(
+        [dep.kv_budget_bytes if x.name == "HBM" else dep.n_chips * x.capacity_bytes for x in chosen]
+    )
+    bandwidth = np.array([dep.n_chips * x.bandwidth_bytes_per_s for x in chosen])
+    in_place = np.array([x.name == "HBM" for x in chosen])
+    bytes_, hold, reuse = size[..., np.newaxis], t[..., np.newaxis], r[..., np.newaxis]
+    reload_s = np.where(in_place, 0.0, bytes_ / bandwidth)
+    return PrefixCache(
+        tiers=names,
+        prefix_bytes=size,
+        hold_usd=bytes_ * hold * rate,
+        reload_s=reload_s,
+        reload_usd=reuse * reload_s * chip_usd_per_s,
+        fits=np.asarray(bytes_ <= capacity),
+        in_time=np.asarray(reload_s <= np.asarray(deadline)[..., np.newaxis]),
+        recompute_s=recompute_s,
+        recompute_usd=r * recompute_s * chip_usd_per_s,
+    )
+
+
+def break_even_hold_s(
+    deployment: Deployment,
+    prefix_tokens: ArrayLike,
+    tier: str | MemoryTier,
+    reuses: ArrayLike = 1,
+    *,
+    usd_per_chip_hour: float | None = None,
+) -> float | FloatArray:
+    """The hold time past which recomputing beats keeping the prefix in ``tier``:
+    ``t = r (t_prefill - t_reload) n price / (3600 S kv c)`` (0 where the tier is no faster
+    than a prefill, or the prefix does not fit in it)."""
+    name = get_tier(tier).name
+    at_zero = prefix_cache(
+        deployment, prefix_tokens, 0.0, reuses, usd_per_chip_hour=usd_per_chip_hour, tiers=(name,)
+    )
+    rate = get_tier(name).usd_per_byte_s
+    saved = at_zero.recompute_usd - at_zero.reload_usd[..., 0]
+    usable = np.logical_and(at_zero.fits[..., 0], at_zero.in_time[..., 0])
+    t = np.where(usable, np.maximum(saved, 0.0) / (at_zero.prefix_bytes * rate), 0.0)
+    return as_output(np.asarray(t))
+
+
+__all__ = [
+    "RECOMPUTE",
+    "Deployment",
+    "DoesNotFitError",
+    "MemoryTier",
+    "PrefixCache",
+    "PromptCachePrice",
+    "best_cost_per_million_tokens_usd",
+    "break_even_hold_s",
+    "get_prompt_cache",
+    "get_tier",
+    "implied_usd_per_byte_s",
+    "kv_bytes_per_sequence",
+    "kv_bytes_per_token",
+    "kv_crossover_context",
+    "kv_read_share",
+    "kv_share_of_hbm",
+    "list_prompt_caches",
+    "list_tiers",
+    "max_batch",
+    "max_context",
+    "mha_kv_bytes_per_token",
+    "prefix_cache",
+]

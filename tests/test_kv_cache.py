@@ -1,0 +1,308 @@
+"""llmmath.kv_cache (KV size, capacity and bandwidth walls, memory tiers), its figures and its
+explorers.
+
+Published numbers, each with its source:
+* Llama-3-70B KV per token 327,680 B in bf16 and 163,840 B in int8 (scaling book,
+  `applied-inference`: 2 x 80 layers x 8 KV heads x 128 x bytes).
+* Llama-2-13B, one 8,192-token sequence in bf16 ≈ 6.7e9 B (scaling book, `inference`).
+* DeepSeek-V3 MLA: a 512 + 64 latent per layer, 61 layers: 70,272 B per token in bf16
+  (DeepSeek-V3 technical report, arXiv 2412.19437, and its config.json).
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as w
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from matplotlib.figure import Figure
+
+from llmmath import batching, kv_cache, plots, widgets
+from llmmath.batching import Deployment, DoesNotFitError
+from llmmath.models import get_model, list_models
+
+LLAMA = Deployment("Llama-3-70B", "H100", 8)
+
+
+# ---- published numbers ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("model", "dtype", "expected", "rel"),
+    [
+        ("Llama-3-70B", "bf16", 327_680.0, 0.0),  # scaling book applied-inference, exact
+        ("Llama-3-70B", "int8", 163_840.0, 0.0),  # same, exact
+        ("Llama-3-70B", "fp8", 163_840.0, 0.0),
+        ("DeepSeek-V3", "bf16", 70_272.0, 0.0),  # 61 x (512 + 64) x 2, DeepSeek-V3 report
+    ],
+)
+def test_published_kv_bytes_per_token(model: str, dtype: str, expected: float, rel: float) -> None:
+    assert math.isclose(kv_cache.kv_bytes_per_token(model, dtype), expected, rel_tol=rel)
+
+
+def test_llama2_13b_sequence_is_about_6_7_gb() -> None:
+    # scaling book, inference chapter: "about 6.7 GB" for 8,192 tokens in bf16 (MHA, K = N).
+    size = kv_cache.kv_bytes_per_sequence("Llama-2-13B", 8192)
+    assert math.isclose(size, 6.7e9, rel_tol=0.01)
+    assert size == 8192 * 2 * 40 * 40 * 128 * 2
+
+
+def test_gqa_is_not_costed_as_mha() -> None:
+    # Llama-3-70B has 64 query heads but 8 KV heads: a tool that costs it as MHA is 8x too big.
+    right = kv_cache.kv_bytes_per_token("Llama-3-70B")
+    wrong = kv_cache.mha_kv_bytes_per_token("Llama-3-70B")
+    assert wrong == 2_621_440.0
+    assert right == wrong * 8 / 64
+    assert right != wrong
+    # Llama-2-13B is MHA: both agree.
+    assert kv_cache.kv_bytes_per_token("Llama-2-13B") == kv_cache.mha_kv_bytes_per_token(
+        "Llama-2-13B"
+    )
+
+
+def test_mla_saves_more_than_gqa() -> None:
+    mla = kv_cache.kv_bytes_per_token("DeepSeek-V3")
+    as_mha = kv_cache.mha_kv_bytes_per_token("DeepSeek-V3")
+    assert as_mha == 2 * 61 * 128 * 128 * 2
+    assert as_mha / mla > 50  # ~57x smaller than a full per-head cache
+
+
+@pytest.mark.parametrize(
+    "name", [m for m in list_models() if get_model(m).attention_kind != "MLA"]
+)  # MLA caches a latent, not per-head keys and values: see test_mla_saves_more_than_gqa
+def test_gqa_equals_mha_times_k_over_n(name: str) -> None:
+    spec = get_model(name)
+    ratio = spec.n_kv_heads / spec.n_heads
+    assert math.isclose(
+        kv_cache.kv_bytes_per_token(spec), kv_cache.mha_kv_bytes_per_token(spec) * ratio
+    )
+
+
+# ---- capacity wall ------------------------------------------------------------------------
+def test_share_of_hbm_and_max_batch() -> None:
+    weights = 70_553_706_496 * 2
+    assert math.isclose(kv_cache.kv_share_of_hbm(LLAMA), 1 - weights / 640e9, rel_tol=1e-12)
+    # (640e9 - 141.1e9) / (8192 * 327,680) = 185.8 -> 185, as in the batching exercise.
+    assert kv_cache.max_batch(LLAMA, 8192) == 185.0
+    assert kv_cache.max_batch(LLAMA, 8192) == batching.max_batch(LLAMA, 8192)
+
+
+def test_max_context_at_a_batch() -> None:
+    budget = 640e9 - 70_553_706_496 * 2
+    assert kv_cache.max_context(LLAMA, 256) == math.floor(budget / (256 * 327_680)) == 5947
+    assert kv_cache.max_context(LLAMA, 1) == 8192  # capped at the model's max_context
+    big = Deployment("Llama-3.1-405B", "H100", 16)
+    assert kv_cache.max_context(big, 8) == math.floor(
+        (16 * 80e9 - big.weight_bytes) / (8 * 516_096)
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 8192), min_size=2, max_size=20))
+def test_max_batch_non_increasing_in_context(contexts: list[int]) -> None:
+    T = np.sort(np.array(contexts, dtype=float))
+    room = np.asarray(kv_cache.max_batch(LLAMA, T))
+    assert np.all(np.diff(room) <= 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 64), st.integers(1, 64))
+def test_kv_linear_in_context_and_batch(context: int, batch: int, k: int) -> None:
+    one = kv_cache.kv_bytes_per_sequence("Llama-3-8B", context, batch=batch)
+    assert math.isclose(
+        kv_cache.kv_bytes_per_sequence("Llama-3-8B", k * context, batch=batch), k * one
+    )
+    assert math.isclose(
+        kv_cache.kv_bytes_per_sequence("Llama-3-8B", context, batch=k * batch), k * one
+    )
+
+
+# ---- bandwidth wall ---------------------------------------------------------------------------
+def test_crossover_context_balances_the_reads() -> None:
+    matmul_weights = 69_503_033_344 * 2  # the input embedding is a lookup, not a read
+    T = kv_cache.kv_crossover_context(LLAMA, 64)
+    assert math.isclose(T, matmul_weights / (64 * 327_680), rel_tol=1e-12)
+    step = batching.decode_step(LLAMA, 64, T, allow_overflow=True)
+    assert math.isclose(float(step.kv_read_s), float(step.weight_read_s), rel_tol=1e-9)
+    assert math.isclose(kv_cache.kv_read_share(LLAMA, 64, T), 0.5, rel_tol=1e-9)
+
+
+def test_long_context_tokens_cost_more() -> None:
+    big = Deployment("Llama-3.1-405B", "H100", 16)
+    cost = np.asarray(kv_cache.best_cost_per_million_tokens_usd(big, [8192, 32768, 131072]))
+    assert np.all(np.diff(cost) > 0)
+    assert cost[-1] > 10 * cost[0]
+    tiny = Deployment("Llama-3-70B", "H100", 2)  # 160 GB less 141.1 GB of weights
+    assert kv_cache.max_batch(tiny, 8192) == 7  # 18.9e9 / 2.68e9
+    # 11 x 80 GB less 811.7 GB of weights leaves 68.3 GB; one 131,072-token sequence in fp32
+    # needs 131,072 x 1,032,192 B = 135 GB: not one fits, so no token can be made there.
+    room_for_none = Deployment("Llama-3.1-405B", "H100", 11, kv_dtype="fp32")
+    assert kv_cache.max_batch(room_for_none, 131072) == 0
+    cost = kv_cache.best_cost_per_million_tokens_usd(room_for_none, [1024, 131072])
+    assert np.isfinite(cost[0]) and cost[1] == np.inf
+
+
+# ---- memory tiers ---------------------------------------------------------------------------
+def test_tiers_are_cited_and_ordered() -> None:
+    tiers = [kv_cache.get_tier(name) for name in kv_cache.list_tiers()]
+    assert [t.name for t in tiers] == ["HBM", "host_DRAM", "local_NVMe", "networked_disk"]
+    for tier in tiers:
+        assert tier.source and tier.source_date[:2] == "20"
+    costs = [t.usd_per_byte_s for t in tiers]
+    bandwidths = [t.bandwidth_bytes_per_s for t in tiers]
+    capacities = [t.capacity_bytes for t in tiers]
+    assert costs == sorted(costs, reverse=True)  # a slower tier is cheaper...
+    assert bandwidths == sorted(bandwidths, reverse=True)  # ...and slower
+    assert capacities == sorted(capacities)  # ...and bigger
+    # The arithmetic in the data file's comments: USD per GB-month / 2,628,000 s / 1e9 B.
+    assert math.isclose(
+        kv_cache.get_tier("networked_disk").usd_per_byte_s, 0.023 / 2.628e15, rel_tol=1e-3
+    )
+    assert math.isclose(
+        kv_cache.get_tier("local_NVMe").usd_per_byte_s, 0.080 / 2.628e15, rel_tol=1e-3
+    )
+    assert math.isclose(kv_cache.get_tier("HBM").usd_per_byte_s, 2.0 / 3600 / 80e9, rel_tol=1e-3)
+
+
+def test_prefix_cache_worked_case() -> None:
+    S, t, r = 4096, 60.0, 2.0
+    pc = kv_cache.prefix_cache(LLAMA, S, t, r)
+    size = S * 327_680
+    assert float(pc.prefix_bytes) == size
+    dram = kv_cache.get_tier("host_DRAM")
+    i = pc.tiers.index("host_DRAM")
+    assert math.isclose(pc.hold_usd[i], size * t * dram.usd_per_byte_s)
+    assert math.isclose(pc.reload_s[i], size / (8 * 64e9))
+    assert pc.reload_s[pc.tiers.index("HBM")] == 0.0
+    prefill_s = float(batching.prefill(LLAMA, S).time_s)
+    assert math.isclose(float(pc.recompute_s), prefill_s)
+    assert math.isclose(float(pc.recompute_usd), r * prefill_s * 8 * 2.0 / 3600)
+    assert pc.cheapest_name() in pc.options
+
+
+def test_short_holds_stay_in_hbm_long_ones_recompute() -> None:
+    pc = kv_cache.prefix_cache(LLAMA, 4096, np.array([0.1, 1e7]), 1)
+    assert [pc.options[i] for i in pc.cheapest] == ["HBM", kv_cache.RECOMPUTE]
+    assert kv_cache.prefix_cache(LLAMA, 4096, 1e7, 0).cheapest_name() == kv_cache.RECOMPUTE
+
+
+def test_break_even_hold_matches_the_costs() -> None:
+    t = kv_cache.break_even_hold_s(LLAMA, 4096, "local_NVMe", 3)
+    pc = kv_cache.prefix_cache(LLAMA, 4096, t, 3)
+    i = pc.tiers.index("local_NVMe")
+    assert math.isclose(float(pc.keep_usd[i]), float(pc.recompute_usd), rel_tol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(16, 8192),
+    st.floats(0, 10),
+    st.lists(st.floats(-1, 8), min_size=2, max_size=25),
+)
+def test_cheapest_tier_moves_monotonically_with_hold_time(
+    prefix: int, reuses: float, log_holds: list[float]
+) -> None:
+    hold = np.sort(10.0 ** np.array(log_holds))
+    pc = kv_cache.prefix_cache(LLAMA, prefix, hold, reuses)
+    assert np.all(np.diff(pc.cheapest) >= 0)  # HBM -> DRAM -> NVMe -> disk -> recompute
+    assert np.all(np.diff(pc.cheapest_usd) >= -1e-18)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(16, 8192), st.floats(0, 1e6), st.floats(0, 10), st.floats(1e-4, 1.0))
+def test_a_tier_too_slow_is_never_chosen(
+    prefix: int, hold: float, reuses: float, deadline: float
+) -> None:
+    pc = kv_cache.prefix_cache(LLAMA, prefix, hold, reuses, deadline_s=deadline)
+    choice = int(pc.cheapest)
+    if choice < len(pc.tiers):
+        assert pc.reload_s[choice] <= deadline
+        assert pc.fits[choice]
+
+
+def test_prompt_cache_prices_are_cited_and_convert() -> None:
+    for name in kv_cache.list_prompt_caches():
+        price = kv_cache.get_prompt_cache(name)
+        assert price.vendor and price.source and price.source_date[:2] == "20"
+    # Anthropic 5 min: premium 0.75 USD per M tokens for 300 s.
+    assert math.isclose(
+        kv_cache.prompt_cache_usd_per_token_s("anthropic_5min"), 0.75 / 1e6 / 300, rel_tol=1e-12
+    )
+    # Gemini: storage 4.50 per M tokens per hour, no write premium.
+    assert math.isclose(
+        kv_cache.prompt_cache_usd_per_token_s("google_gemini_2_5_pro"), 4.5 / 1e6 / 3600
+    )
+    per_byte = kv_cache.implied_usd_per_byte_s("anthropic_5min", 327_680)
+    assert math.isclose(per_byte, 0.75 / 1e6 / 300 / 327_680)
+
+
+# ---- bad input ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: kv_cache.kv_bytes_per_sequence("Llama-3-8B", -1), "context"),
+        (lambda: kv_cache.kv_bytes_per_sequence("Llama-3-8B", 10, batch=np.nan), "batch"),
+        (lambda: kv_cache.kv_bytes_per_token("Llama-3-8B", "fp7"), "dtype"),
+        (lambda: kv_cache.kv_bytes_per_token("Llama-9"), "model"),
+        (lambda: kv_cache.max_context(LLAMA, 0), "batch"),
+        (lambda: kv_cache.max_batch(LLAMA, 10_000), "context"),
+        (lambda: kv_cache.kv_crossover_context(LLAMA, -2), "batch"),
+        (lambda: kv_cache.prefix_cache(LLAMA, 0, 1.0), "prefix_tokens"),
+        (lambda: kv_cache.prefix_cache(LLAMA, 100, -1.0), "hold_s"),
+        (lambda: kv_cache.prefix_cache(LLAMA, 100, 1.0, -1), "reuses"),
+        (lambda: kv_cache.prefix_cache(LLAMA, 100, 1.0, tiers=("tape",)), "tier"),
+        (lambda: kv_cache.prefix_cache(LLAMA, 100, 1.0, deadline_s=0), "deadline_s"),
+        (lambda: kv_cache.prefix_cache(LLAMA, 100, 1.0, usd_per_chip_hour=0), "usd_per_chip_hour"),
+        (lambda: kv_cache.implied_usd_per_byte_s("deepseek", 0), "kv_bytes_per_token"),
+        (lambda: kv_cache.get_prompt_cache("acme"), "prompt cache"),
+    ],
+)
+def test_bad_input_names_the_parameter(call: object, name: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()  # type: ignore[operator]
+
+
+def test_weights_that_do_not_fit_say_so() -> None:
+    with pytest.raises(DoesNotFitError, match="missing"):
+        Deployment("Llama-3.1-405B", "H100", 8)
+
+
+# ---- figures and explorers ------------------------------------------------------------------
+def test_figures_return_figures() -> None:
+    from llmmath.plots import kv_cache as kv_plots
+
+    assert isinstance(kv_plots.kv_per_token_figure(), Figure)
+    assert isinstance(kv_plots.capacity_figure(LLAMA), Figure)
+    assert isinstance(kv_plots.step_time_figure(LLAMA, batches=(1, 16, 64)), Figure)
+    assert isinstance(kv_plots.tier_map_figure(LLAMA, 4096), Figure)
+    assert plots.kv_cache is kv_plots
+
+
+def test_explorer_redraws_and_reports() -> None:
+    from llmmath.plots.kv_cache import KVCacheExplorer, TierExplorer
+
+    explorer = KVCacheExplorer()
+    explorer.update("Llama-3-70B", 8, "bf16", batch=16, context=4096)
+    assert explorer.png()[:4] == b"\x89PNG"
+    assert "fit" in explorer.readout.get_text()
+    explorer.update("Llama-3.1-405B", 8, "bf16", batch=16, context=4096)  # does not fit
+    assert "does not fit" in explorer.message.get_text()
+    tiers = TierExplorer()
+    tiers.update("Llama-3-70B", 8, "bf16", prefix_tokens=4096, hold_s=60.0, reuses=2.0)
+    assert tiers.png()[:4] == b"\x89PNG"
+    assert any(
+        name in tiers.readout.get_text() for name in ("HBM", "DRAM", "NVMe", "disk", "recompute")
+    )
+
+
+def test_static_explorers_stay_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmmath.widgets import kv_cache as kv_widgets
+
+    assert kv_widgets.static_frame_count() <= 150
+    assert kv_widgets.static_tier_frame_count() <= 150
+    assert widgets.kv_cache is kv_widgets
+    monkeypatch.setenv("LLMMATH_STATIC_WIDGETS", "0")
+    live = kv_widgets.kv_cache_explorer()
+    assert isinstance(live, w.VBox)
+    assert isinstance(kv_widgets.tier_explorer(), w.VBox)
