@@ -7,16 +7,22 @@ BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 ASSIGNMENT ?= roofline
 LAB_PORT ?= 8888
+# The learner's own copies of the exercises (gitignored; see scripts/lab.py), and extra
+# arguments for jupyter lab, e.g. LAB_ARGS=--ServerApp.token=secret.
+LEARNER_DIR ?= my-work
+LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup book book-clean test lint types pytest lab bench release lock browser clean
+.PHONY: help setup book book-clean test lint types pytest lab check bench release grade grade-report bench-grading lock browser clean
 
 help:
 	@echo "make book     set up .venv, vendor the JavaScript, build the book into _build/html"
 	@echo "make test     lint, types and every test (builds the book first)"
 	@echo "make lab      JupyterLab with widgets and nbgrader, on 127.0.0.1:$(LAB_PORT)"
+	@echo "make check ASSIGNMENT=roofline   check your copy in $(LEARNER_DIR)/ part by part"
 	@echo "make bench    widget redraw and model sweep timings"
 	@echo "make release ASSIGNMENT=roofline   regenerate exercises/ from solutions/"
+	@echo "make grade ASSIGNMENT=roofline     collect, autograde, feedback, grades.csv, report"
 
 $(VENV)/.installed: requirements.lock pyproject.toml lab/overrides.json
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,15 +64,34 @@ pytest: setup browser
 
 test: lint types book pytest
 
+# Copies exercises/<a>/ to $(LEARNER_DIR)/<a>/ once (never over an existing copy), writes the
+# start page $(LEARNER_DIR)/START.md, then starts JupyterLab with the course folder as root.
 lab: setup
-	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) --no-browser $(ROOT_FLAG) \
-		--ServerApp.root_dir=$(CURDIR) lessons/roofline.md
+	$(BIN)/python scripts/lab.py --learner-dir $(LEARNER_DIR) --port $(LAB_PORT) -- \
+		$(ROOT_FLAG) $(LAB_ARGS)
+
+# Runs the learner's copy against its visible tests and prints each part: passed or failed.
+check: $(VENV)/.installed
+	@$(BIN)/python scripts/check.py $(ASSIGNMENT) --learner-dir $(LEARNER_DIR)
 
 bench: setup
 	$(BIN)/python scripts/bench.py
 
 release: setup
 	$(BIN)/python scripts/release.py $(ASSIGNMENT)
+
+# Instructors (book/instructor.md): collect, autograde in $(JOBS) processes with progress,
+# feedback, grades.csv and reports/$(ASSIGNMENT)/; grade-report redoes only the report.
+JOBS ?= 2
+grade: setup
+	$(BIN)/python scripts/instructor.py grade $(ASSIGNMENT) --jobs $(JOBS)
+
+grade-report: setup
+	$(BIN)/python scripts/instructor.py report $(ASSIGNMENT)
+
+# Autograde throughput on 300 simulated submissions (minutes; not part of make test).
+bench-grading: setup
+	$(BIN)/python scripts/bench_grading.py --jobs $(JOBS)
 
 # Re-resolve the pinned environment from requirements.in (then commit requirements.lock).
 lock:

@@ -1,0 +1,109 @@
+"""Autograde throughput: N simulated submissions of one assignment, graded by instructor.py.
+
+    python scripts/bench_grading.py                    # 300 submissions, 2 processes
+    python scripts/bench_grading.py -n 40 --jobs 1     # a quick serial figure
+
+A scratch course (the root nbgrader_config.py and solutions/, in a temporary folder) gets
+``n`` submissions of the assignment: 40 % the solution, 30 % with the spec's two mistakes, 10 %
+the release untouched and 20 % broken in the ways tests/test_instructor.py grades (an infinite
+loop, a kernel death, a corrupt file, ...). It then times
+``python scripts/instructor.py autograde <assignment> --jobs J`` and prints (and with
+``--out``, writes as JSON) the wall time and submissions per minute. Not part of make test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", "--submissions", type=int, default=300)
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--assignment", default="roofline")
+    parser.add_argument("--out", type=Path, help="write the figures here as JSON")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch course")
+    args = parser.parse_args(argv)
+
+    import nbformat
+    from grading_support import load_specs, read, submission_from_release
+    from test_instructor import bad_submissions
+
+    spec = {s.assignment: s for s in load_specs()}[args.assignment]
+    scratch = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+    env = dict(
+        os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    )
+    try:
+        shutil.copy2(ROOT / "nbgrader_config.py", scratch / "nbgrader_config.py")
+        shutil.copytree(
+            ROOT / "solutions" / spec.assignment, scratch / "solutions" / spec.assignment
+        )
+        subprocess.run(
+            [sys.executable, "-m", "nbgrader", "generate_assignment", spec.assignment, "--force"],
+            cwd=scratch, env=env, check=True, capture_output=True,
+        )  # fmt: skip
+        release = scratch / "exercises" / spec.assignment / f"{spec.notebook_id}.ipynb"
+        bad = bad_submissions(release)
+        bad_names = sorted(bad)
+        kinds: dict[str, int] = {}
+        for i in range(args.submissions):
+            slot = i % 10
+            if slot < 4:
+                kind, nb = "correct", submission_from_release(release, spec.source_nb, {})
+            elif slot < 7:
+                kind = "partial"
+                nb = submission_from_release(release, spec.source_nb, spec.wrong_answers)
+            elif slot < 8:
+                kind, nb = "blank", read(release)
+            else:
+                kind = bad_names[(i // 10 * 2 + slot - 8) % len(bad_names)]
+                nb = bad[kind]
+            kinds[kind] = kinds.get(kind, 0) + 1
+            folder = scratch / "submitted" / f"s{i:03d}" / spec.assignment
+            folder.mkdir(parents=True)
+            path = folder / f"{spec.notebook_id}.ipynb"
+            path.write_bytes(nb) if isinstance(nb, bytes) else nbformat.write(nb, path)
+        print(f"{args.submissions} submissions: {kinds}", flush=True)
+        command = [
+            sys.executable, str(ROOT / "scripts" / "instructor.py"),
+            "autograde", spec.assignment, "--jobs", str(args.jobs),
+        ]  # fmt: skip
+        start = time.perf_counter()
+        subprocess.run(command, cwd=scratch, env=env, check=True)
+        wall_s = time.perf_counter() - start
+        figures = {
+            "assignment": spec.assignment,
+            "submissions": args.submissions,
+            "jobs": args.jobs,
+            "cores": os.cpu_count(),
+            "wall_s": round(wall_s, 1),
+            "per_submission_s": round(wall_s / args.submissions, 2),
+            "submissions_per_min": round(60 * args.submissions / wall_s, 1),
+            "mix": kinds,
+            "command": f"python scripts/bench_grading.py -n {args.submissions} --jobs {args.jobs}",
+        }
+        print(json.dumps(figures, indent=2))
+        if args.out:
+            args.out.write_text(json.dumps(figures, indent=2) + "\n")
+    finally:
+        if args.keep:
+            print(f"scratch course kept in {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

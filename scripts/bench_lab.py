@@ -1,0 +1,192 @@
+"""The learner's JupyterLab, timed in Debian's chromium (measured and reported, never asserted).
+
+    .venv/bin/python scripts/bench_lab.py            # about a minute
+    .venv/bin/python scripts/bench_lab.py --moves 50
+
+Figures:
+
+- ``make lab`` to a usable page: from starting ``make lab`` (environment already set up) until
+  the server answers, and until the start page is rendered in an already open browser;
+- a lesson's first live figure: from opening ``lessons/roofline.md`` until Run All has drawn
+  the explorer;
+- live widget update latency: a key press on the batch slider until the new figure has
+  loaded in the page (kernel round trip, model, redraw, PNG, transfer, decode), timed inside
+  the page with ``performance.now()``; median and p95 over ``--moves`` presses, one at a time.
+
+It runs ``make lab`` in this repository with a throwaway learner folder (``my-work-bench-*``,
+removed afterwards) on a free loopback port, and writes ``bench-lab-results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+from playwright.sync_api import Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from site_support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+# Records, in the page, when a key goes down and when the figure next finishes loading.
+PROBE = """(img) => {
+  window.__bench = {keys: [], loads: []};
+  document.addEventListener('keydown', () => window.__bench.keys.push(performance.now()), true);
+  img.addEventListener('load', () => window.__bench.loads.push(performance.now()));
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def answers(url: str, token: str) -> bool:
+    request = urllib.request.Request(
+        f"{url}/api/status", headers={"Authorization": f"token {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=2):
+            return True
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def stop(process: subprocess.Popen[bytes], url: str, token: str) -> None:
+    request = urllib.request.Request(
+        f"{url}/api/shutdown", method="POST", headers={"Authorization": f"token {token}"}
+    )
+    with contextlib.suppress(OSError, urllib.error.URLError):
+        urllib.request.urlopen(request, timeout=5).close()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def wait_all_run(page: Page, timeout_s: float = 300) -> None:
+    cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        prompts = cells.all_text_contents()
+        if prompts and all("[" in p and "*" not in p and p.strip("[]: ") for p in prompts):
+            return
+        page.wait_for_timeout(100)
+    raise TimeoutError("Run All did not finish")
+
+
+def slider_latency(page: Page, moves: int) -> list[float]:
+    """Milliseconds from each key press on the slider to the redrawn figure's load event."""
+    explorer = (
+        page.locator(".jp-OutputArea-output")
+        .filter(has=page.locator(".widget-slider"))
+        .filter(has=page.locator(".widget-image"))
+        .first
+    )
+    image = explorer.locator(".widget-image").first
+    image.scroll_into_view_if_needed()
+    image.evaluate(PROBE)
+    handle = explorer.locator(".widget-slider .noUi-handle").first
+    handle.focus()
+    latencies = []
+    for i in range(moves):
+        page.keyboard.press("PageUp" if i % 2 == 0 else "ArrowRight")
+        page.wait_for_function(f"window.__bench.loads.length > {i}", timeout=30_000)
+        keys, loads = page.evaluate("[window.__bench.keys, window.__bench.loads]")
+        latencies.append(loads[i] - keys[i])
+        page.wait_for_timeout(100)  # a learner's pace, and nothing left in flight
+    return latencies
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--moves", type=int, default=20)
+    args = parser.parse_args(argv)
+    port, token = free_port(), secrets.token_hex(16)
+    learner = f"my-work-bench-{os.getpid()}"
+    url = f"http://127.0.0.1:{port}"
+    results: dict[str, object] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        command = ["make", "-s", "-o", ".venv/.installed", "lab", f"LAB_PORT={port}"]
+        command += [f"LAB_ARGS=--ServerApp.token={token}", f"LEARNER_DIR={learner}"]
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            while not answers(url, token):
+                if process.poll() is not None:
+                    sys.exit(f"make lab exited with {process.returncode}")
+                time.sleep(0.05)
+            results["make_lab_to_server_s"] = time.perf_counter() - start
+            page.goto(f"{url}/lab?token={token}")
+            page.locator(".jp-MarkdownViewer h1").wait_for(timeout=120_000)
+            page.locator(".jp-FileBrowser .jp-DirListing-item").first.wait_for()
+            results["make_lab_to_start_page_s"] = time.perf_counter() - start
+
+            opened = time.perf_counter()
+            page.goto(f"{url}/lab/tree/lessons/roofline.md?reset&token={token}")
+            status = page.locator("#jp-main-statusbar", has_text="| Idle")
+            status.wait_for(timeout=120_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+            wait_all_run(page)
+            page.locator(".widget-image").first.wait_for()
+            results["lesson_open_to_live_figure_s"] = time.perf_counter() - opened
+
+            latencies = slider_latency(page, args.moves)
+            results["widget_update_ms"] = {
+                "moves": len(latencies),
+                "median": statistics.median(latencies),
+                "p95": float(np.percentile(np.array(latencies), 95)),
+                "min": min(latencies),
+                "max": max(latencies),
+            }
+        finally:
+            browser.close()
+            stop(process, url, token)
+            shutil.rmtree(ROOT / learner, ignore_errors=True)
+    results["cpus"] = os.cpu_count()
+    results["load_average_1min"] = os.getloadavg()[0]
+    for name, value in results.items():
+        if isinstance(value, dict):
+            shown = ", ".join(f"{k} {v:.0f}" for k, v in value.items())
+        else:
+            shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+        print(f"{name:30s} {shown}")
+    path = ROOT / "bench-lab-results.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {path.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""Check a learner's copy of an exercise against its visible tests, part by part.
+
+    make check ASSIGNMENT=roofline          # or: python scripts/check.py roofline
+    python scripts/check.py roofline --learner-dir my-work
+
+It runs the learner's notebook (``my-work/<assignment>/*.ipynb``, the copy ``make lab`` made) top
+to bottom the way nbgrader's **Validate** does (nbgrader's Execute preprocessor, the course's
+nbgrader_config.py, ``NBGRADER_VALIDATING=1``), then prints each autograded part as passed,
+failed (with the test's own message) or not answered yet, and the manually graded answers as
+written or empty. Only what is in the learner's notebook runs: the released notebook holds the
+visible tests only, and the hidden tests live in ``solutions/``, which this never reads.
+
+Exit status: 0 when every autograded part passes its visible tests, 1 when one does not, 2 when
+there is no copy to check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+HIDDEN_MARKER = "BEGIN HIDDEN TESTS"
+
+
+@dataclass
+class Part:
+    title: str
+    points: float
+    status: str  # "passed", "failed", "not answered", "written", "empty"
+    message: str = ""
+    note: str = ""
+    autograded: bool = True
+
+
+def meta(cell: Any) -> dict[str, Any]:
+    return dict(cell.metadata.get("nbgrader", {}))
+
+
+def errors(cell: Any) -> list[tuple[str, str]]:
+    """(name, message) of each error a code cell raised, stderr counted as an error."""
+    found = []
+    for output in cell.get("outputs", []):
+        if output.output_type == "error":
+            found.append((output.ename, ANSI.sub("", output.evalue)))
+        elif output.output_type == "stream" and output.name == "stderr":
+            found.append(("stderr", ANSI.sub("", output.text).strip()))
+    return found
+
+
+def heading(cell: Any) -> str | None:
+    for line in cell.source.splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip()
+    return None
+
+
+def execute(path: Path, root: Path) -> Any:
+    """Run the notebook as nbgrader's Validate does; return it with its outputs."""
+    from nbgrader.preprocessors import ClearOutput, Execute
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = Config()
+    if (root / "nbgrader_config.py").exists():
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    nb = nbformat.read(path, as_version=4)
+    resources: dict[str, Any] = {"metadata": {"path": str(path.parent)}}
+    saved = {k: os.environ.get(k) for k in ("NBGRADER_VALIDATING", "NBGRADER_EXECUTION")}
+    os.environ.update(NBGRADER_VALIDATING="1", NBGRADER_EXECUTION="validate")
+    try:
+        for preprocessor in (ClearOutput, Execute):
+            nb, resources = preprocessor(config=config).preprocess(nb, resources)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return nb
+
+
+def changed(cell: Any) -> bool:
+    """A locked cell (e.g. a test cell) whose source differs from the release."""
+    from nbgrader import utils
+
+    info = meta(cell)
+    return (
+        bool(info.get("locked"))
+        and "checksum" in info
+        and (utils.compute_checksum(cell) != info["checksum"])
+    )
+
+
+def parts(nb: Any) -> tuple[list[Part], list[str]]:
+    """Each graded cell as a part, and notes on ungraded cells that raised."""
+    result: list[Part] = []
+    notes: list[str] = []
+    title = ""
+    answers: list[Any] = []  # answer cells since the last test cell
+    for index, cell in enumerate(nb.cells):
+        info = meta(cell)
+        if cell.cell_type == "markdown" and not info.get("grade"):
+            title = heading(cell) or title
+        if cell.cell_type == "markdown" and info.get("grade") and info.get("solution"):
+            text = cell.source.strip()
+            empty = not text or text == "YOUR ANSWER HERE"
+            words = len(text.split())
+            result.append(
+                Part(
+                    title or info.get("grade_id", f"cell {index}"),
+                    float(info.get("points", 0)),
+                    "empty" if empty else "written",
+                    "" if empty else f"{words} words",
+                    autograded=False,
+                )
+            )
+            continue
+        if cell.cell_type != "code":
+            continue
+        if info.get("solution"):
+            answers.append(cell)
+        if not info.get("grade"):
+            if not info.get("solution"):
+                raised = [e for e in errors(cell) if e[0] not in ("stderr", "NotImplementedError")]
+                if raised:
+                    notes.append(f"cell {index + 1} (not graded) raised {raised[0][0]}")
+            continue
+        stubs = [c for c in answers if any(name == "NotImplementedError" for name, _ in errors(c))]
+        failed = errors(cell)
+        part = Part(
+            title or info.get("grade_id", f"cell {index}"), float(info.get("points", 0)), ""
+        )
+        if stubs or any(name == "NotImplementedError" for name, _ in failed):
+            part.status = "not answered"  # the release's stub still raises
+        elif failed:
+            name, message = failed[0]
+            part.status, part.message = "failed", f"{name}: {message}" if message else name
+        else:
+            part.status = "passed"
+        if changed(cell):
+            part.note = "you changed this test cell: grading puts the original back"
+        result.append(part)
+        answers = []
+    return result, notes
+
+
+def report(path: Path, shown: str, root: Path) -> bool:
+    """Print the per-part report for one notebook; True when every autograded part passes."""
+    nb = nbformat.read(path, as_version=4)
+    print(f"Checking {shown} against its visible tests (hidden tests run when it is graded)")
+    if any(HIDDEN_MARKER in cell.source for cell in nb.cells):
+        print("  note: this notebook holds hidden tests: it is the instructor's source, not a copy")
+    found, notes = parts(execute(path, root))
+    if not found:
+        print("  no graded parts in this notebook")
+        return True
+    width = max(len(p.title) for p in found)
+    for part in found:
+        label = {
+            "passed": "passed",
+            "failed": "FAILED",
+            "not answered": "not answered yet",
+            "written": "written, graded by hand",
+            "empty": "empty, graded by hand",
+        }[part.status]
+        extra = f" ({part.message})" if part.message and not part.autograded else ""
+        print(f"  {part.title:<{width}}  {label}{extra}")
+        if part.autograded and part.message:
+            for line in textwrap.wrap(part.message, 88):
+                print(f"      {line}")
+        if part.note:
+            print(f"      note: {part.note}")
+    for note in notes:
+        print(f"  note: {note}")
+    graded = [p for p in found if p.autograded]
+    passing = [p for p in graded if p.status == "passed"]
+    points = sum(p.points for p in passing)
+    total = sum(p.points for p in graded)
+    print(
+        f"{len(passing)} of {len(graded)} autograded parts pass their visible tests "
+        f"({points:g} of {total:g} points, if the hidden tests agree)."
+    )
+    return len(passing) == len(graded)
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is inside it, else absolute."""
+    return path.relative_to(Path.cwd()).as_posix() if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("assignment", help="e.g. roofline")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the course folder")
+    parser.add_argument("--learner-dir", default="my-work", help="relative to --root")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    folder = (root / args.learner_dir / args.assignment).resolve()
+    shown_folder = shown(folder)
+    notebooks = sorted(folder.glob("*.ipynb")) if folder.is_dir() else []
+    if not notebooks:
+        released = (root / "exercises" / args.assignment).is_dir()
+        hint = (
+            f"run `make lab` (it copies exercises/{args.assignment}/ there), then work in it"
+            if released
+            else f"there is no exercise {args.assignment!r} in exercises/ either"
+        )
+        print(f"No copy of {args.assignment!r} to check in {shown_folder}/: {hint}.")
+        return 2
+    ok = True
+    for path in notebooks:
+        ok = report(path, shown(path), root) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,490 @@
+"""The instructor's grading steps, wrapping nbgrader (which does all the grading itself).
+
+Run from the course root (the folder with ``nbgrader_config.py``), environment ``bin/`` on PATH:
+
+    python scripts/instructor.py grade roofline        # collect, autograde, feedback, CSV, report
+    python scripts/instructor.py autograde roofline -j 2   # autograde only, two processes
+    python scripts/instructor.py feedback roofline     # generate_feedback + release_feedback
+    python scripts/instructor.py export                # nbgrader export -> grades.csv
+    python scripts/instructor.py report roofline       # reports/roofline/report.md + scores.png
+
+``autograde`` calls nbgrader's own ``NbGraderAPI.autograde`` once per student, in ``--jobs``
+worker processes, and prints one line per graded submission. Each finished student is appended
+to a journal (``autograded/.journal-<assignment>.tsv``, with the submission's timestamp), so a
+run that is killed part way (even by SIGKILL) is simply run again: students in the journal are
+skipped, every other one is regraded with ``--force`` (which clears any half-written output),
+and the gradebook keeps one row per student and assignment. A new submission from a student
+(a later timestamp) is regraded.
+
+``report`` flags what needs a human: submissions nbgrader could not grade (corrupt notebook,
+kernel death), missing test cells, and code that tampers with the checking machinery
+(monkey-patching modules such as ``math``, rebinding builtins, ``setattr``/``exec``/
+``get_ipython()``): hidden tests run in the student's kernel, so a student who patches
+``math.isclose`` can force them to pass, and only a review catches that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import concurrent.futures
+import csv
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BIN = str(Path(sys.executable).parent)
+# Names whose use in a student's code cell is flagged for review.
+SUSPECT_CALLS = {
+    "setattr",
+    "delattr",
+    "exec",
+    "eval",
+    "compile",
+    "__import__",
+    "globals",
+    "vars",
+    "locals",
+    "get_ipython",
+    "reload",
+}
+SUSPECT_NAMES = set(dir(builtins)) | {"get_ipython", "__builtins__", "In", "Out", "exit", "quit"}
+
+
+# ---- nbgrader plumbing -------------------------------------------------------------------
+def _env_path() -> None:
+    # The gradebook shells out to alembic, which sits next to this interpreter.
+    if BIN not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([BIN, os.environ.get("PATH", "")])
+
+
+def make_api(root: Path, overrides: dict[str, dict[str, Any]] | None = None) -> Any:
+    """nbgrader's API for the course at ``root``, with its ``nbgrader_config.py``."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import Config, PyFileConfigLoader
+
+    _env_path()
+    config = Config()
+    if (root / "nbgrader_config.py").exists():
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    for section, values in (overrides or {}).items():
+        for key, value in values.items():
+            config[section][key] = value
+    config.CourseDirectory.root = str(root)
+    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the nbgrader command line in ``root``; exit with its log if it fails."""
+    _env_path()
+    command = [sys.executable, "-m", "nbgrader", *args]
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    if result.returncode:
+        sys.exit(f"nbgrader {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+    return result
+
+
+def submitted_students(root: Path, assignment: str) -> list[str]:
+    return sorted(p.parent.name for p in (root / "submitted").glob(f"*/{assignment}") if p.is_dir())
+
+
+def submission_stamp(root: Path, student: str, assignment: str) -> str:
+    """The submission's timestamp.txt (written by collect), else its newest file's mtime."""
+    folder = root / "submitted" / student / assignment
+    stamp = folder / "timestamp.txt"
+    if stamp.exists():
+        return stamp.read_text().strip()
+    return str(max((p.stat().st_mtime_ns for p in folder.rglob("*")), default=0))
+
+
+def journal_path(root: Path, assignment: str) -> Path:
+    # A dotfile: nbgrader globs student folders with "*", which skips it.
+    return root / "autograded" / f".journal-{assignment}.tsv"
+
+
+def read_journal(root: Path, assignment: str) -> dict[str, str]:
+    path = journal_path(root, assignment)
+    done: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = line.split("\t")
+            if len(parts) == 2:  # a line cut short by a kill has no tab or no newline yet
+                done[parts[0]] = parts[1]
+    return done
+
+
+def append_journal(root: Path, assignment: str, student: str, stamp: str) -> None:
+    path = journal_path(root, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(f"{student}\t{stamp}\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+# ---- autograde in worker processes ----------------------------------------------------------
+_WORKER_API: Any = None
+# Failures of the machine, not of the submission: a gradebook write that collided with another
+# process, or a kernel too slow to start on a loaded machine. Retried once, serially, at the end.
+_TRANSIENT = ("database is locked", "Kernel didn't respond")
+
+
+def _worker_init(root: str, timeout: int | None) -> None:
+    global _WORKER_API
+    overrides = {"Execute": {"timeout": timeout}} if timeout else None
+    _WORKER_API = make_api(Path(root), overrides)
+
+
+def _worker_grade(assignment: str, student: str) -> tuple[str, bool, str, float]:
+    start = time.perf_counter()
+    result = _WORKER_API.autograde(assignment, student, force=True, create=True)
+    log = result.get("log", "") + result.get("error", "")
+    return student, bool(result["success"]), log, time.perf_counter() - start
+
+
+def scores(root: Path, assignment: str) -> dict[str, tuple[float, float]]:
+    """(score, max_score) for each student with a submission, from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    api = make_api(root)
+    out = {}
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
+        for submission in gb.assignment_submissions(assignment):
+            out[submission.student.id] = (submission.score, submission.max_score)
+    return out
+
+
+def autograde(
+    root: Path, assignment: str, jobs: int = 1, timeout: int | None = None, force: bool = False
+) -> list[str]:
+    """Autograde every submission of ``assignment`` not yet in the journal; return failures."""
+    if not (root / "solutions" / assignment).is_dir() and not _in_gradebook(root, assignment):
+        sys.exit(f"unknown assignment {assignment!r}: no solutions/{assignment}/ in {root}")
+    students = submitted_students(root, assignment)
+    done = {} if force else read_journal(root, assignment)
+    stamps = {s: submission_stamp(root, s, assignment) for s in students}
+    todo = [s for s in students if done.get(s) != stamps[s]]
+    print(
+        f"autograde {assignment}: {len(students)} submissions, {len(students) - len(todo)} "
+        f"already graded, {len(todo)} to grade with {jobs} process(es)",
+        flush=True,
+    )
+    if not todo:
+        return []
+    _ensure_assignment(root, assignment)
+    failed: list[str] = []
+    start = time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=_worker_init,
+        initargs=(str(root), timeout),
+    ) as pool:
+        futures = [pool.submit(_worker_grade, assignment, s) for s in todo]
+        retry: list[str] = []
+        for count, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            student, ok, log, seconds = future.result()
+            if not ok and any(marker in log for marker in _TRANSIENT):
+                retry.append(student)  # not the student's fault: run it again, alone
+                continue
+            _record(root, assignment, student, stamps[student], ok, log, failed)
+            elapsed = time.perf_counter() - start
+            print(
+                f"[{count}/{len(todo)}] {student}: {'graded' if ok else 'FAILED'} in "
+                f"{seconds:.1f} s ({elapsed:.0f} s elapsed, "
+                f"{elapsed / count * (len(todo) - count):.0f} s to go)",
+                flush=True,
+            )
+    if retry:
+        _worker_init(str(root), timeout)
+        for student in retry:
+            student, ok, log, seconds = _worker_grade(assignment, student)
+            _record(root, assignment, student, stamps[student], ok, log, failed)
+            print(f"[retry] {student}: {'graded' if ok else 'FAILED'} in {seconds:.1f} s")
+    print(f"autograded {len(todo)} in {time.perf_counter() - start:.1f} s", flush=True)
+    if failed:
+        print(f"nbgrader could not grade {len(failed)}: {', '.join(failed)} (see report)")
+    return failed
+
+
+def _record(
+    root: Path, assignment: str, student: str, stamp: str, ok: bool, log: str, failed: list[str]
+) -> None:
+    # A failed submission is journalled too: it is in the gradebook with no autograded score
+    # and the report flags it; rerunning with --force tries it again.
+    append_journal(root, assignment, student, stamp)
+    if not ok:
+        failed.append(student)
+        errors = root / "autograded" / f".errors-{assignment}"
+        errors.mkdir(parents=True, exist_ok=True)
+        (errors / f"{student}.log").write_text(log)
+
+
+def _in_gradebook(root: Path, assignment: str) -> bool:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    api = make_api(root)
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
+        try:
+            gb.find_assignment(assignment)
+        except MissingEntry:
+            return False
+    return True
+
+
+def _ensure_assignment(root: Path, assignment: str) -> None:
+    """Record the assignment (with its hidden tests) in the gradebook if it is not there yet."""
+    if not _in_gradebook(root, assignment):
+        nbgrader(root, "generate_assignment", assignment, "--force")
+
+
+# ---- feedback, export, report ---------------------------------------------------------------
+def feedback(root: Path, assignment: str) -> None:
+    api = make_api(root)
+    result = api.generate_feedback(assignment)
+    if not result["success"]:
+        print(result.get("log", "") + result.get("error", ""))
+    print(f"feedback written to feedback/*/{assignment}/", flush=True)
+    if exchange_inbound(root).exists():
+        # release_feedback stops at the first feedback without the exchange's timestamp.txt and
+        # submission_secret.txt (a submission put into submitted/ by hand): leave those out.
+        folders = sorted((root / "feedback").glob(f"*/{assignment}"))
+        by_hand = [
+            f.parent.name
+            for f in folders
+            if not ((f / "timestamp.txt").exists() and (f / "submission_secret.txt").exists())
+        ]
+        args = ["release_feedback", assignment]
+        if by_hand:
+            args.append(f"--CourseDirectory.student_id_exclude={','.join(by_hand)}")
+        nbgrader(root, *args)
+        print(f"feedback released to the exchange for {len(folders) - len(by_hand)}", flush=True)
+        if by_hand:
+            print(f"not released (not submitted through the exchange): {', '.join(by_hand)}")
+
+
+def exchange_inbound(root: Path) -> Path:
+    api = make_api(root)
+    exchange = api.config.Exchange.get("root", "/srv/nbgrader/exchange")
+    return Path(exchange) / api.coursedir.course_id / "inbound"
+
+
+def export(root: Path, to: str = "grades.csv") -> Path:
+    nbgrader(root, "export", f"--to={to}")
+    print(f"grades exported to {to}", flush=True)
+    return root / to
+
+
+@dataclass
+class Row:
+    student: str
+    score: float | None
+    max_score: float
+    cells: dict[str, float | None] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+
+
+def tampering(source: str) -> list[str]:
+    """What in one code cell reaches into the checking machinery (empty if nothing)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return []  # it cannot run either: the tests fail on their own
+    modules = {"math", "builtins", "sys", "numpy", "np", "IPython"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        for target in targets:
+            base = target
+            while isinstance(base, ast.Attribute | ast.Subscript):
+                base = base.value
+            if target is not base and (
+                (isinstance(base, ast.Name) and base.id in modules | SUSPECT_NAMES)
+                or isinstance(base, ast.Call)
+            ):
+                found.append(f"changes {ast.unparse(target)}")
+            elif isinstance(target, ast.Name) and target.id in SUSPECT_NAMES:
+                found.append(f"rebinds {target.id}")
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in SUSPECT_NAMES:
+            found.append(f"rebinds {node.name}")
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+            if name in SUSPECT_CALLS:
+                found.append(f"calls {name}()")
+    return sorted(set(found))
+
+
+def report(root: Path, assignment: str, out: Path | None = None) -> Path:
+    """Write reports/<assignment>/report.md and scores.png; return the report's path."""
+    import nbformat
+    from matplotlib.figure import Figure
+    from nbgrader.api import Gradebook
+
+    api = make_api(root)
+    out = out or root / "reports" / assignment
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
+        test_cells = [
+            c.name
+            for nb in gb.find_assignment(assignment).notebooks
+            for c in nb.grade_cells
+            if c.cell_type == "code"
+        ]
+        for submission in sorted(gb.assignment_submissions(assignment), key=lambda s: s.student.id):
+            student = submission.student.id
+            cells = {
+                g.name: g.auto_score
+                for nb in submission.notebooks
+                for g in nb.grades
+                if g.cell_type == "code"
+            }
+            row = Row(student, submission.score, submission.max_score, cells)
+            graded = all(
+                (root / "autograded" / student / assignment / f"{nb.name}.ipynb").exists()
+                for nb in submission.notebooks
+            )
+            if not graded:
+                row.flags.append("not graded by nbgrader (corrupt notebook or kernel died)")
+            elif all(v is None for v in cells.values()):
+                row.flags.append("no test cells found (empty or rebuilt notebook)")
+            else:
+                missing = [c for c in test_cells if cells.get(c) is None]
+                if missing:
+                    row.flags.append(f"test cells deleted: {', '.join(missing)}")
+            for nb in submission.notebooks:
+                path = root / "submitted" / student / assignment / f"{nb.name}.ipynb"
+                try:
+                    student_nb = nbformat.read(path, as_version=4)
+                except Exception:  # any unreadable file is flagged above, never raised
+                    continue
+                locked = _locked_sources(root, api, assignment, nb.name)
+                for cell in student_nb.cells:
+                    meta = cell.metadata.get("nbgrader", {})
+                    grade_id = meta.get("grade_id")
+                    if grade_id in locked and cell.source != locked[grade_id]:
+                        row.flags.append(f"locked cell {grade_id} edited (nbgrader restored it)")
+                    if cell.cell_type == "code" and not meta.get("locked"):
+                        for problem in tampering(cell.source):
+                            row.flags.append(f"tampering suspected: {problem}")
+            if submission.needs_manual_grade and not row.flags:
+                row.flags.append("needs manual grading")
+            rows.append(row)
+    _plot(rows, assignment, out / "scores.png", Figure)
+    path = out / "report.md"
+    path.write_text(_markdown(assignment, rows, test_cells), encoding="utf-8")
+    with (out / "flags.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student", "score", "max_score", "flag"])
+        for row in rows:
+            for flag in row.flags:
+                writer.writerow([row.student, row.score, row.max_score, flag])
+    print(f"report written to {path}", flush=True)
+    return path
+
+
+def _locked_sources(root: Path, api: Any, assignment: str, notebook: str) -> dict[str, str]:
+    """The released source of each locked cell, by grade_id."""
+    import nbformat
+
+    release = root / api.coursedir.release_directory / assignment / f"{notebook}.ipynb"
+    if not release.exists():
+        return {}
+    return {
+        cell.metadata["nbgrader"]["grade_id"]: cell.source
+        for cell in nbformat.read(release, as_version=4).cells
+        if cell.metadata.get("nbgrader", {}).get("locked")
+    }
+
+
+def _plot(rows: list[Row], assignment: str, path: Path, figure: Any) -> None:
+    fig = figure(figsize=(6, 3.5))
+    ax = fig.add_subplot()
+    values = [row.score or 0.0 for row in rows]
+    top = max((row.max_score for row in rows), default=1.0)
+    ax.hist(values, bins=[x - 0.5 for x in range(int(top) + 2)], color="tab:blue", rwidth=0.9)
+    ax.set(
+        xlabel=f"score (of {top:g}; manually graded points count once graded)",
+        ylabel="students",
+        title=f"{assignment}: {len(rows)} submissions",
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def _markdown(assignment: str, rows: list[Row], test_cells: list[str]) -> str:
+    values = sorted(row.score or 0.0 for row in rows)
+    lines = [f"# Grade report: {assignment}", ""]
+    if values:
+        mean = sum(values) / len(values)
+        median = values[len(values) // 2]
+        lines += [
+            f"{len(rows)} submissions; mean {mean:.2f}, median {median:g}, "
+            f"max {values[-1]:g} of {rows[0].max_score:g}.",
+            "",
+        ]
+    lines += ["![score distribution](scores.png)", "", "## Needs attention", ""]
+    flagged = [row for row in rows if row.flags]
+    lines += [f"- **{row.student}** ({row.score:g}): {'; '.join(row.flags)}" for row in flagged]
+    lines += ["" if flagged else "Nothing.", "", "## Scores", ""]
+    lines += ["| student | score | " + " | ".join(test_cells) + " |"]
+    lines += ["|---" * (len(test_cells) + 2) + "|"]
+    for row in rows:
+        cells = ["—" if row.cells.get(c) is None else f"{row.cells[c]:g}" for c in test_cells]
+        lines += [f"| {row.student} | {row.score:g} | " + " | ".join(cells) + " |"]
+    return "\n".join(lines) + "\n"
+
+
+# ---- the command line -----------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: .)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("grade", "autograde"):
+        step = sub.add_parser(name)
+        step.add_argument("assignment")
+        step.add_argument("-j", "--jobs", type=int, default=1, help="autograde processes")
+        step.add_argument("--timeout", type=int, help="seconds per cell (default: the config's)")
+        step.add_argument("--force", action="store_true", help="regrade every submission")
+    sub.add_parser("feedback").add_argument("assignment")
+    sub.add_parser("export").add_argument("--to", default="grades.csv")
+    sub.add_parser("report").add_argument("assignment")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    if args.command in ("grade", "autograde"):
+        if args.command == "grade" and exchange_inbound(root).exists():
+            nbgrader(root, "collect", args.assignment, "--update")
+            print("collected submissions from the exchange", flush=True)
+        autograde(root, args.assignment, args.jobs, args.timeout, args.force)
+        if args.command == "grade":
+            feedback(root, args.assignment)
+            export(root)
+            report(root, args.assignment)
+    elif args.command == "feedback":
+        feedback(root, args.assignment)
+    elif args.command == "export":
+        export(root, args.to)
+    elif args.command == "report":
+        report(root, args.assignment)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,521 @@
+"""A term of grading, end to end: the exchange cycle, bad submissions, feedback, a killed run.
+
+One scratch course (``nbgrader_config.py`` and ``solutions/``, with ``c.Exchange.root`` pointed
+at a temporary exchange, as book/instructor.md says) runs the commands of the instructor guide
+once per module. Students alice (the solution), bob (two plausible mistakes) and carol (the
+release untouched) each have their own home folder and go through the exchange with
+``--student``; the bad submissions are dropped into ``submitted/`` as other students, so that
+one ``scripts/instructor.py grade`` run grades them all together. The repository itself is
+never written to.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from grading_support import (
+    MARKERS,
+    ROOT,
+    cell_by_id,
+    error_text,
+    hidden_expected_values,
+    load_specs,
+    read,
+    submission_from_release,
+)
+
+SPEC = {spec.assignment: spec for spec in load_specs()}["roofline"]
+ASSIGNMENT, NOTEBOOK, COURSE = SPEC.assignment, SPEC.notebook_id, "llmmath"
+BIN = str(Path(sys.executable).parent)
+GUIDE = ROOT / "book" / "instructor.md"
+# Test speed only: an infinite loop costs one cell timeout (30 s in nbgrader_config.py).
+CELL_TIMEOUT = 5
+
+pytestmark = [
+    pytest.mark.slow,
+    # nbgrader 0.9.6 trips SQLAlchemy's autoflush warnings in its own gradebook code; not ours.
+    pytest.mark.filterwarnings("ignore:Object of type <Submitted"),
+]
+
+# What each submission earns of the 8 autograded points, and whether the report flags it.
+GOOD = {"alice": 8.0, "bob": 4.0, "carol": 0.0}
+BAD: dict[str, tuple[float, bool]] = {
+    "loop": (6.0, False),  # `while True` in Part 2: that cell times out, grading goes on
+    "import_error": (6.0, False),  # a missing module in Part 1's answer
+    "deleted_test": (6.0, True),  # Part 3's test cell deleted: no grade, flagged
+    "edited_test": (6.0, True),  # Part 4's test cell replaced by `pass`: restored, fails
+    "huge_output": (8.0, False),  # megabytes of print: truncated to 1000 lines, still graded
+    "sys_exit": (8.0, False),  # sys.exit() in IPython is an exception, not an exit
+    "kernel_death": (0.0, True),  # os._exit(): nbgrader cannot grade it, flagged
+    "patched_isclose": (8.0, True),  # forces the hidden test to pass: only the flag catches it
+    "shadowed_builtin": (6.0, True),  # rebinding isinstance: the hidden values still fail
+    "silenced_tracebacks": (6.0, True),  # nbgrader PR #1324: still scores 0 for that part
+    "wrong_types": (2.0, False),  # a list and strings where numbers belong
+    "empty_notebook": (0.0, True),
+    "corrupt_ipynb": (0.0, True),
+}
+
+
+def bad_submissions(release: Path) -> dict[str, Any]:
+    """Every bad case as a notebook (or, for the corrupt one, bytes)."""
+
+    def solved(wrong: dict[str, str] | None = None) -> Any:
+        return submission_from_release(release, SPEC.source_nb, wrong or {})
+
+    def edit(nb: Any, grade_id: str, before: str = "", after: str = "") -> Any:
+        cell = cell_by_id(nb, grade_id)
+        cell.source = before + cell.source + after
+        return nb
+
+    isclose_patch = (
+        "import math\n"
+        "_isclose = math.isclose\n"
+        "math.isclose = lambda a, b, **k: b != critical_batch_h100 or _isclose(a, b, **k)\n"
+        "critical_batch_int8 = 300.0\n"
+    )
+    subs: dict[str, Any] = {
+        "loop": edit(solved(), "decode_batch1", "while True:\n    pass\n"),
+        "import_error": edit(solved(), "matmul_intensity", "import no_such_module_xyz\n"),
+        "huge_output": edit(
+            solved(), "critical_batch", after="\nprint('x' * 2_000_000)\nprint('y\\n' * 100_000)\n"
+        ),
+        "sys_exit": edit(solved(), "critical_batch", after="\nimport sys\nsys.exit(3)\n"),
+        "kernel_death": edit(solved(), "critical_batch", after="\nimport os\nos._exit(1)\n"),
+        "patched_isclose": solved({"critical_batch_int8": isclose_patch}),
+        "shadowed_builtin": solved(
+            {
+                "matmul_intensity": "def isinstance(obj, kind):\n    return True\n\n"
+                "def matmul_intensity(batch, d_in, d_out, bytes_per_element):\n    return 1\n"
+            }
+        ),
+        "silenced_tracebacks": solved(
+            {
+                "critical_batch_int8": "get_ipython().showtraceback = lambda *a, **k: None\n"
+                "critical_batch_int8 = 300.0\n"
+            }
+        ),
+        "wrong_types": solved(
+            {
+                "matmul_intensity": "def matmul_intensity(batch, d_in, d_out, bytes_per_element):"
+                "\n    return [1.0]\n",
+                "critical_batch": "critical_batch_h100 = '295.2'\nbatch_64_memory_bound = 'yes'\n",
+            }
+        ),
+        "empty_notebook": nbformat.v4.new_notebook(),
+        "corrupt_ipynb": b'{"cells": [{"cell_type": "code", "source": ',
+    }
+    deleted = solved()
+    deleted.cells = [
+        c
+        for c in deleted.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") != "test_critical_batch"
+    ]
+    subs["deleted_test"] = deleted
+    edited = solved({"critical_batch_int8": "critical_batch_int8 = 300.0\n"})
+    cell_by_id(edited, "test_critical_batch_int8").source = "pass\n"
+    subs["edited_test"] = edited
+    assert sorted(subs) == sorted(BAD)
+    return subs
+
+
+class Course:
+    """The scratch course, its exchange and the students' homes; runs and logs commands."""
+
+    def __init__(self, base: Path) -> None:
+        self.root, self.exchange, self.homes = base / "course", base / "exchange", base / "home"
+        self.root.mkdir()
+        self.exchange.mkdir(mode=0o777)
+        self.commands: list[str] = []
+        config = (ROOT / "nbgrader_config.py").read_text()
+        # As the guide says: the exchange root goes in the course's nbgrader_config.py.
+        config += f'\nc.Exchange.root = "{self.exchange}"\n'
+        (self.root / "nbgrader_config.py").write_text(config)
+        for source in (ROOT / "solutions").iterdir():
+            if source.is_dir():
+                shutil.copytree(
+                    source,
+                    self.root / "solutions" / source.name,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints"),
+                )
+        self.env = dict(os.environ, PATH=os.pathsep.join([BIN, os.environ.get("PATH", "")]))
+
+    def home(self, student: str) -> Path:
+        home = self.homes / student
+        if not home.exists():
+            (home / ".jupyter").mkdir(parents=True)
+            # A student's own config on a shared machine (on a hub: /etc/jupyter/).
+            (home / ".jupyter" / "nbgrader_config.py").write_text(
+                f'c = get_config()  # noqa\nc.Exchange.root = "{self.exchange}"\n'
+            )
+        return home
+
+    def run(
+        self, command: str, cwd: Path, env: dict[str, str], extra: str = "", ok: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        self.commands.append(command)
+        argv = shlex.split(command) + shlex.split(extra)
+        if argv[0] == "python":
+            argv[0] = sys.executable
+            argv[1] = str(ROOT / argv[1])  # scripts/ live in the repository, not the course
+        result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+        output = result.stdout + result.stderr
+        assert (result.returncode == 0) == ok, (
+            f"{command} {extra}: rc={result.returncode}\n{output}"
+        )
+        return result
+
+    def instructor(self, command: str, extra: str = "", ok: bool = True) -> str:
+        result = self.run(command, self.root, self.env, extra, ok)
+        return result.stdout + result.stderr
+
+    def student(self, student: str, command: str, ok: bool = True) -> str:
+        home = self.home(student)
+        env = dict(self.env, HOME=str(home))
+        # The exchange names submissions after the OS user; --student stands in for one.
+        result = self.run(command, home, env, f"--student={student}", ok)
+        return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    course = Course(tmp_path_factory.mktemp("term"))
+    root = course.root
+    course.instructor(f"nbgrader generate_assignment {ASSIGNMENT} --force")
+    course.instructor(f"nbgrader release_assignment {ASSIGNMENT}")
+    fetched = {}
+    for student in GOOD:
+        course.student(student, f"nbgrader fetch_assignment {ASSIGNMENT} --course={COURSE}")
+        path = course.home(student) / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        fetched[student] = read(path)
+        if student == "alice":
+            nbformat.write(submission_from_release(path, SPEC.source_nb, {}), path)
+        elif student == "bob":
+            nbformat.write(submission_from_release(path, SPEC.source_nb, SPEC.wrong_answers), path)
+        course.student(student, f"nbgrader submit {ASSIGNMENT} --course={COURSE}")
+    # A submission for an assignment that was never released is refused at the exchange.
+    stray = course.home("dave") / "nosuch"
+    stray.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), stray / "nosuch.ipynb")
+    refused = course.student("dave", f"nbgrader submit nosuch --course={COURSE}", ok=False)
+
+    release = root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    for student, nb in bad_submissions(release).items():
+        folder = root / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        if isinstance(nb, bytes):
+            (folder / f"{NOTEBOOK}.ipynb").write_bytes(nb)
+        else:
+            nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    # And one handed in outside the exchange for an unknown assignment.
+    (root / "submitted" / "dave" / "nosuch").mkdir(parents=True)
+    nbformat.write(read(release), root / "submitted" / "dave" / "nosuch" / "nosuch.ipynb")
+
+    start = time.perf_counter()
+    grade_log = course.instructor(
+        f"python scripts/instructor.py grade {ASSIGNMENT} --jobs 2",
+        extra=f"--timeout {CELL_TIMEOUT}",
+    )
+    grade_s = time.perf_counter() - start
+    for student in GOOD:
+        course.student(student, f"nbgrader fetch_feedback {ASSIGNMENT} --course={COURSE}")
+    return {
+        "course": course,
+        "fetched": fetched,
+        "refused": refused,
+        "grade_log": grade_log,
+        "grade_s": grade_s,
+        "scores": gradebook_scores(root),
+    }
+
+
+def gradebook_scores(root: Path) -> dict[str, dict[str, Any]]:
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE) as gb:
+        for submission in gb.assignment_submissions(ASSIGNMENT):
+            grades = [g for nb in submission.notebooks for g in nb.grades]
+            out[submission.student.id] = {
+                "score": submission.score,
+                "code": {g.name: g.auto_score for g in grades if g.cell_type == "code"},
+            }
+    return out
+
+
+def autograded(term: dict[str, Any], student: str) -> Any:
+    return read(term["course"].root / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+
+
+def report_flags(term: dict[str, Any]) -> dict[str, list[str]]:
+    flags: dict[str, list[str]] = {}
+    path = term["course"].root / "reports" / ASSIGNMENT / "flags.csv"
+    with path.open() as fh:
+        for row in csv.DictReader(fh):
+            flags.setdefault(row["student"], []).append(row["flag"])
+    return flags
+
+
+# ---- the exchange cycle ---------------------------------------------------------------------
+def test_students_fetch_the_release_without_solutions(term: dict[str, Any]) -> None:
+    for student, nb in term["fetched"].items():
+        text = "\n".join(cell.source for cell in nb.cells)
+        assert "raise NotImplementedError()" in text, student
+        for marker in MARKERS:
+            assert marker not in text, f"{student} fetched a notebook with {marker!r}"
+
+
+def test_every_collected_submission_is_graded_with_its_expected_score(
+    term: dict[str, Any],
+) -> None:
+    scores = term["scores"]
+    for student, expected in GOOD.items():
+        assert scores[student]["score"] == expected, (student, scores[student])
+        submitted = term["course"].root / "submitted" / student / ASSIGNMENT
+        assert (submitted / "timestamp.txt").exists(), f"{student} was not collected"
+    assert "[16/16]" in term["grade_log"], "progress lines are printed"
+
+
+def test_a_submission_for_an_unknown_assignment_is_refused(term: dict[str, Any]) -> None:
+    assert "Assignment not found" in term["refused"]
+    assert "nosuch" not in term["scores"]
+    assert not (term["course"].root / "autograded" / "dave").exists()
+    course = term["course"]
+    out = course.instructor("python scripts/instructor.py autograde nosuch", ok=False)
+    assert "unknown assignment 'nosuch'" in out
+
+
+def test_grades_are_exported_to_csv(term: dict[str, Any]) -> None:
+    with (term["course"].root / "grades.csv").open() as fh:
+        rows = {row["student_id"]: row for row in csv.DictReader(fh)}
+    expected = {**GOOD, **{student: score for student, (score, _) in BAD.items()}}
+    assert {s: float(rows[s]["raw_score"]) for s in expected} == expected
+    assert {rows[s]["max_score"] for s in expected} == {"10.0"}
+    assert all(rows[s]["assignment"] == ASSIGNMENT for s in expected)
+
+
+def test_students_fetch_feedback_without_hidden_tests(term: dict[str, Any]) -> None:
+    course = term["course"]
+    pinned = [repr(v) for values in hidden_expected_values(SPEC).values() for v in values]
+    for student in GOOD:
+        found = list((course.home(student) / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+        assert len(found) == 1, f"{student} fetched {found}"
+        html = found[0].read_text(encoding="utf-8")
+        for text in (*MARKERS, "set_mode", *pinned):
+            assert text not in html, f"{student}'s feedback shows {text!r}"
+    bob = next((course.home("bob") / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+    assert SPEC.hidden_message in bob.read_text(encoding="utf-8"), "bob should see why he lost"
+
+
+def test_feedback_of_every_bad_submission_hides_the_hidden_tests(term: dict[str, Any]) -> None:
+    pinned = [repr(v) for values in hidden_expected_values(SPEC).values() for v in values]
+    for html_path in (term["course"].root / "feedback").glob(f"*/{ASSIGNMENT}/*.html"):
+        html = html_path.read_text(encoding="utf-8")
+        for text in (*MARKERS, "set_mode", *pinned):
+            assert text not in html, f"{html_path} shows {text!r}"
+
+
+# ---- bad submissions, one test each -----------------------------------------------------------
+@pytest.mark.parametrize("student", sorted(BAD))
+def test_bad_submission_gets_its_expected_score_and_flag(
+    term: dict[str, Any], student: str
+) -> None:
+    expected, flagged = BAD[student]
+    assert term["scores"][student]["score"] == expected, term["scores"][student]
+    assert (student in report_flags(term)) == flagged, report_flags(term).get(student)
+
+
+def test_infinite_loop_times_out_in_its_own_cell(term: dict[str, Any]) -> None:
+    nb = autograded(term, "loop")
+    assert "CellTimeoutError" in error_text(cell_by_id(nb, "decode_batch1"))
+    assert term["scores"]["loop"]["code"]["test_matmul_intensity"] == 2.0
+
+
+def test_huge_output_is_truncated(term: dict[str, Any]) -> None:
+    cell = cell_by_id(autograded(term, "huge_output"), "critical_batch")
+    text = "".join(o.get("text", "") for o in cell.outputs)
+    assert "Output truncated" in text and text.count("\n") <= 1001
+
+
+def test_deleted_and_edited_test_cells_are_reported(term: dict[str, Any]) -> None:
+    flags = report_flags(term)
+    assert flags["deleted_test"] == ["test cells deleted: test_critical_batch"]
+    assert (
+        "locked cell test_critical_batch_int8 edited (nbgrader restored it)" in flags["edited_test"]
+    )
+    restored = cell_by_id(autograded(term, "edited_test"), "test_critical_batch_int8")
+    assert "AssertionError" in error_text(restored), "the restored test ran and failed"
+
+
+def test_tampering_is_flagged(term: dict[str, Any]) -> None:
+    flags = report_flags(term)
+    assert any("math.isclose" in flag for flag in flags["patched_isclose"])
+    assert any("rebinds isinstance" in flag for flag in flags["shadowed_builtin"])
+    assert any("showtraceback" in flag for flag in flags["silenced_tracebacks"])
+    for student in GOOD:
+        assert not any("tampering" in flag for flag in flags.get(student, [])), student
+
+
+def test_pinned_nbgrader_has_pr_1324_silenced_tracebacks_still_fail(
+    term: dict[str, Any],
+) -> None:
+    """A student who disables showtraceback leaves no error output; nbgrader >= 0.7 reads the
+    kernel's execute reply (PR #1324) and still records the failure."""
+    import nbgrader
+
+    assert nbgrader.__version__ == "0.9.6"
+    assert term["scores"]["silenced_tracebacks"]["code"]["test_critical_batch_int8"] == 0.0
+    cell = cell_by_id(autograded(term, "silenced_tracebacks"), "test_critical_batch_int8")
+    assert "showtraceback was disabled" in error_text(cell)
+
+
+def test_bad_submissions_are_named_in_the_report(term: dict[str, Any]) -> None:
+    report_dir = term["course"].root / "reports" / ASSIGNMENT
+    text = (report_dir / "report.md").read_text(encoding="utf-8")
+    png = (report_dir / "scores.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 5_000
+    for student, (_, flagged) in BAD.items():
+        assert (f"**{student}**" in text) == flagged, student
+    assert "not graded by nbgrader" in text
+
+
+# ---- the guide -------------------------------------------------------------------------------
+def test_the_guide_shows_the_commands_the_tests_run(term: dict[str, Any]) -> None:
+    guide = GUIDE.read_text(encoding="utf-8")
+    commands = [c for c in term["course"].commands if "nosuch" not in c]  # meant to fail
+    assert len(commands) >= 6
+    for command in commands:
+        assert command in guide, f"book/instructor.md does not show `{command}`"
+    assert "make grade ASSIGNMENT=roofline" in guide
+
+
+# ---- a killed run -----------------------------------------------------------------------------
+def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
+    term: dict[str, Any],
+) -> None:
+    course = term["course"]
+    root = course.root
+    before = gradebook_scores(root)
+    release = root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    late = [f"late{i}" for i in range(5)]
+    for i, student in enumerate(late):
+        folder = root / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        wrong = SPEC.wrong_answers if i % 2 else {}
+        nb = submission_from_release(release, SPEC.source_nb, wrong)
+        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    journal = root / "autograded" / f".journal-{ASSIGNMENT}.tsv"
+    lines_before = len(journal.read_text().splitlines())
+    command = [sys.executable, str(ROOT / "scripts/instructor.py"), "autograde", ASSIGNMENT]
+    proc = subprocess.Popen(
+        command, cwd=root, env=course.env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(journal.read_text().splitlines()) < lines_before + 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "autograde ended too soon"
+        time.sleep(0.2)
+    time.sleep(1.0)  # a third student is now half graded
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partly = len(journal.read_text().splitlines()) - lines_before
+    assert partly < len(late), "the kill came too late to test anything"
+
+    out = course.instructor(f"python scripts/instructor.py autograde {ASSIGNMENT}")
+    assert f"{len(late) - partly} to grade" in out
+    after = gradebook_scores(root)
+    assert len(after) == len(before) + len(late), "one gradebook row per student"
+    for student in late:
+        expected = 4.0 if int(student[-1]) % 2 else 8.0
+        assert after[student]["score"] == expected, (student, after[student])
+    assert {s: after[s] for s in before} == before, "earlier grades changed"
+    entries = [line.split("\t")[0] for line in journal.read_text().splitlines()]
+    assert sorted(set(entries)) == sorted(after), "every student journalled"
+    assert len(entries) == len(set(entries)), "no student graded twice"
+
+
+# ---- the gradebook on PostgreSQL ------------------------------------------------------------
+def postgres_bin() -> Path | None:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+    return found[-1].parent if found else None
+
+
+@pytest.fixture
+def postgres() -> Any:
+    """A throwaway PostgreSQL server (Debian's packages) on a unix socket; yields its db_url."""
+    pytest.importorskip("psycopg2", reason="no PostgreSQL driver: pip install psycopg2-binary")
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL server: apt-get install postgresql")
+    # PostgreSQL refuses to run as root; pytest's tmp_path is private to root.
+    as_user = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+    base = Path(tempfile.mkdtemp(prefix="llmmath-pg-"))
+    data, sock = base / "pgdata", base / "pgsock"
+    sock.mkdir()
+    if as_user:
+        shutil.chown(base, "postgres")
+        shutil.chown(sock, "postgres")
+
+    def pg(*argv: str) -> None:
+        result = subprocess.run(
+            [*as_user, *argv], capture_output=True, text=True, cwd=base, timeout=60
+        )
+        assert result.returncode == 0, f"{argv[0]}: {result.stdout}{result.stderr}"
+
+    pg(str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust")
+    options = f"-c listen_addresses='' -k {sock}"
+    # -l: the server must not inherit our pipes, or waiting for pg_ctl never ends.
+    pg(
+        str(bin_dir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-o",
+        options,
+        "-l",
+        str(base / "log"),
+        "-w",
+        "start",
+    )
+    try:
+        pg(str(bin_dir / "createdb"), "-h", str(sock), "-U", "postgres", COURSE)
+        yield f"postgresql+psycopg2://postgres@/{COURSE}?host={sock}"
+    finally:
+        pg(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_gradebook_on_postgresql_with_parallel_autograde(
+    postgres: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    course = Course(tmp_path_factory.mktemp("pg"))
+    config = course.root / "nbgrader_config.py"
+    config.write_text(config.read_text() + f'c.CourseDirectory.db_url = "{postgres}"\n')
+    course.instructor(f"nbgrader generate_assignment {ASSIGNMENT} --force")
+    release = course.root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    expected = {}
+    for i in range(4):
+        folder = course.root / "submitted" / f"pg{i}" / ASSIGNMENT
+        folder.mkdir(parents=True)
+        wrong = SPEC.wrong_answers if i % 2 else {}
+        nbformat.write(
+            submission_from_release(release, SPEC.source_nb, wrong), folder / f"{NOTEBOOK}.ipynb"
+        )
+        expected[f"pg{i}"] = 4.0 if i % 2 else 8.0
+    course.instructor(f"python scripts/instructor.py autograde {ASSIGNMENT} --jobs 2")
+    assert not (course.root / "gradebook.db").exists(), "the SQLite gradebook was used"
+    from nbgrader.api import Gradebook
+
+    with Gradebook(postgres, COURSE) as gb:
+        scores = {s.student.id: s.score for s in gb.assignment_submissions(ASSIGNMENT)}
+    assert scores == expected

@@ -1,0 +1,677 @@
+"""The learner's journey in a real JupyterLab server, driven by Debian's chromium.
+
+A server is started the way ``make lab`` starts it (``scripts/lab.py``), on a free loopback
+port with a token, in a scratch copy of the course with a fresh learner folder. The browser
+opens the start page, runs every lesson and moves its controls through the live kernel, and
+works every exercise in the learner's copy: a correct answer passes its visible test, a wrong
+one shows the test's message, nbgrader's Validate lists what fails. ``make check`` is run on a
+correct, a partial, an empty, a missing and a hidden-test-failing copy. Every server is shut
+down and its port freed, whatever happens.
+
+Set ``LAB_SCREENSHOTS=/some/folder`` to keep a PNG of each step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import psutil
+import pytest
+from grading_support import cell_by_id, leaks, load_specs, nbgrader_meta, submission_from_release
+from playwright.sync_api import Browser, Locator, Page, sync_playwright
+from site_support import CHROMIUM, CHROMIUM_ARGS, is_local
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+LAB_SCRIPT = ROOT / "scripts" / "lab.py"
+CHECK_SCRIPT = ROOT / "scripts" / "check.py"
+COURSE_FILES = ("lessons", "exercises", "solutions", "_toc.yml", "nbgrader_config.py")
+LEARNER = "my-work"
+#: LAB_CHAPTERS=roofline,moe limits the per-chapter tests to those chapters (default: all).
+ONLY = {c for c in os.environ.get("LAB_CHAPTERS", "").split(",") if c}
+LESSONS = [p for p in sorted((ROOT / "lessons").glob("*.md")) if not ONLY or p.stem in ONLY]
+EXERCISES = sorted(
+    p.name
+    for p in (ROOT / "exercises").iterdir()
+    if p.is_dir() and any(p.glob("*.ipynb")) and (not ONLY or p.name in ONLY)
+)
+SPECS = {spec.assignment: spec for spec in load_specs()}
+#: The exercise whose Validate dialog and make check output are tested in full; every other
+#: one is checked once, partly done (each run starts a kernel: seconds on two cores).
+FULL = "roofline" if "roofline" in EXERCISES else EXERCISES[0]
+SHOTS = Path(os.environ["LAB_SCREENSHOTS"]) if os.environ.get("LAB_SCREENSHOTS") else None
+STARTUP_S = 120  # a cold start on a busy 2-core machine
+RUN_ALL_S = 300  # the lesson's own measure-your-machine cell takes a few seconds
+
+#: A wrong answer per exercise and the message its visible test must print. Exercises not
+#: listed here use the release's stub, whose test fails with an error (NotImplementedError,
+#: or NameError when the stub raises before defining anything).
+WRONG = {
+    "roofline": (
+        "def matmul_intensity(batch, d_in, d_out, bytes_per_element):\n"
+        "    # forgets the activations: counts only the weight bytes\n"
+        "    return 2.0 * batch * d_in * d_out / (bytes_per_element * d_in * d_out)\n",
+        "[3, 3] x [3, 3] in bf16 does 54 FLOPs and moves 54 bytes, so 1.0 FLOP/byte; got 3.0",
+    ),
+}
+
+
+# ---- the server -------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_free(port: int) -> bool:
+    """Nothing listens on ``port`` and a new server could (closed connections may linger in
+    TIME_WAIT; servers set SO_REUSEADDR for that, as this does)."""
+    listening = [
+        c
+        for c in psutil.net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+    ]
+    if listening:
+        return False
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+        except OSError:
+            return False
+        return True
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: Path
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def api(self, method: str, path: str, timeout: float = 10) -> Any:
+        request = urllib.request.Request(
+            f"{self.url}/api/{path}",
+            method=method,
+            headers={"Authorization": f"token {self.token}"},
+        )
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def page_url(self, path: str = "") -> str:
+        """A JupyterLab URL that opens ``path`` in a layout with nothing else open."""
+        tree = f"/tree/{path}" if path else ""
+        return f"{self.url}/lab{tree}?reset&token={self.token}"
+
+    def shut_down_kernels(self) -> None:
+        for session in self.api("GET", "sessions"):
+            self.api("DELETE", f"sessions/{session['id']}")
+
+
+def prepare_course(root: Path) -> None:
+    """A scratch course folder holding what the learner's JupyterLab needs."""
+    for name in COURSE_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns(".ipynb_check*"))
+        else:
+            shutil.copy2(source, root / name)
+
+
+def server_env(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "LLMMATH"))}
+    env["PATH"] = os.pathsep.join([str(Path(PYTHON).parent), env.get("PATH", "")])
+    for name, sub in (
+        ("JUPYTER_CONFIG_DIR", "config"),  # no user config; the environment's still applies
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("JUPYTERLAB_SETTINGS_DIR", "user-settings"),
+        ("IPYTHONDIR", "ipython"),
+    ):
+        (root.parent / f"{root.name}-{sub}").mkdir(exist_ok=True)
+        env[name] = str(root.parent / f"{root.name}-{sub}")
+    return env
+
+
+def stop(process: subprocess.Popen[bytes], lab: Lab | None) -> None:
+    """Shut the server down, politely first, and end every process it started."""
+    try:
+        started = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        started = []
+    if lab is not None and process.poll() is None:
+        with contextlib.suppress(OSError, urllib.error.URLError):
+            lab.api("POST", "shutdown", timeout=5)  # shuts its kernels down too
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+    for child in started:  # kernels run in sessions of their own
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+
+
+@contextlib.contextmanager
+def running_lab(root: Path) -> Iterator[Lab]:
+    """JupyterLab as ``make lab`` starts it, on a free port with a token; always stopped."""
+    token, port = secrets.token_hex(16), free_port()
+    log = root.parent / f"{root.name}-server.log"
+    command = [PYTHON, str(LAB_SCRIPT), "--root", str(root), "--learner-dir", LEARNER]
+    command += ["--port", str(port), "--", f"--ServerApp.token={token}"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=root,  # nbgrader's Validate reads nbgrader_config.py from the server's cwd
+            env=server_env(root),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    lab: Lab | None = None
+    try:
+        candidate = Lab(f"http://127.0.0.1:{port}", token, root, port, process, log)
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {process.returncode}:\n{log.read_text()}")
+            with contextlib.suppress(OSError, urllib.error.URLError, ValueError):
+                candidate.api("GET", "status", timeout=2)
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer in {STARTUP_S} s:\n{log.read_text()}")
+            time.sleep(0.25)
+        lab = candidate
+        yield lab
+    finally:
+        stop(process, lab)
+        assert process.poll() is not None, "the JupyterLab server is still running"
+        assert port_is_free(port), f"port {port} is still taken after the server stopped"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    installed = ROOT / ".venv" / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    if (
+        not installed.exists()
+        or installed.read_bytes() != (ROOT / "lab/overrides.json").read_bytes()
+    ):
+        pytest.fail("lab/overrides.json is not installed: run `make setup`", pytrace=False)
+    root = tmp_path_factory.mktemp("course")
+    prepare_course(root)
+    with running_lab(root) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is missing: apt-get install chromium", pytrace=False)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def test_server_is_stopped_and_its_port_freed_whatever_happens(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    root = tmp_path_factory.mktemp("bare")
+    kernels: list[psutil.Process] = []
+    with (
+        pytest.raises(RuntimeError, match="a test failing mid-way"),
+        running_lab(root) as server,
+    ):
+        port, process = server.port, server.process
+        server.api("POST", "kernels")  # a kernel runs in a session of its own
+        deadline = time.monotonic() + 60
+        while not kernels and time.monotonic() < deadline:
+            time.sleep(0.2)
+            kernels = [
+                p for p in psutil.Process(process.pid).children(recursive=True) if p.is_running()
+            ]
+        assert kernels, "the kernel did not start"
+        raise RuntimeError("a test failing mid-way")
+    assert process.poll() is not None, "the server is still running"
+    assert port_is_free(port), f"port {port} is still taken"
+    alive = [k.pid for k in kernels if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, f"kernel processes outlived the server: {alive}"
+
+
+# ---- the browser ------------------------------------------------------------------------------
+class Learner:
+    """One browser tab on the lab, with outside requests blocked and page errors kept."""
+
+    def __init__(self, browser: Browser, lab: Lab, name: str) -> None:
+        self.lab, self.name, self.step = lab, name, 0
+        self.outside: list[str] = []
+        self.errors: list[str] = []
+        self.page: Page = browser.new_page(viewport={"width": 1400, "height": 900})
+        self.page.set_default_timeout(30_000)
+        self.page.route("**/*", self._route)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def _route(self, route) -> None:  # type: ignore[no-untyped-def]
+        if is_local(route.request.url):
+            route.continue_()
+        else:
+            self.outside.append(route.request.url)
+            route.abort()
+
+    def shot(self, label: str) -> None:
+        if SHOTS is not None:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            self.step += 1
+            self.page.screenshot(path=str(SHOTS / f"{self.name}-{self.step:02d}-{label}.png"))
+
+    def open(self, path: str = "") -> None:
+        self.page.goto(self.lab.page_url(path))
+        self.page.locator("#jp-main-dock-panel").wait_for(timeout=STARTUP_S * 1000)
+
+    @property
+    def notebook(self) -> Locator:
+        return self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+
+    def wait_for_kernel(self) -> None:
+        self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").wait_for()
+        status = self.page.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
+        status.wait_for(timeout=STARTUP_S * 1000)
+
+    def menu(self, menu: str, command: str) -> None:
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
+        self.page.locator(f'.lm-Menu-item[data-command="{command}"]').click()
+
+    def cells(self) -> Locator:
+        return self.notebook.locator(".jp-Notebook .jp-Cell")
+
+    def code_cells(self) -> Locator:
+        return self.notebook.locator(".jp-Notebook .jp-CodeCell")
+
+    def wait_until_run(self, cells: list[Locator], timeout_s: float = RUN_ALL_S) -> None:
+        """Until every code cell in ``cells`` shows an execution count."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            prompts = [self.prompt(cell) for cell in cells]
+            if all(re.search(r"\[\d+\]", p) for p in prompts):
+                return
+            if time.monotonic() > deadline:
+                self.shot("not-finished")
+                pytest.fail(f"cells did not finish in {timeout_s:.0f} s: prompts {prompts}")
+            self.page.wait_for_timeout(250)
+
+    def prompt(self, cell: Locator) -> str:
+        return cell.locator(".jp-InputArea-prompt").text_content() or ""
+
+    def run_cell(self, cell: Locator) -> None:
+        """Select ``cell`` (command mode) and run it in place, as Ctrl-Enter does."""
+        before = self.prompt(cell)
+        cell.locator(".jp-InputArea-prompt").click()
+        self.page.keyboard.press("Control+Enter")
+        deadline = time.monotonic() + 60
+        while True:
+            now = self.prompt(cell)
+            if re.search(r"\[\d+\]", now) and now != before:
+                return
+            if time.monotonic() > deadline:
+                self.shot("cell-did-not-run")
+                pytest.fail(f"the cell did not run: prompt {before!r} -> {now!r}")
+            self.page.wait_for_timeout(100)
+
+    def type_into(self, cell: Locator, code: str) -> None:
+        """Replace the cell's code as a learner pasting it would."""
+        cell.locator(".cm-content").click()
+        self.page.keyboard.press("Control+a")
+        self.page.keyboard.insert_text(code)
+        self.page.keyboard.press("Escape")  # back to command mode
+
+    def close(self) -> None:
+        self.page.close()
+        self.lab.shut_down_kernels()  # two cores: one kernel at a time
+
+
+def error_texts(scope: Locator) -> list[str]:
+    """Text of every error or stderr output in ``scope``."""
+    outputs = scope.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
+    return [text.strip() for text in outputs.all_text_contents()]
+
+
+def pixels(locator: Locator) -> bytes:
+    locator.scroll_into_view_if_needed()
+    return locator.screenshot(animations="disabled")
+
+
+def wait_for_change(learner: Learner, image: Locator, before: bytes, what: str) -> bytes:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        learner.page.wait_for_timeout(200)
+        now = pixels(image)
+        if now != before:
+            return now
+    learner.shot("no-redraw")
+    pytest.fail(f"{what} did not change the figure within 30 s")
+
+
+# ---- the start page ---------------------------------------------------------------------------
+def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
+    lab: Lab, browser: Browser
+) -> None:
+    learner = Learner(browser, lab, "start")
+    page = learner.page
+    page.goto(f"{lab.url}/lab?token={lab.token}")  # what `make lab` prints: no reset
+    start = page.locator(".jp-MarkdownViewer .jp-RenderedMarkdown")
+    start.locator("h1", has_text="LLM Math in JupyterLab").wait_for(timeout=STARTUP_S * 1000)
+    learner.shot("start-page")
+    assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").all_inner_texts()
+    crumbs = page.locator(".jp-FileBrowser .jp-BreadCrumbs", has_text=LEARNER)
+    crumbs.wait_for()  # the file browser opens in the learner's folder
+    # JupyterLab turns relative links into /files/<path from the root> URLs.
+    links = start.locator("a").evaluate_all("links => links.map(a => a.pathname)")
+    for lesson in LESSONS:
+        assert f"/files/lessons/{lesson.name}" in links, f"the start page misses {lesson.name}"
+    for assignment in EXERCISES:
+        assert any(link.startswith(f"/files/{LEARNER}/{assignment}/") for link in links), (
+            f"the start page misses the learner's copy of {assignment}"
+        )
+
+    start.locator("a[href*='lessons/']").first.click()
+    learner.code_cells().first.wait_for()  # a lesson opens as a notebook, not as text
+
+    learner.shot("lesson-opened")
+    assert not learner.outside, f"JupyterLab reached outside the machine: {learner.outside}"
+    assert not learner.errors, f"page errors: {learner.errors}"
+    learner.close()
+
+
+# ---- lessons ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+def test_lesson_runs_and_its_control_redraws_through_the_kernel(
+    lab: Lab, browser: Browser, lesson: Path
+) -> None:
+    learner = Learner(browser, lab, f"lesson-{lesson.stem}")
+    learner.open(f"lessons/{lesson.name}")
+    learner.wait_for_kernel()
+    learner.menu("Run", "runmenu:run-all")
+    code = learner.code_cells()
+    assert code.count() > 0, f"{lesson.name} did not open as a notebook with code cells"
+    learner.wait_until_run([code.nth(i) for i in range(code.count())])
+    learner.shot("ran")
+    errors = error_texts(learner.notebook)
+    assert not errors, f"{lesson.name} printed errors in JupyterLab: {errors}"
+
+    output = learner.page.locator(".jp-OutputArea-output")
+    explorer = output.filter(has=learner.page.locator(".widget-slider")).filter(
+        has=learner.page.locator(".widget-image")
+    )
+    assert explorer.count() >= 1, f"{lesson.name} shows no live figure with a slider"
+    explorer = explorer.first
+    image = explorer.locator(".widget-image").first
+    slider = explorer.locator(".widget-slider").first
+    readout = slider.locator(".widget-readout")
+    before, value = pixels(image), readout.text_content()
+
+    slider.locator(".noUi-handle").focus()  # a learner's keys on the slider
+    for key in ("PageUp",) * 3 + ("PageDown",) * 6:  # down as well, if it starts at the top
+        learner.page.keyboard.press(key)
+        if readout.text_content() != value:
+            break
+    assert readout.text_content() != value, "the slider's value did not change"
+    moved = wait_for_change(learner, image, before, "moving the slider")
+    learner.shot("slider-moved")
+
+    # Any value, not only the static book's frames: the live kernel draws it.
+    value = readout.text_content()
+    readout.click()
+    learner.page.keyboard.press("Control+a")
+    learner.page.keyboard.type("0.777" if "." in (value or "") else "777")
+    learner.page.keyboard.press("Enter")
+    wait_for_change(learner, image, moved, "typing a value into the slider")
+    assert readout.text_content() != value, "typing a value did not move the slider"
+    learner.shot("value-typed")
+    assert not error_texts(learner.notebook), error_texts(learner.notebook)
+    assert not learner.outside, f"JupyterLab reached outside the machine: {learner.outside}"
+    assert not learner.errors, f"page errors: {learner.errors}"
+    learner.close()
+
+
+# ---- exercises --------------------------------------------------------------------------------
+def first_answer(assignment: str) -> tuple[str, int, int, str]:
+    """The release notebook's name, the index of its first answer cell and of that answer's
+    test cell, and the solution's code for it (marker lines removed)."""
+    folder = ROOT / "exercises" / assignment
+    notebook = sorted(folder.glob("*.ipynb"))[0]
+    nb = nbformat.read(notebook, as_version=4)
+    source = nbformat.read(ROOT / "solutions" / assignment / notebook.name, as_version=4)
+    index = next(
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and nbgrader_meta(c).get("solution")
+    )
+    test = next(
+        i for i in range(index + 1, len(nb.cells)) if nbgrader_meta(nb.cells[i]).get("grade")
+    )
+    solved = cell_by_id(source, nbgrader_meta(nb.cells[index])["grade_id"]).source
+    code = "\n".join(line for line in solved.splitlines() if "SOLUTION" not in line)
+    return notebook.name, index, test, code
+
+
+@pytest.mark.parametrize("assignment", EXERCISES)
+def test_exercise_wrong_answer_shows_the_message_and_a_correct_one_passes(
+    lab: Lab, browser: Browser, assignment: str
+) -> None:
+    name, answer_index, test_index, correct = first_answer(assignment)
+    stub = nbformat.read(ROOT / "exercises" / assignment / name, as_version=4)
+    # Wrong first, so that no name a correct answer defined is left in the kernel.
+    wrong, message = WRONG.get(assignment, (stub.cells[answer_index].source, "Error"))
+    learner = Learner(browser, lab, f"exercise-{assignment}")
+    learner.open(f"{LEARNER}/{assignment}/{name}")
+    learner.wait_for_kernel()
+    cells = learner.cells()
+    answer, test = cells.nth(answer_index), cells.nth(test_index)
+
+    answer.locator(".jp-InputArea-prompt").click()
+    learner.menu("Run", "notebook:run-all-above")  # the numbers the answer uses
+    above = [i for i, c in enumerate(stub.cells[:answer_index]) if c.cell_type == "code"]
+    learner.wait_until_run([cells.nth(i) for i in above])
+
+    learner.type_into(answer, wrong)
+    learner.run_cell(answer)
+    learner.run_cell(test)
+    learner.shot("wrong")
+    shown = "\n".join(error_texts(test))
+    assert message in shown, f"the visible test should say {message!r}, showed:\n{shown}"
+
+    # nbgrader's Validate button runs the saved notebook and lists the failing tests.
+    if assignment == FULL:  # once is enough: it runs the whole notebook on the server
+        learner.page.keyboard.press("Control+s")
+        learner.page.locator(".lm-TabBar-tab.jp-mod-current:not(.jp-mod-dirty)").wait_for()
+        learner.notebook.locator(".jp-Toolbar").get_by_text("Validate", exact=True).click()
+        results = learner.page.locator(".jp-Dialog #validation-message")
+        results.wait_for(timeout=120_000)
+        learner.shot("validate")
+        text = results.inner_text()
+        assert "The following cell failed" in text and message in text, f"Validate: {text}"
+        assert "HIDDEN" not in text
+        learner.page.locator(".jp-Dialog button").last.click()
+
+    learner.type_into(answer, correct)
+    learner.run_cell(answer)
+    learner.run_cell(test)
+    learner.shot("correct")
+    assert not error_texts(answer), f"the correct answer raised: {error_texts(answer)}"
+    assert not error_texts(test), f"the visible test failed a correct answer: {error_texts(test)}"
+    assert not learner.outside, f"JupyterLab reached outside the machine: {learner.outside}"
+    assert not learner.errors, f"page errors: {learner.errors}"
+    learner.close()
+
+
+# ---- make check -------------------------------------------------------------------------------
+def make_check(assignment: str, learner_dir: Path) -> subprocess.CompletedProcess[str]:
+    """``make check`` as a learner runs it (``-o``: never reinstall the environment here)."""
+    command = ["make", "-s", "-o", ".venv/.installed", "check"]
+    command += [f"ASSIGNMENT={assignment}", f"LEARNER_DIR={learner_dir}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "LLMMATH"))}
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def check_script(assignment: str, learner_dir: Path) -> subprocess.CompletedProcess[str]:
+    command = [PYTHON, str(CHECK_SCRIPT), assignment, "--learner-dir", str(learner_dir)]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def learner_copy(tmp_path: Path, assignment: str, wrong: dict[str, str] | None) -> Path:
+    """A learner folder holding ``assignment``: the release with every answer filled in from
+    the solutions except the ``wrong`` ones (``None``: the release untouched)."""
+    folder = tmp_path / LEARNER / assignment
+    shutil.copytree(ROOT / "exercises" / assignment, folder)
+    if wrong is not None:
+        for notebook in folder.glob("*.ipynb"):
+            source = ROOT / "solutions" / assignment / notebook.name
+            nbformat.write(submission_from_release(notebook, source, wrong), notebook)
+    return tmp_path / LEARNER
+
+
+def release_cells(assignment: str) -> list[Any]:
+    notebook = sorted((ROOT / "exercises" / assignment).glob("*.ipynb"))[0]
+    return list(nbformat.read(notebook, as_version=4).cells)
+
+
+def released_source(assignment: str, grade_id: str) -> str:
+    notebook = nbformat.v4.new_notebook(cells=release_cells(assignment))
+    return str(cell_by_id(notebook, grade_id).source)
+
+
+def answer_ids(assignment: str) -> list[str]:
+    return [
+        nbgrader_meta(c)["grade_id"]
+        for c in release_cells(assignment)
+        if c.cell_type == "code" and nbgrader_meta(c).get("solution")
+    ]
+
+
+def autograded(assignment: str) -> int:
+    return sum(
+        1
+        for c in release_cells(assignment)
+        if c.cell_type == "code" and nbgrader_meta(c).get("grade")
+    )
+
+
+def statuses(output: str) -> list[str]:
+    """The status of each part, in order, from the report's part lines."""
+    known = (
+        "passed",
+        "FAILED",
+        "not answered yet",
+        "written, graded by hand",
+        "empty, graded by hand",
+    )
+    found = []
+    for line in output.splitlines():
+        if line.startswith("  ") and not line.startswith("      "):
+            found += [k for k in known if line.rstrip().endswith(k) or f"  {k} (" in line]
+    return found
+
+
+def test_make_check_passes_a_correct_copy(tmp_path: Path) -> None:
+    result = make_check(FULL, learner_copy(tmp_path, FULL, {}))
+    assert result.returncode == 0, result.stdout + result.stderr
+    n = autograded(FULL)
+    assert statuses(result.stdout)[:n] == ["passed"] * n, result.stdout
+    assert f"{n} of {n} autograded parts pass their visible tests" in result.stdout
+    assert "hidden tests run when it is graded" in result.stdout
+
+
+def test_make_check_reports_an_empty_copy_part_by_part(tmp_path: Path) -> None:
+    result = make_check(FULL, learner_copy(tmp_path, FULL, None))
+    assert result.returncode != 0, result.stdout + result.stderr
+    n = autograded(FULL)
+    assert statuses(result.stdout).count("not answered yet") == n, result.stdout
+    assert "empty, graded by hand" in statuses(result.stdout), result.stdout
+    assert f"0 of {n} autograded parts pass" in result.stdout
+
+
+def test_check_reports_a_partial_copy_part_by_part(tmp_path: Path) -> None:
+    """One answer wrong, one as released, the rest solved: failed (with the visible test's
+    message), not answered yet, passed; exit status 1."""
+    ids = answer_ids(FULL)
+    wrong = {ids[1]: released_source(FULL, ids[1])}
+    message = None
+    if FULL in WRONG:
+        wrong[ids[0]], message = WRONG[FULL]
+    result = check_script(FULL, learner_copy(tmp_path, FULL, wrong))
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = statuses(result.stdout)
+    assert found[1] == "not answered yet" and "passed" in found[2:], result.stdout
+    if message is not None:
+        assert found[0] == "FAILED", result.stdout
+        flat = " ".join(line.strip() for line in result.stdout.splitlines())
+        assert message in flat, f"the visible test's message is missing:\n{result.stdout}"
+
+
+def test_make_check_runs_no_hidden_test(tmp_path: Path) -> None:
+    """The spec's mistakes pass the visible tests and fail the hidden ones: make check must
+    call them passed, and print neither the hidden tests' messages nor the pinned answers."""
+    spec = SPECS[FULL]
+    result = make_check(FULL, learner_copy(tmp_path, FULL, dict(spec.wrong_answers)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert spec.hidden_message not in result.stdout + result.stderr
+    assert not leaks(result.stdout, spec.answers), leaks(result.stdout, spec.answers)
+
+
+@pytest.mark.parametrize("assignment", EXERCISES)
+def test_released_notebooks_hold_no_hidden_test(assignment: str) -> None:
+    """What make check and Validate run is the learner's copy of the release: no hidden test."""
+    for notebook in (ROOT / "exercises" / assignment).glob("*.ipynb"):
+        text = notebook.read_text()
+        assert "BEGIN HIDDEN TESTS" not in text, notebook
+        if assignment in SPECS:
+            assert SPECS[assignment].hidden_message not in text, notebook
+
+
+@pytest.mark.parametrize("assignment", [a for a in EXERCISES if a != FULL])
+def test_make_check_reads_every_exercise(tmp_path: Path, assignment: str) -> None:
+    """First answer solved, second as released, the rest solved."""
+    ids = answer_ids(assignment)
+    wrong = {ids[1]: released_source(assignment, ids[1])}
+    result = make_check(assignment, learner_copy(tmp_path, assignment, wrong))
+    assert result.returncode != 0, result.stdout + result.stderr
+    found = statuses(result.stdout)
+    n = autograded(assignment)
+    assert len([f for f in found if "graded by hand" not in f]) == n, result.stdout
+    assert found.count("not answered yet") >= 1 and found.count("passed") >= 1, result.stdout
+    assert f"of {n} autograded parts pass their visible tests" in result.stdout
+
+
+def test_make_check_on_a_missing_copy_says_what_to_do(tmp_path: Path) -> None:
+    result = make_check(FULL, tmp_path / LEARNER)
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert f"No copy of {FULL!r} to check" in result.stdout and "make lab" in result.stdout
+    direct = check_script(FULL, tmp_path / LEARNER)
+    assert direct.returncode == 2, "make turns every failure into 2; the script tells them apart"
