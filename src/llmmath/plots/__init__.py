@@ -2,7 +2,7 @@
 (no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
 the same code, so the book and the notebook always agree."""
 
-from . import batching, kv_cache, moe, parallelism, pricing, roofline
+from . import batching, kv_cache, moe, parallelism, pricing, roofline, validation
 from .common import figure_and_axes, figure_png
 
 __all__ = [
@@ -14,4 +14,5 @@ __all__ = [
     "parallelism",
     "pricing",
     "roofline",
+    "validation",
 ]
