@@ -16,9 +16,17 @@ from .._validate import FloatArray
 from ..batching import Deployment, DoesNotFitError
 from ..hardware import Chip, get_chip
 from ..models import ModelConfig, get_model
-from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
+from .common import (
+    COMPUTE_COLOUR,
+    FLOOR_COLOUR,
+    KV_COLOUR,
+    MEMORY_COLOUR,
+    WARNING_COLOUR,
+    FastFigure,
+    figure_and_axes,
+    no_minor_ticks,
+)
 
-KV_COLOUR, WARNING_COLOUR = "#7570b3", "#b2182b"
 #: Batches the curves are drawn at: 1 ... 4096 sequences, log-spaced.
 SWEEP = np.unique(np.round(np.logspace(0, np.log10(4096), 121)))
 #: Batches marked on the latency-throughput curves.
@@ -114,7 +122,7 @@ def draw_cost_per_token(
             va="top",
         )
     ax.set_xlim(SWEEP[0], SWEEP[-1])
-    _plain_axes(ax)
+    no_minor_ticks(ax)
     ax.set(
         xlabel="batch B (sequences per step)",
         ylabel="USD per million output tokens (floor)",
@@ -194,7 +202,7 @@ def pareto_figure(
             rotation=90,
         )
     ax.set_xlim(left=0.8e3 * weight_floor)
-    _plain_axes(ax)
+    no_minor_ticks(ax)
     ax.set(
         xlabel="time per output token, per user (ms)",
         ylabel="output tokens/s per chip",
@@ -228,7 +236,7 @@ def prefill_decode_figure(
     )
     ax.axvline(batching.step_critical_batch(deployment), color="grey", linestyle=":")
     ax.set_ylim(0, 1.05)
-    _plain_axes(ax)
+    no_minor_ticks(ax)
     ax.set(
         xlabel="tokens in one forward pass (P for prefill, B for decode)",
         ylabel="MFU at the floor",
@@ -269,38 +277,12 @@ class BatchingExplorer(FastFigure):
         ax.set(xlim=(1.0, 100.0), ylim=(1.0, 1e4))  # until the first scene sets them
         ax.set(xlabel="time per output token (ms)", ylabel="output tokens/s per chip")
         ax.legend(loc="lower right", fontsize=8)
-        self.message = self.figure.text(
-            0.5,
-            0.5,
-            "",
-            ha="center",
-            va="center",
-            fontsize=11,
-            color=WARNING_COLOUR,
-            bbox={"facecolor": "white", "edgecolor": WARNING_COLOUR},
-        )
-        self.cost_point = self.dynamic(
-            self.ax_cost.plot([], [], "o", color=COMPUTE_COLOUR, markersize=8)[0]
-        )
-        self.pareto_point = self.dynamic(
-            self.ax_pareto.plot([], [], "o", color=COMPUTE_COLOUR, markersize=8)[0]
-        )
-        # The readout sits where the left panel's title would: clear of every curve.
-        self.readout = self.dynamic(
-            self.ax_cost.text(
-                0.5,
-                1.02,
-                "",
-                transform=self.ax_cost.transAxes,
-                ha="center",
-                va="bottom",
-                fontsize=10,
-            )
-        )
-        self.ax_cost.set_title(" ", fontsize=10)  # keeps room for it in the frozen layout
+        self.message = self.warning_message()
+        self.cost_point = self.marker(self.ax_cost)
+        self.pareto_point = self.marker(self.ax_pareto)
+        self.readout = self.title_readout(self.ax_cost)
         for axes in self.axes:  # setting a log scale brought back the minor ticks
-            axes.xaxis.set_minor_locator(NullLocator())
-            axes.yaxis.set_minor_locator(NullLocator())
+            no_minor_ticks(axes)
         self._furniture = (
             self.critical_line,
             self.full_span,

@@ -10,11 +10,21 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
 from matplotlib.ticker import NullLocator
 from PIL import Image
 
 ArtistT = TypeVar("ArtistT", bound=Artist)
 COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#d95f02", "#1b9e77", "#222222"
+KV_COLOUR, WARNING_COLOUR = "#7570b3", "#b2182b"
+_READOUT_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.9}
+
+
+def no_minor_ticks(ax: Axes) -> None:
+    """Drop an axes' minor ticks: they double its draw time (log scales bring them back)."""
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_minor_locator(NullLocator())
 
 
 def figure_png(figure: Figure, colours: int = 32) -> bytes:
@@ -67,6 +77,49 @@ class FastFigure:
         self._dynamic.append(artist)
         return artist
 
+    def marker(self, ax: Axes, colour: str = COMPUTE_COLOUR, size: float = 8) -> Line2D:
+        """A dynamic round marker on ``ax`` (place it with ``set_data``)."""
+        return self.dynamic(ax.plot([], [], "o", color=colour, markersize=size)[0])
+
+    def corner_readout(
+        self, ax: Axes, top: bool = False, fontsize: float = 10, boxed: bool = True
+    ) -> Text:
+        """A dynamic text in the right-hand corner of ``ax`` (bottom unless ``top``)."""
+        return self.dynamic(
+            ax.text(
+                0.98,
+                0.96 if top else 0.04,
+                "",
+                transform=ax.transAxes,
+                ha="right",
+                va="top" if top else "baseline",
+                fontsize=fontsize,
+                bbox=_READOUT_BOX if boxed else None,
+            )
+        )
+
+    def title_readout(self, ax: Axes, fontsize: float = 10) -> Text:
+        """A dynamic text where the title of ``ax`` would be, clear of every curve."""
+        ax.set_title(" ", fontsize=10)  # not "": keeps room for it in the frozen layout
+        return self.dynamic(
+            ax.text(
+                0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=fontsize
+            )
+        )
+
+    def warning_message(self) -> Text:
+        """Text across the middle of the figure, for a setting that cannot be drawn."""
+        return self.figure.text(
+            0.5,
+            0.5,
+            "",
+            ha="center",
+            va="center",
+            fontsize=11,
+            color=WARNING_COLOUR,
+            bbox={"facecolor": "white", "edgecolor": WARNING_COLOUR},
+        )
+
     def new_scene(self, key: Hashable) -> bool:
         """True (and the background is dropped) when ``key`` differs from the last scene."""
         if key == self._scene:
@@ -78,8 +131,7 @@ class FastFigure:
         """The current frame as a palette PNG."""
         if self._background is None:
             for ax in self.axes:  # set again: log scales (loglog) bring the minor ticks back
-                ax.xaxis.set_minor_locator(NullLocator())
-                ax.yaxis.set_minor_locator(NullLocator())
+                no_minor_ticks(ax)
             self.canvas.draw()  # type: ignore[no-untyped-call]
             if not self._laid_out:  # freeze the layout so every frame lines up
                 self.figure.set_layout_engine("none")

@@ -11,16 +11,23 @@ from matplotlib.axes import Axes
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import NullLocator
 
 from .. import batching, kv_cache
 from .._validate import FloatArray
 from ..batching import Deployment, DoesNotFitError
 from ..hardware import get_chip
 from ..models import ModelConfig, get_model, list_models
-from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
+from .common import (
+    COMPUTE_COLOUR,
+    FLOOR_COLOUR,
+    KV_COLOUR,
+    MEMORY_COLOUR,
+    WARNING_COLOUR,
+    FastFigure,
+    figure_and_axes,
+    no_minor_ticks,
+)
 
-KV_COLOUR, WARNING_COLOUR = "#7570b3", "#b2182b"
 #: One colour per option of the tier map: HBM, host DRAM, local NVMe, networked disk, recompute.
 OPTION_COLOURS = ("#d95f02", "#e6ab02", "#66a61e", "#1f78b4", "#bbbbbb")
 OPTION_LABELS = {
@@ -38,8 +45,7 @@ CONTEXTS = np.unique(np.round(np.logspace(np.log10(128), np.log10(131072), 121))
 
 
 def _plain(ax: Axes) -> None:
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_locator(NullLocator())
+    no_minor_ticks(ax)
     ax.grid(True, which="major", alpha=0.3)
 
 
@@ -238,32 +244,10 @@ class KVCacheExplorer(FastFigure):
         ax.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.1, 1e3))
         ax.set(xlabel="context T (tokens)", ylabel="time per step (ms, floor)")
         ax.legend(fontsize=8, loc="upper left")
-        self.message = self.figure.text(
-            0.5,
-            0.5,
-            "",
-            ha="center",
-            va="center",
-            fontsize=11,
-            color=WARNING_COLOUR,
-            bbox={"facecolor": "white", "edgecolor": WARNING_COLOUR},
-        )
-        self.room_point = self.dynamic(self.ax_room.plot([], [], "o", markersize=8)[0])
-        self.step_point = self.dynamic(
-            self.ax_step.plot([], [], "o", color=COMPUTE_COLOUR, markersize=8)[0]
-        )
-        self.readout = self.dynamic(
-            self.ax_room.text(
-                0.5,
-                1.02,
-                "",
-                transform=self.ax_room.transAxes,
-                ha="center",
-                va="bottom",
-                fontsize=9,
-            )
-        )
-        self.ax_room.set_title(" ", fontsize=10)
+        self.message = self.warning_message()
+        self.room_point = self.marker(self.ax_room)
+        self.step_point = self.marker(self.ax_step)
+        self.readout = self.title_readout(self.ax_room, fontsize=9)
         self.ax_step.set_title(" ", fontsize=10)
         for axes in self.axes:
             _plain(axes)
@@ -371,23 +355,9 @@ class TierExplorer(FastFigure):
             self.ax_map.plot([], [], "o", color="black", markerfacecolor="white", markersize=8)[0]
         )
         self.cost_marker = self.dynamic(self.ax_cost.axvline(1.0, color="black", linewidth=0.8))
-        self.readout = self.dynamic(
-            self.ax_map.text(
-                0.5, 1.02, "", transform=self.ax_map.transAxes, ha="center", va="bottom", fontsize=9
-            )
-        )
-        self.ax_map.set_title(" ", fontsize=10)
+        self.readout = self.title_readout(self.ax_map, fontsize=9)
         self.ax_cost.set_title(" ", fontsize=10)
-        self.message = self.figure.text(
-            0.5,
-            0.5,
-            "",
-            ha="center",
-            va="center",
-            fontsize=11,
-            color=WARNING_COLOUR,
-            bbox={"facecolor": "white", "edgecolor": WARNING_COLOUR},
-        )
+        self.message = self.warning_message()
         self._map_artists: list[Artist] = []
         self.deployment: Deployment | None = None
         self.prefix_tokens = 4096.0

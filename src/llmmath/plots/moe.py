@@ -8,13 +8,20 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator, ScalarFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, ScalarFormatter
 
 from .. import moe, roofline
 from .._validate import positive
 from ..hardware import Chip, get_chip
 from ..models import ModelConfig, get_model
-from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
+from .common import (
+    COMPUTE_COLOUR,
+    FLOOR_COLOUR,
+    MEMORY_COLOUR,
+    FastFigure,
+    figure_and_axes,
+    no_minor_ticks,
+)
 
 COMMS_COLOUR = "#7570b3"
 SPILL_COLOUR = "#e7298a"
@@ -24,8 +31,7 @@ _MODEL_COLOURS = ("#1f78b4", "#e6ab02", "#666666", "#a6761d")
 
 
 def _freeze_ticks(ax: Axes) -> None:
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_locator(NullLocator())
+    no_minor_ticks(ax)
     ax.grid(True, which="major", alpha=0.3)
 
 
@@ -211,17 +217,7 @@ class MoEExplorer(FastFigure):
         }
         self.width_point = self.dynamic(self.ax_width.plot([], [], color=FLOOR_COLOUR, **ring)[0])
         self.batch_point = self.dynamic(self.ax_batch.plot([], [], color=FLOOR_COLOUR, **ring)[0])
-        self.readout = self.dynamic(
-            self.ax_batch.text(
-                0.98,
-                0.04,
-                "",
-                transform=self.ax_batch.transAxes,
-                ha="right",
-                fontsize=9,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.9},
-            )
-        )
+        self.readout = self.corner_readout(self.ax_batch, fontsize=9)
         self.ax_width.set(xlabel="expert-parallel width G (GPUs)", ylabel="per GPU per layer (s)")
         self.ax_batch.set(
             xlabel="batch B (tokens per step, whole group)", ylabel="per GPU per layer (s)"
@@ -232,9 +228,7 @@ class MoEExplorer(FastFigure):
         self.ax_width.xaxis.set_major_formatter(ScalarFormatter())
         for ax in (self.ax_width, self.ax_batch):
             _time_axis(ax)
-            # loglog() above put back the minor ticks FastFigure removed: they double a draw
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.yaxis.set_minor_locator(NullLocator())
+            no_minor_ticks(ax)  # loglog() above put them back
 
     def update(
         self,

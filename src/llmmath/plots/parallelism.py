@@ -15,7 +15,14 @@ from .. import parallelism
 from ..hardware import Chip, get_chip
 from ..models import ModelConfig, get_model
 from ..parallelism import Layout
-from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
+from .common import (
+    COMPUTE_COLOUR,
+    FLOOR_COLOUR,
+    MEMORY_COLOUR,
+    FastFigure,
+    figure_and_axes,
+    no_minor_ticks,
+)
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
 MEMORY_COLOURS = {
@@ -32,8 +39,7 @@ _BUBBLE_SWEEP = np.arange(1, 129, dtype=float)
 
 
 def _frozen(ax: Axes) -> None:
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_locator(NullLocator())
+    no_minor_ticks(ax)
     ax.grid(True, which="major", alpha=0.3)
 
 
@@ -205,18 +211,10 @@ class ParallelismExplorer(FastFigure):
         self.ax_time.set_ylim(len(rows) - 0.5, -0.5)
         self.ax_time.set_xscale("log")
         self.ax_time.set_xlabel("seconds per step (floors)")
-        self.time_title = self.dynamic(
-            self.ax_time.text(0.5, 1.02, "", transform=self.ax_time.transAxes, ha="center")
-        )
-        self.time_title.set_fontsize(10)
+        self.time_title = self.title_readout(self.ax_time)
         (self.bubble_line,) = self.ax_bubble.plot([], [], color=FLOOR_COLOUR)
-        self.bubble_point = self.dynamic(
-            self.ax_bubble.plot([], [], "o", color=COMPUTE_COLOUR, markersize=8)[0]
-        )
-        self.bubble_title = self.dynamic(
-            self.ax_bubble.text(0.5, 1.02, "", transform=self.ax_bubble.transAxes, ha="center")
-        )
-        self.bubble_title.set_fontsize(10)
+        self.bubble_point = self.marker(self.ax_bubble)
+        self.bubble_title = self.title_readout(self.ax_bubble)
         self.ax_bubble.set_xscale("log", base=2)
         self.ax_bubble.set_xlim(1, _BUBBLE_SWEEP[-1])
         self.ax_bubble.set_xticks([1, 4, 16, 64], ["1", "4", "16", "64"])

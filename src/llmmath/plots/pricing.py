@@ -104,18 +104,7 @@ class OvertrainingExplorer(FastFigure):
         self.ratio_point = self.dynamic(
             self.ax_ratio.plot([], [], "o", color=COMPUTE_COLOUR, ms=8)[0]
         )
-        self.readout = self.dynamic(
-            self.ax_cost.text(
-                0.98,
-                0.96,
-                "",
-                transform=self.ax_cost.transAxes,
-                ha="right",
-                va="top",
-                fontsize=9,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.9},
-            )
-        )
+        self.readout = self.corner_readout(self.ax_cost, top=True, fontsize=9)
         self.ax_cost.set(xlabel="parameters N", ylabel="training + inference FLOPs")
         self.ax_ratio.set(
             xlabel="lifetime inference tokens (+ RL rollouts)",
@@ -188,18 +177,7 @@ class ServingExplorer(FastFigure):
         self.ratio_point = self.dynamic(
             self.ax_ratio.plot([], [], "o", color=FLOOR_COLOUR, ms=8)[0]
         )
-        self.readout = self.dynamic(
-            self.ax_cost.text(
-                0.98,
-                0.96,
-                "",
-                transform=self.ax_cost.transAxes,
-                ha="right",
-                va="top",
-                fontsize=9,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.9},
-            )
-        )
+        self.readout = self.corner_readout(self.ax_cost, top=True, fontsize=9)
         self.ax_cost.set(xlabel="decode batch (sequences)", ylabel="USD per million tokens")
         self.ax_ratio.set(xlabel="decode batch (sequences)", ylabel="output / input cost")
         self.ax_cost.legend(loc="lower left", fontsize=8)

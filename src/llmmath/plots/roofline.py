@@ -61,23 +61,9 @@ class RooflineExplorer(FastFigure):
             [], [], color=FLOOR_COLOUR, linestyle="--", linewidth=1, label="floor = max"
         )
         self.critical_line = self.ax_time.axvline(1.0, color="grey", linestyle=":")
-        self.roof_point = self.dynamic(
-            self.ax_roof.plot([], [], "o", color=COMPUTE_COLOUR, markersize=8)[0]
-        )
-        self.time_point = self.dynamic(
-            self.ax_time.plot([], [], "o", color=COMPUTE_COLOUR, markersize=8)[0]
-        )
-        self.readout = self.dynamic(
-            self.ax_time.text(
-                0.98,
-                0.04,
-                "",
-                transform=self.ax_time.transAxes,
-                ha="right",
-                fontsize=10,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.9},
-            )
-        )
+        self.roof_point = self.marker(self.ax_roof)
+        self.time_point = self.marker(self.ax_time)
+        self.readout = self.corner_readout(self.ax_time)
         self.ax_roof.set(xlabel="arithmetic intensity (FLOP/byte)", ylabel="attainable FLOP/s")
         self.ax_time.set(xlabel="batch (tokens per step)", ylabel="time per decode step (s)")
         self.ax_time.legend(loc="upper left", fontsize=8)
