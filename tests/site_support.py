@@ -10,6 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pytest
+from playwright.sync_api import Browser, sync_playwright
+
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 CHROMIUM = "/usr/bin/chromium"
@@ -50,6 +53,19 @@ def serve(directory: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Debian's chromium driven by Playwright (never a downloaded browser); always closed."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is missing: apt-get install chromium", pytrace=False)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def is_local(url: str) -> bool:

@@ -4,17 +4,15 @@ and the controls switch the figure with no kernel and no request leaving the mac
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 from site_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     HARMLESS_CONSOLE,
     HTML,
     ROOT,
     built_pages,
+    chromium,
     is_local,
     serve,
 )
@@ -33,12 +31,8 @@ def base_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is missing: apt-get install chromium", pytrace=False)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 class Visit:

@@ -35,8 +35,8 @@ import nbformat
 import psutil
 import pytest
 from grading_support import cell_by_id, leaks, load_specs, nbgrader_meta, submission_from_release
-from playwright.sync_api import Browser, Locator, Page, sync_playwright
-from site_support import CHROMIUM, CHROMIUM_ARGS, is_local
+from playwright.sync_api import Browser, Locator, Page
+from site_support import chromium, is_local
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -232,12 +232,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is missing: apt-get install chromium", pytrace=False)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def test_server_is_stopped_and_its_port_freed_whatever_happens(
