@@ -21,7 +21,9 @@ c.CourseDirectory.release_directory = "exercises"
 
 # Per cell: an infinite loop in a submission stops here, scores 0, and grading goes on.
 # nbgrader's Execute preprocessor is a subclass of ExecutePreprocessor, so it reads this.
-c.ExecutePreprocessor.timeout = 30
+# The slowest cell of any solution takes 0.5 s (importing matplotlib); 10 s leaves room for a
+# loaded grading machine, and a spinning loop burns a core for no longer than that.
+c.ExecutePreprocessor.timeout = 10
 
 # Feedback is rendered from the autograded notebook, in which the hidden tests were restored;
 # strip them again so that students do not see them. (A failing hidden test would still print

@@ -1,6 +1,6 @@
 """Autograde throughput: N simulated submissions of one assignment, graded by instructor.py.
 
-    python scripts/bench_grading.py                    # 300 submissions, 2 processes
+    python scripts/bench_grading.py                    # 300 submissions, 2 processes a core
     python scripts/bench_grading.py -n 40 --jobs 1     # a quick serial figure
 
 A scratch course (the root nbgrader_config.py and solutions/, in a temporary folder) gets
@@ -8,7 +8,8 @@ A scratch course (the root nbgrader_config.py and solutions/, in a temporary fol
 the release untouched and 20 % broken in the ways tests/test_instructor.py grades (an infinite
 loop, a kernel death, a corrupt file, ...). It then times
 ``python scripts/instructor.py autograde <assignment> --jobs J`` and prints (and with
-``--out``, writes as JSON) the wall time and submissions per minute. Not part of make test.
+``--out``, writes as JSON) the wall time, submissions per minute and the range of scores each
+kind of submission got (a fast run that grades wrongly shows there). Not part of make test.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--submissions", type=int, default=300)
-    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("-j", "--jobs", type=int, default=2 * (os.cpu_count() or 1))
+    parser.add_argument("--timeout", type=int, help="seconds per cell (default: the config's)")
     parser.add_argument("--assignment", default="roofline")
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the scratch course")
@@ -58,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         bad = bad_submissions(release)
         bad_names = sorted(bad)
         kinds: dict[str, int] = {}
+        kind_of: dict[str, str] = {}
         for i in range(args.submissions):
             slot = i % 10
             if slot < 4:
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                 kind = bad_names[(i // 10 * 2 + slot - 8) % len(bad_names)]
                 nb = bad[kind]
             kinds[kind] = kinds.get(kind, 0) + 1
+            kind_of[f"s{i:03d}"] = kind
             folder = scratch / "submitted" / f"s{i:03d}" / spec.assignment
             folder.mkdir(parents=True)
             path = folder / f"{spec.notebook_id}.ipynb"
@@ -79,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         command = [
             sys.executable, str(ROOT / "scripts" / "instructor.py"),
             "autograde", spec.assignment, "--jobs", str(args.jobs),
-        ]  # fmt: skip
+        ] + (["--timeout", str(args.timeout)] if args.timeout else [])  # fmt: skip
         start = time.perf_counter()
         subprocess.run(command, cwd=scratch, env=env, check=True)
         wall_s = time.perf_counter() - start
@@ -92,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             "per_submission_s": round(wall_s / args.submissions, 2),
             "submissions_per_min": round(60 * args.submissions / wall_s, 1),
             "mix": kinds,
-            "command": f"python scripts/bench_grading.py -n {args.submissions} --jobs {args.jobs}",
+            "scores": scores_by_kind(scratch, spec.assignment, kind_of),
+            "timeout_s": args.timeout,
+            "command": " ".join(["python scripts/bench_grading.py", *(argv or sys.argv[1:])]),
         }
         print(json.dumps(figures, indent=2))
         if args.out:
@@ -103,6 +110,21 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def scores_by_kind(root: Path, assignment: str, kind_of: dict[str, str]) -> dict[str, str]:
+    """The range of scores each kind of submission got, so a fast but wrong run shows."""
+    from instructor import scores
+
+    by_kind: dict[str, list[float]] = {}
+    max_score = 0.0
+    for student, (score, most) in scores(root, assignment).items():
+        by_kind.setdefault(kind_of[student], []).append(score)
+        max_score = max(max_score, most)
+    return {
+        kind: f"{min(got):g}-{max(got):g} of {max_score:g} ({len(got)} graded)"
+        for kind, got in sorted(by_kind.items())
+    }
 
 
 if __name__ == "__main__":
