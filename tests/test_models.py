@@ -10,27 +10,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from model_support import toy
 
-from llmmath.models import ModelConfig, get_model, list_models, model_from_dict
+from llmmath.models import get_model, list_models, model_from_dict
 
 PRESETS = ["Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B", "Llama-2-13B", "Mixtral-8x7B"]
-
-
-def toy(**overrides: object) -> ModelConfig:
-    """A small GQA model: L=4, D=64, F=256, N=8, K=2, H=8, V=1000."""
-    shape: dict[str, object] = {
-        "name": "toy",
-        "n_layers": 4,
-        "d_model": 64,
-        "d_ff": 256,
-        "n_heads": 8,
-        "n_kv_heads": 2,
-        "head_dim": 8,
-        "vocab_size": 1000,
-        "max_context": 2048,
-    }
-    shape.update(overrides)
-    return ModelConfig(**shape)  # type: ignore[arg-type]
 
 
 def dense_params(L: int, D: int, F: int, N: int, K: int, H: int, V: int, tied: bool) -> int:

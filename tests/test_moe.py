@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
+from model_support import toy_moe
 from PIL import Image
 
 from llmmath import moe, roofline
@@ -29,27 +30,6 @@ SETTINGS = settings(max_examples=60, deadline=None)
 H100_BF16, H100_BW = 9.89e14, 3.35e12
 MIXTRAL_EXPERT = 3 * 4096 * 14336  # SwiGLU: gate, up and down, D = 4096, F = 14336
 DEEPSEEK_EXPERT = 3 * 7168 * 2048  # D = 7168, expert width 2048
-
-
-def toy_moe(**overrides: Any) -> ModelConfig:
-    """A small MoE: L=4 (one dense), D=64, F=256, E=8, k=2, expert width 32."""
-    shape: dict[str, Any] = {
-        "name": "toy-moe",
-        "n_layers": 4,
-        "d_model": 64,
-        "d_ff": 256,
-        "n_heads": 8,
-        "n_kv_heads": 2,
-        "head_dim": 8,
-        "vocab_size": 1000,
-        "max_context": 2048,
-        "n_experts": 8,
-        "experts_per_token": 2,
-        "d_ff_expert": 32,
-        "n_dense_layers": 1,
-    }
-    shape.update(overrides)
-    return ModelConfig(**shape)
 
 
 # ---- published numbers --------------------------------------------------------------------
