@@ -201,6 +201,18 @@ def test_efficiency_bars_draw_one_bar_per_case() -> None:
     assert widths == pytest.approx(sorted(c.efficiency for c in cases))
 
 
+def test_comparison_table_has_a_row_per_case_in_readable_units() -> None:
+    cases = (
+        Comparison("decode", 0.00724, 0.029, "s/token", "paper"),
+        Comparison("training", 11.4, 34.0, "days", "paper"),
+    )
+    lines = validation.comparison_table(cases).splitlines()
+    assert lines[0] == "| case | floor | measured | floor / measured |"
+    assert lines[2] == "| decode | 7.24 ms/token | 29 ms/token | 0.25 |"
+    assert lines[3] == "| training | 11.4 days | 34 days | 0.34 |"
+    assert len(lines) == 4
+
+
 # ---- bad input ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("floor", "measured", "unit", "error"),
@@ -233,3 +245,7 @@ def test_bad_keys_and_arguments_are_refused() -> None:
         plots.validation.efficiency_bars([])
     with pytest.raises(TypeError, match="Comparison"):
         plots.validation.efficiency_bars(["x"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="at least one"):
+        validation.comparison_table(())
+    with pytest.raises(TypeError, match="Comparison"):
+        validation.comparison_table(("x",))  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ longer.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -226,19 +227,28 @@ def machine_comparisons(machine: MachineRoofline) -> tuple[Comparison, Compariso
     return cases[0], cases[1]
 
 
-def comparison_table(comparisons: tuple[Comparison, ...]) -> list[dict[str, object]]:
-    """Rows for a table: name, floor, measured, unit, efficiency, source."""
-    return [
-        {
-            "case": c.name,
-            "floor": c.floor,
-            "measured": c.measured,
-            "unit": c.unit,
-            "efficiency": c.efficiency,
-            "source": c.source,
-        }
-        for c in comparisons
-    ]
+# Units shown in the table: small times read better in milliseconds.
+_DISPLAY_UNITS = {"s/token": (1e3, "ms/token"), "s": (1e3, "ms")}
+
+
+def _with_unit(value: float, unit: str) -> str:
+    scale, shown = _DISPLAY_UNITS.get(unit, (1.0, unit))
+    return f"{value * scale:.3g} {shown}"
+
+
+def comparison_table(comparisons: Sequence[Comparison]) -> str:
+    """A Markdown table: case, floor, measured (with units) and the implied efficiency."""
+    if not comparisons:
+        raise ValueError("comparisons must hold at least one Comparison")
+    lines = ["| case | floor | measured | floor / measured |", "|---|--:|--:|--:|"]
+    for c in comparisons:
+        if not isinstance(c, Comparison):
+            raise TypeError(f"comparisons must hold Comparison; got {type(c).__name__}")
+        lines.append(
+            f"| {c.name} | {_with_unit(c.floor, c.unit)} | {_with_unit(c.measured, c.unit)} | "
+            f"{c.efficiency:.2f} |"
+        )
+    return "\n".join(lines)
 
 
 __all__ = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,25 +30,27 @@ def efficiency_bars(comparisons: Sequence[Comparison], ax: Axes | None = None) -
     own_figure = ax is None
     figure, ax = figure_and_axes(ax)
     if own_figure:
-        figure.set_size_inches(8.0, 0.32 * len(comparisons) + 1.8)
+        figure.set_size_inches(6.5, 0.42 * len(comparisons) + 2.0)
     rows = np.arange(len(comparisons))[::-1]
     efficiency = np.array([c.efficiency for c in comparisons])
     colours = [MEMORY_COLOUR if c.is_floor else COMPUTE_COLOUR for c in comparisons]
     ax.barh(rows, efficiency, color=colours)
     for row, value in zip(rows, efficiency, strict=True):
         ax.annotate(
-            f"{value:.2f}", (value, row), textcoords="offset points", xytext=(3, -3), fontsize=8
+            f"{value:.2f}", (value, row), textcoords="offset points", xytext=(3, -3), fontsize=9
         )
     ax.axvline(1.0, color=FLOOR_COLOUR, linestyle="--", linewidth=1)
-    ax.set_yticks(rows, [c.name for c in comparisons], fontsize=8)
+    # Wrapped so the labels leave the bars half the width of a book column.
+    labels = [textwrap.fill(c.name, 28) for c in comparisons]
+    ax.set_yticks(rows, labels, fontsize=8)
     ax.set_xlim(0.0, max(1.15, float(efficiency.max()) * 1.1))
     ax.set(
-        xlabel="implied efficiency = floor / measured (1 = datasheet roofline)",
+        xlabel="floor / measured (1 = the datasheet roofline)",
         title="How close real systems came to the floors",
     )
     handles = [
         Patch(color=MEMORY_COLOUR, label="floor vs measurement"),
         Patch(color=COMPUTE_COLOUR, label="6ND vs published compute (not a bound)"),
     ]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2, fontsize=8)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.4, -0.08), fontsize=8)
     return figure
