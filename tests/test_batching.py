@@ -664,6 +664,18 @@ def test_pareto_and_prefill_figures(llama: Deployment) -> None:
     assert max(ax.lines[1].get_ydata()) < 0.6  # decode at context 2048 never does
 
 
+def test_static_figures_have_a_major_grid_and_no_minor_ticks(llama: Deployment) -> None:
+    figures = [
+        batching_plots.cost_per_token_figure([llama], 2048),
+        batching_plots.pareto_figure(llama, (512,)),
+        batching_plots.prefill_decode_figure(llama),
+    ]
+    for figure in figures:
+        ax = figure.axes[0]
+        assert all(line.get_visible() for line in ax.get_xgridlines() + ax.get_ygridlines())
+        assert not ax.xaxis.get_minorticklocs().size and not ax.yaxis.get_minorticklocs().size
+
+
 def test_figures_draw_into_a_given_axes(llama: Deployment) -> None:
     figure = Figure()
     ax = figure.add_subplot(1, 2, 2)

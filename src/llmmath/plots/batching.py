@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from .. import batching
 from .._validate import FloatArray
@@ -25,6 +25,7 @@ from .common import (
     FastFigure,
     figure_and_axes,
     no_minor_ticks,
+    plain_axes,
 )
 
 #: Batches the curves are drawn at: 1 ... 4096 sequences, log-spaced.
@@ -92,12 +93,6 @@ def _milliseconds_log_x(ax: Axes) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
 
 
-def _plain_axes(ax: Axes) -> None:
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.grid(True, which="major", alpha=0.3)
-
-
 def draw_cost_per_token(
     ax: Axes, deployment: Deployment, context: float, usd_per_chip_hour: float | None = None
 ) -> CostCurves:
@@ -122,7 +117,7 @@ def draw_cost_per_token(
             va="top",
         )
     ax.set_xlim(SWEEP[0], SWEEP[-1])
-    no_minor_ticks(ax)
+    plain_axes(ax)
     ax.set(
         xlabel="batch B (sequences per step)",
         ylabel="USD per million output tokens (floor)",
@@ -202,7 +197,7 @@ def pareto_figure(
             rotation=90,
         )
     ax.set_xlim(left=0.8e3 * weight_floor)
-    no_minor_ticks(ax)
+    plain_axes(ax)
     ax.set(
         xlabel="time per output token, per user (ms)",
         ylabel="output tokens/s per chip",
@@ -236,7 +231,7 @@ def prefill_decode_figure(
     )
     ax.axvline(batching.step_critical_batch(deployment), color="grey", linestyle=":")
     ax.set_ylim(0, 1.05)
-    no_minor_ticks(ax)
+    plain_axes(ax)
     ax.set(
         xlabel="tokens in one forward pass (P for prefill, B for decode)",
         ylabel="MFU at the floor",

@@ -27,6 +27,12 @@ def no_minor_ticks(ax: Axes) -> None:
     ax.yaxis.set_minor_locator(NullLocator())
 
 
+def plain_axes(ax: Axes) -> None:
+    """No minor ticks, a light grid on the major ones: the look of every course figure."""
+    no_minor_ticks(ax)
+    ax.grid(True, which="major", alpha=0.3)
+
+
 def figure_png(figure: Figure, colours: int = 32) -> bytes:
     """Render ``figure`` with Agg to a palette PNG of at most ``colours`` colours."""
     canvas = (

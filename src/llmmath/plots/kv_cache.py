@@ -25,7 +25,7 @@ from .common import (
     WARNING_COLOUR,
     FastFigure,
     figure_and_axes,
-    no_minor_ticks,
+    plain_axes,
 )
 
 #: One colour per option of the tier map: HBM, host DRAM, local NVMe, networked disk, recompute.
@@ -42,11 +42,6 @@ HOLDS_S = np.logspace(-1, 7, 81)
 REUSES = np.logspace(-1, 3, 41)
 #: Contexts of the capacity and step-time curves: 128 ... 131,072 tokens.
 CONTEXTS = np.unique(np.round(np.logspace(np.log10(128), np.log10(131072), 121)))
-
-
-def _plain(ax: Axes) -> None:
-    no_minor_ticks(ax)
-    ax.grid(True, which="major", alpha=0.3)
 
 
 def _contexts(model: ModelConfig) -> FloatArray:
@@ -77,7 +72,7 @@ def kv_per_token_figure(
     ax.set_xscale("log")
     ax.set_yticks(y, names)
     ax.invert_yaxis()
-    _plain(ax)
+    plain_axes(ax)
     ax.set(xlabel=f"KV-cache bytes per token of context ({dtype})", title="KV cache per token")
     ax.legend(fontsize=8, loc="lower right")
     return figure
@@ -97,7 +92,7 @@ def capacity_figure(
         label = f"{dep.label} ({dep.weight_dtype})"
         ax.loglog(T[room >= 1], room[room >= 1], color=colour, label=label)
         ax.axhline(batching.step_critical_batch(dep), color=colour, linestyle=":", linewidth=1)
-    _plain(ax)
+    plain_axes(ax)
     ax.set(
         xlabel="context T (tokens per sequence)",
         ylabel="largest batch that fits",
@@ -141,7 +136,7 @@ def step_time_figure(
     )
     ax.set_xscale("log")
     ax.set_ylim(bottom=0)
-    _plain(ax)
+    plain_axes(ax)
     ax.set(
         xlabel="context T (tokens per sequence)",
         ylabel="decode step time (ms, floor)",
@@ -194,7 +189,7 @@ def _draw_tier_map(ax: Axes, pc: kv_cache.PrefixCache) -> list[Artist]:
         for i, name in enumerate(pc.options)
     ]
     drawn.append(ax.legend(handles=handles, fontsize=7, loc="lower left", framealpha=0.9))
-    _plain(ax)
+    plain_axes(ax)
     ax.set(xlabel="hold time t (s)", ylabel="expected reuses r")
     return drawn
 
@@ -250,7 +245,7 @@ class KVCacheExplorer(FastFigure):
         self.readout = self.title_readout(self.ax_room, fontsize=9)
         self.ax_step.set_title(" ", fontsize=10)
         for axes in self.axes:
-            _plain(axes)
+            plain_axes(axes)
         self.deployment: Deployment | None = None
         self.batch = 1.0
 
@@ -410,7 +405,7 @@ class TierExplorer(FastFigure):
             f"{dep.label} ({dtype}): {S:,.0f} tokens = {gb:.3g} GB, r = {self.reuses:g}",
             fontsize=9,
         )
-        _plain(self.ax_cost)
+        plain_axes(self.ax_cost)
 
     def _draw_hold(self, hold_s: float) -> None:
         dep = self.deployment

@@ -21,6 +21,7 @@ from .common import (
     FastFigure,
     figure_and_axes,
     no_minor_ticks,
+    plain_axes,
 )
 
 COMMS_COLOUR = "#7570b3"
@@ -28,11 +29,6 @@ SPILL_COLOUR = "#e7298a"
 BATCHES = (64, 512, 4096, 32768)  # the static explorer's batch stops
 _BATCH_SWEEP = np.logspace(0, np.log10(2.0**17), 120)
 _MODEL_COLOURS = ("#1f78b4", "#e6ab02", "#666666", "#a6761d")
-
-
-def _freeze_ticks(ax: Axes) -> None:
-    no_minor_ticks(ax)
-    ax.grid(True, which="major", alpha=0.3)
 
 
 def _seconds(value: float, _position: object = None) -> str:
@@ -122,7 +118,7 @@ def weights_read_figure(
     )
     ax_time.legend(fontsize=7, loc="upper left")
     for ax in (ax_read, ax_time):
-        _freeze_ticks(ax)
+        plain_axes(ax)
         _batch_axis(ax)
     _time_axis(ax_time)
     return figure
@@ -157,7 +153,7 @@ def ep_width_axes(
         title=f"{domain.name}: {spec.name}, B = {batch:,.0f}",
     )
     ax.legend(fontsize=7, loc="lower left")
-    _freeze_ticks(ax)
+    plain_axes(ax)
     _time_axis(ax)
     return figure
 

@@ -21,7 +21,7 @@ from .common import (
     MEMORY_COLOUR,
     FastFigure,
     figure_and_axes,
-    no_minor_ticks,
+    plain_axes,
 )
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
@@ -36,11 +36,6 @@ BUBBLE_COLOUR = "#bbbbbb"
 SCALE_OUT_HATCH = "///"
 MICROBATCHES = (1, 2, 4, 8, 16, 32, 64)  # the static explorer's slider stops
 _BUBBLE_SWEEP = np.arange(1, 129, dtype=float)
-
-
-def _frozen(ax: Axes) -> None:
-    no_minor_ticks(ax)
-    ax.grid(True, which="major", alpha=0.3)
 
 
 def _time_parts(step: parallelism.TrainingStep) -> list[tuple[str, float, str]]:
@@ -137,7 +132,7 @@ def layouts_figure(
         labels.append(f"{layout}\n{mode}, m={m}")
     for ax in (ax_mem, ax_time):
         ax.set_yticks(range(n - 1, -1, -1), labels, fontsize=8)
-        _frozen(ax)
+        plain_axes(ax)
     ax_time.set_yticklabels([])
     ax_mem.axvline(hbm, color=FLOOR_COLOUR, linestyle="--", linewidth=1)
     ax_mem.set_xlim(0, cap * 1.25)
@@ -324,7 +319,7 @@ def bubble_figure(
     ax.set(xlabel="microbatches per step", ylabel="bubble: idle share of the step")
     ax.set_title("(stages - 1) / (microbatches + stages - 1)", fontsize=10)
     ax.legend(fontsize=8)
-    _frozen(ax)
+    plain_axes(ax)
     return figure
 
 
@@ -379,7 +374,7 @@ def serving_figure(
     )
     for ax in (ax_mem, ax_rate):
         ax.legend(fontsize=8)
-        _frozen(ax)
+        plain_axes(ax)
     return figure
 
 
@@ -417,5 +412,5 @@ def reversible_figure(
         title=f"{spec.name}, {tokens:,.0f} tokens per microbatch",
     )
     ax.legend(fontsize=8)
-    _frozen(ax)
+    plain_axes(ax)
     return figure

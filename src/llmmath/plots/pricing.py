@@ -100,10 +100,8 @@ class OvertrainingExplorer(FastFigure):
         self.plain_line = self.ax_ratio.axhline(1.0, color=FLOOR_COLOUR, ls="--", lw=1)
         self.ax_ratio.axhline(scaling.RULE_OF_THUMB_TOKENS_PER_PARAM, color="grey", ls=":")
         self.curve = self.dynamic(self.ax_cost.plot([], [], color=COMPUTE_COLOUR, lw=2)[0])
-        self.best = self.dynamic(self.ax_cost.plot([], [], "o", color=COMPUTE_COLOUR, ms=8)[0])
-        self.ratio_point = self.dynamic(
-            self.ax_ratio.plot([], [], "o", color=COMPUTE_COLOUR, ms=8)[0]
-        )
+        self.best = self.marker(self.ax_cost, COMPUTE_COLOUR)
+        self.ratio_point = self.marker(self.ax_ratio, COMPUTE_COLOUR)
         self.readout = self.corner_readout(self.ax_cost, top=True, fontsize=9)
         self.ax_cost.set(xlabel="parameters N", ylabel="training + inference FLOPs")
         self.ax_ratio.set(
@@ -173,10 +171,8 @@ class ServingExplorer(FastFigure):
         self.ax_ratio.text(
             1.2, max(ratios) * 1.1, "API price sheets (dated)", fontsize=8, color=COMPUTE_COLOUR
         )
-        self.out_point = self.dynamic(self.ax_cost.plot([], [], "o", color=MEMORY_COLOUR, ms=8)[0])
-        self.ratio_point = self.dynamic(
-            self.ax_ratio.plot([], [], "o", color=FLOOR_COLOUR, ms=8)[0]
-        )
+        self.out_point = self.marker(self.ax_cost, MEMORY_COLOUR)
+        self.ratio_point = self.marker(self.ax_ratio, FLOOR_COLOUR)
         self.readout = self.corner_readout(self.ax_cost, top=True, fontsize=9)
         self.ax_cost.set(xlabel="decode batch (sequences)", ylabel="USD per million tokens")
         self.ax_ratio.set(xlabel="decode batch (sequences)", ylabel="output / input cost")
