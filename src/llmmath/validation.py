@@ -236,14 +236,22 @@ def _with_unit(value: float, unit: str) -> str:
     return f"{value * scale:.3g} {shown}"
 
 
-def comparison_table(comparisons: Sequence[Comparison]) -> str:
-    """A Markdown table: case, floor, measured (with units) and the implied efficiency."""
+def checked_comparisons(comparisons: Sequence[Comparison]) -> Sequence[Comparison]:
+    """``comparisons`` if it holds at least one, and only, :class:`Comparison`; else an error."""
     if not comparisons:
         raise ValueError("comparisons must hold at least one Comparison")
+    for item in comparisons:
+        if not isinstance(item, Comparison):
+            raise TypeError(
+                f"comparisons must hold llmmath.validation.Comparison; got {type(item).__name__}"
+            )
+    return comparisons
+
+
+def comparison_table(comparisons: Sequence[Comparison]) -> str:
+    """A Markdown table: case, floor, measured (with units) and the implied efficiency."""
     lines = ["| case | floor | measured | floor / measured |", "|---|--:|--:|--:|"]
-    for c in comparisons:
-        if not isinstance(c, Comparison):
-            raise TypeError(f"comparisons must hold Comparison; got {type(c).__name__}")
+    for c in checked_comparisons(comparisons):
         lines.append(
             f"| {c.name} | {_with_unit(c.floor, c.unit)} | {_with_unit(c.measured, c.unit)} | "
             f"{c.efficiency:.2f} |"
@@ -253,6 +261,7 @@ def comparison_table(comparisons: Sequence[Comparison]) -> str:
 
 __all__ = [
     "Comparison",
+    "checked_comparisons",
     "chinchilla_comparisons",
     "comparison_table",
     "decode_comparison",

@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..validation import Comparison
+from ..validation import Comparison, checked_comparisons
 from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, figure_and_axes
 
 
@@ -20,13 +20,7 @@ def efficiency_bars(comparisons: Sequence[Comparison], ax: Axes | None = None) -
     Floors (lower bounds) are drawn in one colour, identities that are not bounds (Chinchilla's
     compute vs ``6 N D``) in another; the line at 1 is the datasheet roofline itself.
     """
-    if not comparisons:
-        raise ValueError("comparisons must hold at least one Comparison")
-    for item in comparisons:
-        if not isinstance(item, Comparison):
-            raise TypeError(
-                f"comparisons must hold llmmath.validation.Comparison; got {type(item).__name__}"
-            )
+    checked_comparisons(comparisons)
     own_figure = ax is None
     figure, ax = figure_and_axes(ax)
     if own_figure:
