@@ -70,7 +70,9 @@ def test_bad_input_names_the_parameter(call: object, name: str) -> None:
 
 def test_bad_type_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="params"):
-        scaling.training_flops("70B", 1e12)  # type: ignore[arg-type]
+        scaling.training_flops(None, 1e12)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="params: unknown model '70B'"):
+        scaling.training_flops("70B", 1e12)
 
 
 # ---- the fit ------------------------------------------------------------------------------

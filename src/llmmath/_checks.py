@@ -11,13 +11,22 @@ from numpy.typing import ArrayLike, NDArray
 FloatArray = NDArray[np.float64]
 
 
+class NotFinite(ValueError):
+    """A value that should be finite is inf or NaN: from finite inputs, an overflow. A
+    function's contract (:mod:`llmmath.contracts`) reports it under the input that caused it."""
+
+
+def _raise(name: str, allowed: str, array: FloatArray, bad: NDArray[np.bool_]) -> None:
+    kind = ValueError if np.all(np.isfinite(array[bad])) else NotFinite
+    raise kind(f"{name} must be {allowed}; got {_first_bad(array, bad)}")
+
+
 def positive(name: str, value: ArrayLike, *, allow_zero: bool = False) -> FloatArray:
     """Return ``value`` as a float array after checking every element is finite and > 0."""
     array = _as_real_array(name, value)
     bad = ~np.isfinite(array) | ((array < 0) if allow_zero else (array <= 0))
     if np.any(bad):
-        allowed = "finite and >= 0" if allow_zero else "finite and > 0"
-        raise ValueError(f"{name} must be {allowed}; got {_first_bad(array, bad)}")
+        _raise(name, "finite and >= 0" if allow_zero else "finite and > 0", array, bad)
     return array
 
 
@@ -26,15 +35,13 @@ def fraction(name: str, value: ArrayLike) -> FloatArray:
     array = _as_real_array(name, value)
     bad = ~np.isfinite(array) | (array <= 0) | (array > 1)
     if np.any(bad):
-        raise ValueError(
-            f"{name} must be in (0, 1] (a fraction of peak); got {_first_bad(array, bad)}"
-        )
+        _raise(name, "in (0, 1] (a fraction of peak)", array, bad)
     return array
 
 
 def positive_int(name: str, value: object) -> int:
     """A count that must be a whole number >= 1 (layers, heads, chips...)."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1; got {value}")
@@ -52,12 +59,15 @@ def choice(name: str, value: object, allowed: Iterable[str]) -> str:
 
 
 def _as_real_array(name: str, value: ArrayLike) -> FloatArray:
-    if isinstance(value, bool | str | bytes) or value is None:
-        raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}")
+    wrong = TypeError(f"{name} must be a number or an array of numbers; got {value!r}")
+    if isinstance(value, bool | np.bool_ | str | bytes) or value is None:
+        raise wrong
+    if isinstance(value, np.ndarray) and value.dtype.kind not in "iuf":
+        raise wrong
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}") from error
+        raise wrong from error
     return array
 
 
@@ -72,4 +82,13 @@ def as_output(array: FloatArray) -> float | FloatArray:
     return float(array) if np.ndim(array) == 0 else array
 
 
-__all__ = ["FloatArray", "Real", "as_output", "choice", "fraction", "positive", "positive_int"]
+__all__ = [
+    "FloatArray",
+    "NotFinite",
+    "Real",
+    "as_output",
+    "choice",
+    "fraction",
+    "positive",
+    "positive_int",
+]

@@ -19,11 +19,36 @@ from numpy.typing import ArrayLike
 
 from . import data
 from ._checks import FloatArray, as_output, choice, positive
+from .contracts import (
+    AMOUNT,
+    CHIPS,
+    FLAG,
+    NAME,
+    NOTE,
+    SCALAR,
+    AnyOf,
+    Count,
+    Instance,
+    OneOf,
+    checked,
+    contract,
+    each,
+)
 from .units import TOKENS_PER_MILLION
 
 
 # ---- dated price sheets -------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(
+    model=NAME,
+    vendor=NOTE,
+    **each(
+        SCALAR,
+        "input_usd_per_million output_usd_per_million long_input_usd_per_million long_output_usd_per_million cached_input_usd_per_million",
+    ),
+    long_context_threshold_tokens=Count(low=0),
+    checked=FLAG,
+)
 class PriceSheet:
     """One model's published API prices in USD per million tokens, AS OF ``source_date``."""
 
@@ -66,6 +91,14 @@ class PriceSheet:
 
 
 @dataclass(frozen=True)
+@checked(
+    name=NAME,
+    **each(
+        SCALAR,
+        "nodes usd_per_gpu_hour hours published_cost_usd input_tokens cached_input_tokens output_tokens published_revenue_usd published_cost_profit_margin",
+    ),
+    gpus_per_node=CHIPS,
+)
 class FleetDay:
     """One published day of a serving fleet: its rent, its tokens and their list value."""
 
@@ -100,22 +133,30 @@ def _load() -> tuple[dict[str, PriceSheet], dict[str, FleetDay]]:
     return sheets, fleets
 
 
+@contract()
 def list_price_sheets() -> list[str]:
     """Models with a dated price sheet in ``data/api_prices.toml``."""
     return list(_load()[0])
 
 
+#: A sheet parameter: a :class:`PriceSheet` or the name of a dated one.
+SHEET = AnyOf((Instance(PriceSheet), OneOf(list_price_sheets)))
+
+
+@contract(model=OneOf(list_price_sheets))
 def get_price_sheet(model: str) -> PriceSheet:
     sheets = _load()[0]
     return sheets[choice("model", model, sheets)]
 
 
+@contract(name=OneOf(lambda: data.table("api_prices").get("fleet_days", {})))
 def get_fleet_day(name: str = "DeepSeek-V3/R1, 24 h") -> FleetDay:
     fleets = _load()[1]
     return fleets[choice("fleet", name, fleets)]
 
 
 # ---- a fleet's day: cost, revenue, margin -------------------------------------------------
+@contract(nodes=AMOUNT, gpus_per_node=AMOUNT, usd_per_gpu_hour=AMOUNT, hours=AMOUNT)
 def fleet_day_cost_usd(
     nodes: ArrayLike, gpus_per_node: ArrayLike, usd_per_gpu_hour: ArrayLike, hours: ArrayLike = 24.0
 ) -> float | FloatArray:
@@ -128,12 +169,17 @@ def fleet_day_cost_usd(
     )
 
 
+@contract(tokens=AMOUNT, usd_per_million=AMOUNT)
 def revenue_usd(tokens: ArrayLike, usd_per_million: ArrayLike) -> float | FloatArray:
     """What ``tokens`` bring at a list price of ``usd_per_million``."""
     T = positive("tokens", tokens, allow_zero=True)
     return as_output(T * positive("usd_per_million", usd_per_million) / TOKENS_PER_MILLION)
 
 
+@contract(
+    day=Instance(FleetDay, example=get_fleet_day),
+    sheet=Instance(PriceSheet, example=lambda: get_price_sheet(list_price_sheets()[0])),
+)
 def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet) -> float:
     """The day's tokens at the sheet's list prices: cached input, other input, output."""
     uncached = day.input_tokens - day.cached_input_tokens
@@ -145,6 +191,7 @@ def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet) -> float:
     )
 
 
+@contract(revenue=AMOUNT, cost=AMOUNT)
 def cost_profit_margin(revenue: ArrayLike, cost: ArrayLike) -> float | FloatArray:
     """``(revenue - cost) / cost``; DeepSeek's "cost profit margin" (5.45 = 545%). The markup
     of price over cost is ``1 + margin``."""

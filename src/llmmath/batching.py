@@ -32,6 +32,21 @@ from .chip_prices import (
     example_price,
     list_example_prices,
 )
+from .contracts import (
+    AMOUNT,
+    MAX_COUNT,
+    RESULT,
+    RESULT_OR_INF,
+    SCALAR,
+    SCALAR_FRACTION,
+    SCALAR_POSITIVE,
+    Count,
+    Instance,
+    Optional,
+    checked,
+    contract,
+    each,
+)
 from .deployment import Deployment, DoesNotFitError, check_context
 from .hardware import Chip, get_chip
 from .models import weight_params_read
@@ -41,6 +56,7 @@ from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION  # noqa: F401  (re-expor
 
 
 # ---- thresholds and floors ------------------------------------------------------------------
+@contract()
 def step_critical_batch(deployment: Deployment) -> float:
     """The batch at which a step's matmuls turn compute-bound: ``2 B P / C = P_read b_w / W``.
 
@@ -74,6 +90,7 @@ def step_critical_batch(deployment: Deployment) -> float:
     return 0.5 * (lo + hi)
 
 
+@contract(infinite_ok=True)
 def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     """The most sequences of ``context`` tokens whose KV caches fit beside the weights:
     ``floor((n HBM - weights) / (T kv))`` (infinite at context 0)."""
@@ -84,12 +101,14 @@ def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     return as_output(room)
 
 
+@contract()
 def weight_floor_s(deployment: Deployment) -> float:
     """Weights / bandwidth: a batch-1, context-0 step. No decode step of this deployment
     is faster, however small the batch or however patient the user."""
     return float(decode_step(deployment, 1, 0).weight_read_s)
 
 
+@contract(bandwidth_efficiency=SCALAR_FRACTION)
 def hbm_floor_s(chip: str | Chip, bandwidth_efficiency: float = 1.0) -> float:
     """HBM capacity / bandwidth: a step that reads a full HBM (as a server whose memory is
     filled with weights and KV caches does) takes at least this long, on any number of chips."""
@@ -99,12 +118,14 @@ def hbm_floor_s(chip: str | Chip, bandwidth_efficiency: float = 1.0) -> float:
 
 
 # ---- TTFT and a whole request -----------------------------------------------------------
+@contract(prompt_tokens=AMOUNT)
 def ttft_s(deployment: Deployment, prompt_tokens: ArrayLike) -> float | FloatArray:
     """Time to first token: the prefill of one prompt on the whole deployment (no queueing)."""
     return as_output(prefill(deployment, prompt_tokens).time_s)
 
 
 @dataclass(frozen=True)
+@checked(ttft_s=SCALAR, decode_s=RESULT, final_context_decode_s=RESULT, output_tokens=Count(low=0))
 class RequestLatency:
     """One request's latency: prefill, then ``output_tokens - 1`` decode steps in a batch."""
 
@@ -131,6 +152,7 @@ class RequestLatency:
         return self.decode_s / steps if steps else np.full_like(self.decode_s, np.nan)
 
 
+@contract(prompt_tokens=Count(high=MAX_COUNT), output_tokens=Count(high=1 << 20))
 def request_latency(
     deployment: Deployment,
     prompt_tokens: int,
@@ -168,6 +190,7 @@ def request_latency(
 
 
 # ---- utilisation and sizing -----------------------------------------------------------------
+@contract(flops=AMOUNT, time_s=AMOUNT)
 def mfu(flops: ArrayLike, time_s: ArrayLike, deployment: Deployment) -> float | FloatArray:
     """Model FLOPs utilisation: FLOPs done / (time * datasheet peak of all the chips)."""
     done = positive("flops", flops, allow_zero=True)
@@ -175,6 +198,7 @@ def mfu(flops: ArrayLike, time_s: ArrayLike, deployment: Deployment) -> float | 
     return as_output(done / (t * deployment.peak_flop_per_s))
 
 
+@contract(bytes_moved=AMOUNT, time_s=AMOUNT)
 def mbu(bytes_moved: ArrayLike, time_s: ArrayLike, deployment: Deployment) -> float | FloatArray:
     """Memory-bandwidth utilisation: bytes moved / (time * datasheet bandwidth of the chips)."""
     moved = positive("bytes_moved", bytes_moved, allow_zero=True)
@@ -182,6 +206,7 @@ def mbu(bytes_moved: ArrayLike, time_s: ArrayLike, deployment: Deployment) -> fl
     return as_output(moved / (t * deployment.peak_bytes_per_s))
 
 
+@contract(tokens_per_s=AMOUNT, step=Instance(DecodeStep))
 def chips_for_throughput(tokens_per_s: ArrayLike, step: DecodeStep) -> float | FloatArray:
     """Chips a service of ``tokens_per_s`` output tokens needs, in whole replicas of the
     step's deployment each running steps like ``step``: ``ceil(rate / (B / t)) * n``."""
@@ -192,6 +217,11 @@ def chips_for_throughput(tokens_per_s: ArrayLike, step: DecodeStep) -> float | F
 
 # ---- "slow mode" ----------------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(
+    **each(RESULT, "latency_s batch batch1_cost_per_million_usd floor_cost_per_million_usd"),
+    **each(RESULT, "floor_batch saturation_latency_s weight_floor_s"),
+    cost_per_million_usd=RESULT_OR_INF,
+)
 class SlowMode:
     """What accepting a longer time per token does and does not buy, at one context.
 
@@ -218,6 +248,9 @@ class SlowMode:
     weight_floor_s: float
 
 
+@contract(
+    infinite_ok=True, context=SCALAR, latency_s=AMOUNT, usd_per_chip_hour=Optional(SCALAR_POSITIVE)
+)
 def slow_mode(
     deployment: Deployment,
     context: float,

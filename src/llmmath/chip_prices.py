@@ -17,11 +17,13 @@ from numpy.typing import ArrayLike
 
 from . import data
 from ._checks import FloatArray, as_output, positive, positive_int
+from .contracts import AMOUNT, NAME, SCALAR_POSITIVE, Optional, checked, contract
 from .hardware import Chip, get_chip
 from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
 
 @dataclass(frozen=True)
+@checked(chip=NAME, usd_per_chip_hour=SCALAR_POSITIVE, kind=NAME)
 class ChipPrice:
     """An EXAMPLE rental price of one chip for one hour (see ``data/chip_prices.toml``)."""
 
@@ -42,11 +44,13 @@ def _prices() -> dict[str, ChipPrice]:
     return prices
 
 
+@contract()
 def list_example_prices() -> list[str]:
     """Chips that have an example price."""
     return list(_prices())
 
 
+@contract()
 def example_price(chip: str | Chip) -> ChipPrice:
     """The example price of ``chip``; chips without one ask for ``usd_per_chip_hour``."""
     name = get_chip(chip).name
@@ -59,6 +63,7 @@ def example_price(chip: str | Chip) -> ChipPrice:
     return prices[name]
 
 
+@contract(usd_per_chip_hour=Optional(SCALAR_POSITIVE))
 def price_or_example(chip: str | Chip, usd_per_chip_hour: float | None) -> float:
     """``usd_per_chip_hour`` if given, else the chip's example price: the one place the
     default is chosen."""
@@ -67,6 +72,7 @@ def price_or_example(chip: str | Chip, usd_per_chip_hour: float | None) -> float
     return float(positive("usd_per_chip_hour", usd_per_chip_hour))
 
 
+@contract(step_time_s=AMOUNT)
 def cost_per_million_tokens_usd(
     step_time_s: ArrayLike, batch: ArrayLike, n_chips: int, usd_per_chip_hour: ArrayLike
 ) -> float | FloatArray:

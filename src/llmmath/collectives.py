@@ -24,14 +24,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_output, positive, positive_int
+from .contracts import AMOUNT, FLAG, contract
 from .hardware import Chip, get_chip
 
 
+@contract()
 def fits_in_scale_up(n_chips: int, chip: str | Chip) -> bool:
     """True if ``n_chips`` fit in one scale-up domain of ``chip``."""
     return positive_int("n_chips", n_chips) <= get_chip(chip).scale_up_domain_size
 
 
+@contract()
 def link_bandwidth_bytes_per_s(n_chips: int, chip: str | Chip) -> float:
     """Per-chip bandwidth a ring over ``n_chips`` runs at: the slowest link it crosses."""
     spec = get_chip(chip)
@@ -40,6 +43,7 @@ def link_bandwidth_bytes_per_s(n_chips: int, chip: str | Chip) -> float:
     return spec.scale_out_bandwidth_bytes_per_s
 
 
+@contract()
 def link_latency_s(n_chips: int, chip: str | Chip) -> float:
     """Latency of one step of a ring over ``n_chips``: the slowest link it crosses."""
     spec = get_chip(chip)
@@ -53,6 +57,7 @@ def _sent(size: FloatArray, seconds: FloatArray) -> FloatArray:
     return np.where(size > 0, seconds, 0.0)
 
 
+@contract(array_bytes=AMOUNT)
 def all_gather_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) -> float | FloatArray:
     """AllGather (or ReduceScatter) of an array of ``array_bytes``: each chip sends and
     receives ``(n-1)/n`` of it in ``n - 1`` ring steps, ``(n-1) alpha + S (n-1) / (n W)``."""
@@ -62,6 +67,7 @@ def all_gather_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) ->
     return as_output(_sent(size, (n - 1) * link_latency_s(n, chip) + bandwidth))
 
 
+@contract(array_bytes=AMOUNT)
 def reduce_scatter_time_s(
     array_bytes: ArrayLike, n_chips: int, chip: str | Chip
 ) -> float | FloatArray:
@@ -69,11 +75,13 @@ def reduce_scatter_time_s(
     return all_gather_time_s(array_bytes, n_chips, chip)
 
 
+@contract(array_bytes=AMOUNT)
 def all_reduce_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) -> float | FloatArray:
     """AllReduce = ReduceScatter + AllGather: ``2 (n-1) alpha + 2 S (n-1) / (n W)``."""
     return as_output(2.0 * np.asarray(all_gather_time_s(array_bytes, n_chips, chip)))
 
 
+@contract(bytes_per_chip=AMOUNT)
 def all_to_all_time_s(
     bytes_per_chip: ArrayLike,
     n_chips: int,
@@ -101,6 +109,7 @@ def all_to_all_time_s(
     return as_output(_sent(sent, np.maximum(inside, outside)))
 
 
+@contract(message_bytes=AMOUNT, across_domains=FLAG)
 def point_to_point_time_s(
     message_bytes: ArrayLike, chip: str | Chip, across_domains: bool = False
 ) -> float | FloatArray:
@@ -115,6 +124,7 @@ def point_to_point_time_s(
     return as_output(_sent(size, latency + size / bandwidth))
 
 
+@contract()
 def members_per_domain(n_chips: int, chip: str | Chip, per_domain: int | None = None) -> int:
     """How many members of a group of ``n_chips`` share each scale-up domain.
 
@@ -135,6 +145,7 @@ def members_per_domain(n_chips: int, chip: str | Chip, per_domain: int | None = 
     return g
 
 
+@contract(array_bytes=AMOUNT)
 def hierarchical_all_gather_time_s(
     array_bytes: ArrayLike,
     n_chips: int,
@@ -168,6 +179,7 @@ def hierarchical_all_gather_time_s(
     return as_output(_sent(size, np.maximum(inside, across) + latency))
 
 
+@contract(array_bytes=AMOUNT)
 def hierarchical_reduce_scatter_time_s(
     array_bytes: ArrayLike,
     n_chips: int,
@@ -179,6 +191,7 @@ def hierarchical_reduce_scatter_time_s(
     return hierarchical_all_gather_time_s(array_bytes, n_chips, chip, per_domain=per_domain)
 
 
+@contract(array_bytes=AMOUNT)
 def hierarchical_all_reduce_time_s(
     array_bytes: ArrayLike,
     n_chips: int,

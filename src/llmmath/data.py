@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 from ._checks import choice
+from .contracts import OneOf, contract
 
 #: Each table and what it holds.
 TABLES = {
@@ -36,6 +37,7 @@ def _read(name: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+@contract(name=OneOf(tuple(TABLES)))
 def table(name: str) -> dict[str, Any]:
     """The parsed TOML table ``name`` (one of :data:`TABLES`); read once, then cached.
 

@@ -23,14 +23,41 @@ from numpy.typing import ArrayLike
 from . import collectives
 from ._checks import FloatArray, fraction, positive, positive_int
 from .chip_prices import price_or_example
+from .contracts import (
+    AMOUNT,
+    NAME,
+    RESULT,
+    SCALAR,
+    SCALAR_FRACTION,
+    SCALAR_POSITIVE,
+    Count,
+    Instance,
+    Optional,
+    checked,
+    contract,
+    each,
+    vocabulary,
+)
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
 from .models import ModelConfig, get_model, weight_params_read
-from .placement import DoesNotFitError, Layout, groups, kv_shards, layers_per_stage, params_per_gpu
+from .placement import (
+    DoesNotFitError,
+    Layout,
+    groups,
+    kv_shards,
+    layers_per_stage,
+    params_per_gpu,
+)
 
 
 # ---- a model on some chips ------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(
+    flops_efficiency=SCALAR_FRACTION,
+    bandwidth_efficiency=SCALAR_FRACTION,
+    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+)
 class Deployment:
     """``model`` served on ``n_chips`` chips of one kind.
 
@@ -173,6 +200,7 @@ class Deployment:
         return price_or_example(self.chip, self.usd_per_chip_hour)
 
 
+@contract(name=NAME)
 def check_context(model: ModelConfig, context: ArrayLike, name: str = "context") -> FloatArray:
     T = positive(name, context, allow_zero=True)
     if np.any(model.max_context < T):
@@ -183,6 +211,14 @@ def check_context(model: ModelConfig, context: ArrayLike, name: str = "context")
     return T
 
 
+#: A deployment parameter (the common test's example: Llama-3-8B on one H100).
+DEPLOYMENT = Instance(
+    Deployment, example=lambda: Deployment(get_model("Llama-3-8B"), get_chip("H100"))
+)
+vocabulary(deployment=DEPLOYMENT, dep=DEPLOYMENT)
+
+
+@contract(tokens=AMOUNT)
 def check_capacity(dep: Deployment, batch: FloatArray, tokens: FloatArray) -> None:
     """Raise unless ``batch`` sequences of ``tokens`` cached tokens fit beside the weights."""
     kv = batch * tokens * dep.kv_bytes_per_token * dep.kv_copies
@@ -205,6 +241,7 @@ def check_capacity(dep: Deployment, batch: FloatArray, tokens: FloatArray) -> No
 
 # ---- how a step's work splits over the chips --------------------------------------------------
 @dataclass(frozen=True)
+@checked(**each(Count(low=0), "flops weights experts replicas"), kv_read=SCALAR)
 class ChipShares:
     """Divisors that turn a whole step's work into one chip's share."""
 
@@ -216,6 +253,7 @@ class ChipShares:
     pp: int
 
 
+@contract()
 def chip_shares(dep: Deployment) -> ChipShares:
     if dep.layout is None:
         n = dep.n_chips
@@ -231,6 +269,7 @@ def chip_shares(dep: Deployment) -> ChipShares:
     )
 
 
+@contract(split=Instance(ChipShares), tokens=AMOUNT)
 def weight_bytes_read_per_chip(
     dep: Deployment, split: ChipShares, tokens: FloatArray
 ) -> FloatArray:
@@ -246,12 +285,14 @@ def weight_bytes_read_per_chip(
 
 
 @dataclass(frozen=True)
+@checked(**each(RESULT, "tp_s ep_s pp_s"))
 class StepTraffic:
     tp_s: FloatArray
     ep_s: FloatArray
     pp_s: FloatArray
 
 
+@contract(tokens_per_group=AMOUNT)
 def step_traffic(dep: Deployment, tokens_per_group: FloatArray) -> StepTraffic:
     """Per chip: TP all-reduces (2 a layer), EP all-to-alls (dispatch and combine per MoE
     layer) and the PP hop, for ``tokens_per_group`` tokens of one attention group."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._checks import choice
+from .contracts import OneOf, contract, each, vocabulary
 
 #: Bytes per element of each number format the course uses.
 BYTES_PER_ELEMENT: dict[str, float] = {
@@ -14,7 +15,12 @@ BYTES_PER_ELEMENT: dict[str, float] = {
     "int4": 0.5,
 }
 
+#: Any number format the course knows (a parameter's contract).
+DTYPE = OneOf(tuple(BYTES_PER_ELEMENT), "dtype")
+vocabulary(**each(DTYPE, "dtype compute_dtype weight_dtype kv_dtype activation_dtype grad_dtype"))
 
+
+@contract()
 def bytes_per_element(dtype: str) -> float:
     """Size of one element of ``dtype`` in bytes, e.g. ``bytes_per_element("bf16") == 2``."""
     return BYTES_PER_ELEMENT[choice("dtype", dtype, BYTES_PER_ELEMENT)]

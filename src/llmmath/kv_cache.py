@@ -38,6 +38,23 @@ from numpy.typing import ArrayLike
 
 from . import batching, data
 from ._checks import FloatArray, as_output, choice, positive
+from .contracts import (
+    AMOUNT,
+    NAME,
+    NOTE,
+    RESULT,
+    SCALAR,
+    SCALAR_POSITIVE,
+    AnyOf,
+    Flag,
+    Instance,
+    OneOf,
+    Optional,
+    SequenceOf,
+    checked,
+    contract,
+    each,
+)
 from .deployment import Deployment, DoesNotFitError, check_context
 from .dtypes import bytes_per_element
 from .models import ModelConfig, get_model
@@ -48,12 +65,14 @@ RECOMPUTE = "recompute"
 
 
 # ---- bytes per token and per sequence ----------------------------------------------------------
+@contract()
 def kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> float:
     """KV-cache bytes for one token of context: ``2 L K H b`` (MHA/GQA/MQA) or
     ``L (r_kv + r_rope) b`` (MLA), from :meth:`ModelConfig.kv_bytes_per_token`."""
     return get_model(model).kv_bytes_per_token(dtype)
 
 
+@contract()
 def mha_kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> float:
     """``2 L N H b``: the cache if every query head kept its own keys and values (MHA).
 
@@ -63,6 +82,7 @@ def mha_kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> flo
     return 2.0 * spec.n_layers * spec.n_heads * spec.head_dim * bytes_per_element(dtype)
 
 
+@contract()
 def kv_bytes_per_sequence(
     model: str | ModelConfig, context: ArrayLike, dtype: str = "bf16", batch: ArrayLike = 1
 ) -> float | FloatArray:
@@ -73,16 +93,19 @@ def kv_bytes_per_sequence(
 
 
 # ---- the capacity wall -------------------------------------------------------------------------
+@contract()
 def kv_share_of_hbm(deployment: Deployment) -> float:
     """``(n HBM - weights) / (n HBM)``: the share of the chips' HBM left for KV caches."""
     return deployment.kv_budget_bytes / deployment.hbm_bytes
 
 
+@contract(infinite_ok=True)
 def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     """The most sequences of ``context`` tokens that fit: :func:`llmmath.batching.max_batch`."""
     return batching.max_batch(deployment, context)
 
 
+@contract()
 def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     """The longest context ``batch`` sequences can all reach beside the weights:
     ``min(floor((n HBM - weights) / (B kv)), max_context of the model)``."""
@@ -93,6 +116,7 @@ def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
 
 
 # ---- the bandwidth wall ------------------------------------------------------------------------
+@contract()
 def kv_crossover_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     """The context at which a decode step reads as many KV bytes as weight bytes:
     ``T* = P_read b_w / (B kv)`` (for an MoE, the experts ``B`` tokens touch). It may lie past
@@ -102,6 +126,7 @@ def kv_crossover_context(deployment: Deployment, batch: ArrayLike) -> float | Fl
     return as_output(np.asarray(weights / (B * deployment.kv_bytes_per_token)))
 
 
+@contract()
 def kv_read_share(
     deployment: Deployment, batch: ArrayLike, context: ArrayLike
 ) -> float | FloatArray:
@@ -112,6 +137,7 @@ def kv_read_share(
     return as_output(np.asarray(kv / step.bytes_read))
 
 
+@contract(infinite_ok=True, usd_per_chip_hour=Optional(SCALAR_POSITIVE))
 def best_cost_per_million_tokens_usd(
     deployment: Deployment, context: ArrayLike, usd_per_chip_hour: float | None = None
 ) -> float | FloatArray:
@@ -130,6 +156,7 @@ def best_cost_per_million_tokens_usd(
 
 # ---- memory tiers ------------------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(name=NAME, **each(SCALAR, "capacity_bytes bandwidth_bytes_per_s usd_per_byte_s"))
 class MemoryTier:
     """A place a KV cache can be kept, per accelerator (see ``data/memory_tiers.toml``)."""
 
@@ -141,7 +168,20 @@ class MemoryTier:
     source_date: str
 
 
+#: A tier parameter: a :class:`MemoryTier` or a tier's name (``list_tiers()``).
+TIER = AnyOf((Instance(MemoryTier), OneOf(lambda: list(_load_tiers()[0]))))
+
+
 @dataclass(frozen=True)
+@checked(
+    name=NAME,
+    vendor=NOTE,
+    model=NAME,
+    **each(
+        SCALAR,
+        "input_usd_per_mtok write_usd_per_mtok read_usd_per_mtok storage_usd_per_mtok_hour ttl_s",
+    ),
+)
 class PromptCachePrice:
     """A vendor's published prompt-cache prices (USD per million tokens) and time-to-live."""
 
@@ -177,11 +217,13 @@ def _load_tiers() -> tuple[dict[str, MemoryTier], dict[str, PromptCachePrice]]:
     return tiers, prices
 
 
+@contract()
 def list_tiers() -> list[str]:
     """Tier names, fastest and dearest first."""
     return list(_load_tiers()[0])
 
 
+@contract(tier=TIER)
 def get_tier(tier: str | MemoryTier) -> MemoryTier:
     """Look a tier up by name, or pass a :class:`MemoryTier` straight through."""
     if isinstance(tier, MemoryTier):
@@ -190,10 +232,12 @@ def get_tier(tier: str | MemoryTier) -> MemoryTier:
     return tiers[choice("tier", tier, tiers)]
 
 
+@contract()
 def list_prompt_caches() -> list[str]:
     return list(_load_tiers()[1])
 
 
+@contract(name=OneOf(list_prompt_caches, "prompt cache"))
 def get_prompt_cache(name: str) -> PromptCachePrice:
     caches = _load_tiers()[1]
     return caches[choice("prompt cache", name, caches)]
@@ -209,6 +253,10 @@ def prompt_cache_usd_per_token_s(price: str | PromptCachePrice) -> float:
     return storage + max(premium, 0.0)
 
 
+@contract(
+    price=AnyOf((Instance(PromptCachePrice), OneOf(list_prompt_caches, "prompt cache"))),
+    kv_bytes_per_token=AMOUNT,
+)
 def implied_usd_per_byte_s(
     price: str | PromptCachePrice, kv_bytes_per_token: ArrayLike
 ) -> float | FloatArray:
@@ -219,6 +267,11 @@ def implied_usd_per_byte_s(
 
 
 @dataclass(frozen=True)
+@checked(
+    tiers=SequenceOf(NAME),
+    **each(RESULT, "prefix_bytes hold_usd reload_s reload_usd recompute_s recompute_usd"),
+    **each(Flag(arrays=True), "fits in_time"),
+)
 class PrefixCache:
     """Keeping a cached prefix in each tier against recomputing it, broadcast over the
     inputs; per-tier arrays have the tiers on the last axis, in :attr:`tiers` order."""
@@ -271,6 +324,14 @@ class PrefixCache:
         return self.options[int(self.cheapest)]
 
 
+@contract(
+    prefix_tokens=AMOUNT,
+    hold_s=AMOUNT,
+    reuses=AMOUNT,
+    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+    deadline_s=Optional(AMOUNT),
+    tiers=Optional(SequenceOf(TIER)),
+)
 def prefix_cache(
     deployment: Deployment,
     prefix_tokens: ArrayLike,
@@ -329,6 +390,9 @@ def prefix_cache(
     )
 
 
+@contract(
+    prefix_tokens=AMOUNT, tier=TIER, reuses=AMOUNT, usd_per_chip_hour=Optional(SCALAR_POSITIVE)
+)
 def break_even_hold_s(
     deployment: Deployment,
     prefix_tokens: ArrayLike,

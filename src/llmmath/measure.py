@@ -15,11 +15,18 @@ from functools import partial
 import numpy as np
 
 from ._checks import FloatArray, positive, positive_int
+from .contracts import RESULT, SCALAR, Count, Function, Real, SequenceOf, checked, contract, each
 
 _FLOAT32_BYTES = 4.0
 
 
 @dataclass(frozen=True)
+@checked(
+    peak_flop_per_s=SCALAR,
+    bandwidth_bytes_per_s=SCALAR,
+    **each(RESULT, "sweep_batch sweep_flops sweep_bytes sweep_measured_s"),
+    sweep_dim=Count(),
+)
 class MachineRoofline:
     """A measured roofline and the predicted-vs-measured times of a sweep of matmuls."""
 
@@ -51,6 +58,7 @@ class MachineRoofline:
         return self.sweep_flops / self.sweep_measured_s
 
 
+@contract(operation=Function(example=lambda: None))
 def best_time_s(operation: Callable[[], object], repeats: int = 5) -> float:
     """Fastest of ``repeats`` runs of ``operation`` (after one warm-up run)."""
     positive_int("repeats", repeats)
@@ -63,6 +71,7 @@ def best_time_s(operation: Callable[[], object], repeats: int = 5) -> float:
     return min(times)
 
 
+@contract(size=Count(high=1 << 14))
 def measure_peak_flop_per_s(size: int = 1024, repeats: int = 5) -> float:
     """Achieved float32 FLOP/s of a square ``size x size`` matmul (2 n^3 FLOPs)."""
     positive_int("size", size)
@@ -74,6 +83,7 @@ def measure_peak_flop_per_s(size: int = 1024, repeats: int = 5) -> float:
     return 2.0 * size**3 / seconds
 
 
+@contract(megabytes=Real(high=4096.0, scalar=True))
 def measure_bandwidth_bytes_per_s(megabytes: float = 256.0, repeats: int = 5) -> float:
     """Achieved memory bandwidth: the better of a large array copy (read + write) and a
     matrix-vector product that streams a large matrix once (a pure read, like decode).
@@ -93,6 +103,9 @@ def measure_bandwidth_bytes_per_s(megabytes: float = 256.0, repeats: int = 5) ->
     return max(copy_rate, read_rate)
 
 
+@contract(
+    batches=Real(low=1.0, low_open=False, high=1 << 14, integer=True), dim=Count(high=1 << 14)
+)
 def measure_matmul_sweep(
     batches: FloatArray, dim: int, repeats: int = 3
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -110,6 +123,7 @@ def measure_matmul_sweep(
     return np.array(flops), np.array(moved), np.array(measured)
 
 
+@contract(sweep_batches=SequenceOf(Count(high=1 << 14)), sweep_dim=Count(high=1 << 14))
 def measure_machine(
     sweep_batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
     sweep_dim: int = 4096,

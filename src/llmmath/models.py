@@ -21,6 +21,20 @@ from numpy.typing import ArrayLike
 
 from . import data
 from ._checks import FloatArray, as_output, choice, positive, positive_int
+from .contracts import (
+    AMOUNT,
+    FLAG,
+    NAME,
+    AnyOf,
+    Count,
+    Instance,
+    OneOf,
+    Real,
+    checked,
+    contract,
+    each,
+    vocabulary,
+)
 from .dtypes import bytes_per_element
 
 _COUNT_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size")
@@ -37,6 +51,15 @@ _OPTIONAL_COUNT_FIELDS = (
 
 
 @dataclass(frozen=True)
+@checked(
+    name=NAME,
+    **each(Count(), "n_layers d_model d_ff n_heads n_kv_heads head_dim vocab_size max_context"),
+    tied_embeddings=FLAG,
+    **each(
+        Count(low=0, high=1 << 16), "n_experts experts_per_token n_shared_experts n_dense_layers"
+    ),
+    **each(Count(low=0), "d_ff_expert mla_kv_lora_rank mla_q_lora_rank mla_rope_head_dim"),
+)
 class ModelConfig:
     """A decoder-only transformer with SwiGLU MLPs; optional MoE layers and MLA attention."""
 
@@ -212,7 +235,22 @@ class ModelConfig:
         return self.kv_elements_per_token() * bytes_per_element(dtype)
 
 
+#: A model parameter: a :class:`ModelConfig` or a preset's name.
+MODEL = AnyOf(
+    (
+        OneOf(lambda: list(_MODELS), "model"),
+        Instance(ModelConfig, example=lambda: get_model("Llama-3-8B")),
+    )
+)
+vocabulary(model=MODEL)
+
+
 # ---- which experts a batch touches ---------------------------------------------------
+@contract(
+    batch=AMOUNT,
+    n_experts=Real(low=1.0, low_open=False, integer=True),
+    experts_per_token=Real(low=1.0, low_open=False, integer=True),
+)
 def expected_experts_touched(
     batch: ArrayLike, n_experts: ArrayLike, experts_per_token: ArrayLike
 ) -> float | FloatArray:
@@ -229,6 +267,7 @@ def expected_experts_touched(
     return as_output(E * (1.0 - (1.0 - k / E) ** B))
 
 
+@contract()
 def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray:
     """Matmul weights read in one decode step of ``batch`` tokens.
 
@@ -276,6 +315,7 @@ def _non_negative_int(name: str, value: object) -> None:
         raise ValueError(f"{name} must be >= 0; got {value}")
 
 
+@contract(name=NAME, spec=Instance(dict))
 def model_from_dict(name: str, spec: dict[str, Any]) -> ModelConfig:
     """Build a :class:`ModelConfig` from one table of a models TOML file."""
     allowed = [f for f in ModelConfig.__dataclass_fields__ if f != "name"]
@@ -292,11 +332,13 @@ def _preset_models() -> dict[str, ModelConfig]:
 _MODELS = _preset_models()
 
 
+@contract()
 def list_models() -> list[str]:
     """Names of the model presets."""
     return list(_MODELS)
 
 
+@contract()
 def get_model(model: str | ModelConfig) -> ModelConfig:
     """Look a preset up by name, or pass a :class:`ModelConfig` straight through."""
     if isinstance(model, ModelConfig):

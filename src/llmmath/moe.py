@@ -27,8 +27,16 @@ from numpy.typing import ArrayLike
 
 from . import collectives
 from ._checks import FloatArray, as_output, choice, fraction, positive, positive_int
+from .contracts import CHIPS, RESULT, SCALAR_FRACTION, WHOLE, Count, OneOf, checked, contract, each
 from .dtypes import bytes_per_element
-from .hardware import Chip, get_chip, list_chips
+from .hardware import (
+    DOMAIN,
+    DOMAIN_PRESETS,
+    Chip,
+    ScaleUpDomain,
+    get_domain,
+    list_domains,
+)
 from .models import (
     ModelConfig,
     _check_k_le_e,
@@ -46,6 +54,7 @@ LECTURE_SPARSITY = "experts"
 
 # ---- parameters and FLOPs -------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(**each(WHOLE, "total active routed_total routed_active shared dense"))
 class MoEParams:
     """Where a model's weights sit. ``total = dense + shared + routed_total`` and
     ``active = dense + shared + routed_active``."""
@@ -62,6 +71,7 @@ class MoEParams:
     dense: int
 
 
+@contract()
 def param_counts(model: str | ModelConfig) -> MoEParams:
     """Total and active parameters of ``model``, split into routed, shared and dense parts."""
     spec = get_model(model)
@@ -78,6 +88,7 @@ def param_counts(model: str | ModelConfig) -> MoEParams:
     )
 
 
+@contract()
 def flops_per_token(model: str | ModelConfig, context: ArrayLike = 0) -> float | FloatArray:
     """Dense forward FLOPs per token: ``2 * P_active`` (matmul weights) plus attention.
 
@@ -87,6 +98,7 @@ def flops_per_token(model: str | ModelConfig, context: ArrayLike = 0) -> float |
     return get_model(model).forward_flops_per_token(context)
 
 
+@contract(n_experts=Count(low=0, high=1 << 16), experts_per_token=WHOLE, n_shared_experts=WHOLE)
 def with_experts(
     model: str | ModelConfig,
     n_experts: int,
@@ -110,6 +122,7 @@ def with_experts(
     )
 
 
+@contract(definition=OneOf(SPARSITY_DEFINITIONS))
 def sparsity(model: str | ModelConfig, definition: str = LECTURE_SPARSITY) -> float:
     """How many times more weights an MoE holds than one token uses, defined two ways.
 
@@ -127,6 +140,7 @@ def sparsity(model: str | ModelConfig, definition: str = LECTURE_SPARSITY) -> fl
 
 
 # ---- which experts a batch touches: models.expected_experts_touched, models.weight_params_read
+@contract()
 def weight_bytes_read(
     model: str | ModelConfig, batch: ArrayLike, weight_dtype: str = "bf16"
 ) -> float | FloatArray:
@@ -136,6 +150,7 @@ def weight_bytes_read(
 
 
 # ---- the batch an MoE needs to be compute-bound ---------------------------------------------
+@contract(chip=DOMAIN, definition=OneOf(SPARSITY_DEFINITIONS))
 def compute_bound_batch_rule(
     model: str | ModelConfig,
     chip: str | Chip | ScaleUpDomain,
@@ -149,6 +164,7 @@ def compute_bound_batch_rule(
     return critical_batch(spec, compute_dtype, weight_dtype) * sparsity(model, definition)
 
 
+@contract(chip=DOMAIN, scope=OneOf(("model", "expert_layer")))
 def compute_bound_batch(
     model: str | ModelConfig,
     chip: str | Chip | ScaleUpDomain,
@@ -188,6 +204,7 @@ def compute_bound_batch(
 
 # ---- expert parallelism -------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(**each(RESULT, "compute_s weight_read_s all_to_all_s all_to_all_bytes_per_gpu"))
 class ExpertLayerStep:
     """One MoE layer of one decode step, per GPU of an expert-parallel group of ``ep_width``.
 
@@ -220,6 +237,7 @@ class ExpertLayerStep:
         return np.asarray(self.all_to_all_s > np.maximum(self.compute_s, self.weight_read_s))
 
 
+@contract()
 def all_to_all_bytes_per_gpu(
     model: str | ModelConfig, batch: ArrayLike, ep_width: int, activation_dtype: str = "bf16"
 ) -> float | FloatArray:
@@ -233,6 +251,7 @@ def all_to_all_bytes_per_gpu(
     return as_output(2.0 * one_way)
 
 
+@contract(chip=DOMAIN)
 def expert_parallel_step(
     model: str | ModelConfig,
     batch: ArrayLike,
@@ -288,6 +307,7 @@ def expert_parallel_step(
     )
 
 
+@contract(n_experts=Count(high=1 << 16), max_width=CHIPS)
 def ep_widths(n_experts: int, max_width: int | None = None) -> list[int]:
     """Every expert-parallel width that splits ``n_experts`` evenly: its divisors."""
     E = positive_int("n_experts", n_experts)
@@ -295,79 +315,14 @@ def ep_widths(n_experts: int, max_width: int | None = None) -> list[int]:
     return [G for G in range(1, top + 1) if E % G == 0]
 
 
+@contract(n_experts=Count(high=1 << 16), chip=DOMAIN)
 def max_ep_width(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
     """The widest even split of ``n_experts`` that stays inside one scale-up domain."""
     return ep_widths(n_experts, get_domain(chip).n_chips)[-1]
 
 
 # ---- racks: scale-up domains as data --------------------------------------------------------
-#: The scale-up domains of the course, each the preset chip of ``data/hardware.toml`` whose
-#: ``scale_up_domain_size`` and link bandwidths describe it.
-DOMAIN_PRESETS: dict[str, str] = {
-    "HGX A100 (8 GPUs)": "A100",
-    "HGX H100 (8 GPUs)": "H100",
-    "HGX B200 (8 GPUs)": "B200",
-    "GB200 NVL72 (72 GPUs)": "GB200-NVL72",
-    "TPU v5e pod (256 chips)": "TPU-v5e",
-    "TPU v5p pod (8,960 chips)": "TPU-v5p",
-}
-
-
-@dataclass(frozen=True)
-class ScaleUpDomain:
-    """One scale-up domain: ``n_chips`` chips joined by fast links, and the slower
-    scale-out network every chip has to the world outside it."""
-
-    name: str
-    chip: Chip
-
-    @property
-    def n_chips(self) -> int:
-        return self.chip.scale_up_domain_size
-
-    @property
-    def hbm_bytes(self) -> float:
-        """HBM of the whole domain."""
-        return self.n_chips * self.chip.hbm_bytes
-
-    @property
-    def scale_up_bandwidth_bytes_per_s(self) -> float:
-        """Per chip, one direction (NVLink, ICI)."""
-        return self.chip.scale_up_bandwidth_bytes_per_s
-
-    @property
-    def scale_out_bandwidth_bytes_per_s(self) -> float:
-        """Per chip, one direction (InfiniBand/Ethernet NICs, TPU DCN)."""
-        return self.chip.scale_out_bandwidth_bytes_per_s
-
-    @property
-    def bandwidth_ratio(self) -> float:
-        """How many times faster a chip talks inside the domain than out of it."""
-        return self.chip.scale_up_to_scale_out_ratio
-
-    def peak_flop_per_s(self, dtype: str = "bf16") -> float:
-        """Dense peak of the whole domain."""
-        return self.n_chips * self.chip.peak(dtype)
-
-
-def list_domains() -> list[str]:
-    """Names of the scale-up domain presets."""
-    return list(DOMAIN_PRESETS)
-
-
-def get_domain(domain: str | Chip | ScaleUpDomain) -> ScaleUpDomain:
-    """A domain by preset name (``"GB200 NVL72 (72 GPUs)"``), by chip name (``"H100"``), from
-    a :class:`~llmmath.hardware.Chip`, or passed straight through."""
-    if isinstance(domain, ScaleUpDomain):
-        return domain
-    if isinstance(domain, Chip):
-        return ScaleUpDomain(f"{domain.name} ({domain.scale_up_domain_size:,} per domain)", domain)
-    name = choice("domain", domain, [*DOMAIN_PRESETS, *list_chips()])
-    if name in DOMAIN_PRESETS:
-        return ScaleUpDomain(name, get_chip(DOMAIN_PRESETS[name]))
-    return get_domain(get_chip(name))
-
-
+@contract(domain=DOMAIN, moe_layers_per_domain=Count())
 def max_expert_layer_params(
     domain: str | Chip | ScaleUpDomain,
     weight_dtype: str = "bf16",
@@ -386,12 +341,14 @@ def max_expert_layer_params(
     return as_output(usable / (layers * bytes_per_element(weight_dtype)))
 
 
+@contract()
 def expert_layer_params(model: str | ModelConfig) -> int:
     """Weights of one MoE layer's experts, routed and shared: ``(E + shared) 3 D F_e``."""
     spec = _moe_model(model)
     return (spec.n_experts + spec.n_shared_experts) * spec.mlp_params_per_expert
 
 
+@contract()
 def expert_bytes_per_gpu(
     model: str | ModelConfig, ep_width: int, weight_dtype: str = "bf16"
 ) -> float:
@@ -404,6 +361,7 @@ def expert_bytes_per_gpu(
     return weights * bytes_per_element(weight_dtype)
 
 
+@contract(domain=DOMAIN, memory_fraction=SCALAR_FRACTION)
 def fits_in_domain(
     model: str | ModelConfig,
     domain: str | Chip | ScaleUpDomain,

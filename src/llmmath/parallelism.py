@@ -39,6 +39,7 @@ from __future__ import annotations
 from numpy.typing import ArrayLike
 
 from ._checks import positive
+from .contracts import SCALAR_FRACTION, OneOf, contract
 from .hardware import Chip, get_chip
 from .models import ModelConfig, get_model
 from .placement import (
@@ -59,7 +60,7 @@ from .placement import (
     pipeline_slots,
     serving_memory,
 )
-from .serving import DecodeStep, Deployment
+from .serving import OVERLAP_RULES, DecodeStep, Deployment
 from .serving import decode_step as _serving_decode_step
 from .training import (
     Communication,
@@ -83,6 +84,11 @@ from .training_memory import (
 )
 
 
+@contract(
+    overlap=OneOf(OVERLAP_RULES),
+    flops_efficiency=SCALAR_FRACTION,
+    bandwidth_efficiency=SCALAR_FRACTION,
+)
 def decode_step(
     model: str | ModelConfig,
     layout: Layout,

@@ -24,6 +24,18 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_output, choice, positive, positive_int
+from .contracts import (
+    CHIPS,
+    FLAG,
+    RESULT,
+    Count,
+    Instance,
+    OneOf,
+    Optional,
+    checked,
+    contract,
+    vocabulary,
+)
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
 from .models import ModelConfig, get_model
@@ -45,6 +57,7 @@ class DoesNotFitError(ValueError):
 
 # ---- the layout ---------------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(zero_stage=Count(low=0, high=3), virtual_stages=CHIPS, embedding_as_layers=FLAG)
 class Layout:
     """Degrees of data, tensor, pipeline and expert parallelism, and the ZeRO stage.
 
@@ -164,6 +177,7 @@ class Layout:
         return spec
 
 
+@contract(embedding_as_layers=FLAG)
 def pipeline_slots(model: str | ModelConfig, embedding_as_layers: bool = False) -> int:
     """Layers to spread over the pipeline: ``L``, or ``L + 2`` with the embedding and output
     layer counted as one slot each."""
@@ -185,6 +199,12 @@ def _stage_loads(spec: ModelConfig, layout: Layout, microbatches: int) -> list[t
     return sorted(loads)
 
 
+#: A layout parameter (the default layout is one GPU).
+LAYOUT = Instance(Layout, example=Layout)
+vocabulary(layout=LAYOUT)
+
+
+@contract()
 def layers_per_stage(model: str | ModelConfig, layout: Layout) -> float:
     """Transformer layers on one pipeline stage (all its virtual chunks): ``slots / pp``.
     With embedding slots the first and last stage hold one layer fewer; this is the most."""
@@ -194,6 +214,7 @@ def layers_per_stage(model: str | ModelConfig, layout: Layout) -> float:
 
 # ---- where each group sits ------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(kind=OneOf(KINDS), size=CHIPS)
 class Group:
     """The GPUs one kind of parallelism talks among, and how they sit in scale-up domains."""
 
@@ -235,6 +256,7 @@ def _group(layout: Layout, kind: str, axes: tuple[str, ...], domain_size: int) -
     return Group(kind, size, per_domain)
 
 
+@contract()
 def groups(layout: Layout, chip: str | Chip) -> dict[str, Group]:
     """The DP, TP, PP and EP groups of ``layout`` on ``chip``'s scale-up domains.
 
@@ -250,18 +272,21 @@ def groups(layout: Layout, chip: str | Chip) -> dict[str, Group]:
 
 
 # ---- parameters split by how they shard ------------------------------------------------------
+@contract()
 def expert_params(model: str | ModelConfig) -> int:
     """Routed-expert weights (sharded by EP): ``L_moe * E * 3 D F_expert``; 0 for dense."""
     spec = get_model(model)
     return spec.n_moe_layers * spec.n_experts * spec.mlp_params_per_expert
 
 
+@contract()
 def dense_params(model: str | ModelConfig) -> int:
     """Every other weight (attention, dense and shared MLPs, router, embeddings, norms)."""
     spec = get_model(model)
     return spec.total_params - expert_params(spec)
 
 
+@contract()
 def params_per_gpu(model: str | ModelConfig, layout: Layout) -> float:
     """Weights each GPU holds before ZeRO sharding: ``P_dense / (tp pp) + P_exp / (tp pp ep)``."""
     spec = layout.validate(model)
@@ -307,6 +332,7 @@ class _Fits:
         raise NotImplementedError
 
 
+@contract()
 def kv_shards(model: str | ModelConfig, tp: int) -> int:
     """How many ways TP splits the KV cache: ``min(tp, K)`` KV heads (beyond ``K`` each head is
     replicated); 1 for MLA, whose one latent per token every TP rank needs."""
@@ -324,6 +350,7 @@ def _gb(value: float) -> str:
 
 # ---- serving memory ---------------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(weights_bytes=RESULT, kv_bytes=RESULT)
 class ServingMemory(_Fits):
     """Bytes per GPU while serving: the weights and the KV cache of the sequences in flight."""
 
@@ -338,6 +365,7 @@ class ServingMemory(_Fits):
         return {"weights": self.weights_bytes, "KV cache": self.kv_bytes}
 
 
+@contract(microbatches_in_flight=Optional(CHIPS))
 def serving_memory(
     model: str | ModelConfig,
     layout: Layout,
@@ -381,6 +409,7 @@ def serving_memory(
     )
 
 
+@contract(infinite_ok=True)
 def max_decode_batch(
     model: str | ModelConfig,
     layout: Layout,

@@ -46,6 +46,7 @@ from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_output, fraction, positive, positive_int
 from .api_prices import (
+    SHEET,
     FleetDay,
     PriceSheet,
     cost_profit_margin,
@@ -58,7 +59,26 @@ from .api_prices import (
 )
 from .batching import max_batch, step_critical_batch
 from .chip_prices import cost_per_million_tokens_usd
-from .hardware import Chip, get_chip
+from .contracts import (
+    AMOUNT,
+    MAX_COUNT,
+    POSITIVE,
+    RESULT,
+    SCALAR,
+    SCALAR_FRACTION,
+    SCALAR_POSITIVE,
+    Count,
+    Function,
+    Instance,
+    OneOf,
+    Optional,
+    SequenceOf,
+    checked,
+    contract,
+    each,
+    span,
+)
+from .hardware import Chip, get_chip, list_chips
 from .models import ModelConfig, get_model
 from .serving import Deployment, DoesNotFitError, decode_step, prefill
 from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
@@ -66,6 +86,7 @@ from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
 # ---- a range, not a number ----------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(low=SCALAR, high=SCALAR)
 class Range:
     """What an assumption-laden deduction can say: somewhere from ``low`` to ``high``."""
 
@@ -93,6 +114,7 @@ def _span(value: float | tuple[float, float]) -> tuple[float, float]:
     return float(value), float(value)
 
 
+@contract(formula=Function(example=revenue_usd), assumptions=span(SCALAR_POSITIVE))
 def range_over(
     formula: Callable[..., float | FloatArray], **assumptions: float | tuple[float, float]
 ) -> Range:
@@ -107,6 +129,7 @@ def range_over(
 
 # ---- forward: serving cost from hardware --------------------------------------------------
 @dataclass(frozen=True)
+@checked(**each(RESULT, "batch context prefill_batch input_usd_per_million output_usd_per_million"))
 class ServingCost:
     """Cost floors per million input and output tokens of one deployment at one setting."""
 
@@ -131,6 +154,7 @@ def _price(deployment: Deployment, usd_per_chip_hour: ArrayLike | None) -> Float
     return positive("usd_per_chip_hour", usd_per_chip_hour)
 
 
+@contract(prefill_batch=POSITIVE)
 def serving_cost(
     deployment: Deployment,
     batch: ArrayLike,
@@ -177,6 +201,7 @@ def serving_cost(
     )
 
 
+@contract()
 def batch_that_fits(deployment: Deployment, batch: ArrayLike, context: ArrayLike) -> FloatArray:
     """``min(batch, max_batch(context))``: the batch a server can run at that context.
     Raises :class:`~llmmath.batching.DoesNotFitError` where not one sequence fits."""
@@ -193,6 +218,7 @@ def batch_that_fits(deployment: Deployment, batch: ArrayLike, context: ArrayLike
 
 
 @dataclass(frozen=True)
+@checked(short=Instance(ServingCost), long=Instance(ServingCost))
 class LongContextSurcharge:
     """Serving cost at a short and a long context, each at the largest batch that fits."""
 
@@ -208,6 +234,7 @@ class LongContextSurcharge:
         return self.long.output_usd_per_million / self.short.output_usd_per_million
 
 
+@contract(short_context=SCALAR, long_context=SCALAR)
 def long_context_surcharge(
     deployment: Deployment,
     batch: ArrayLike,
@@ -241,6 +268,7 @@ def long_context_surcharge(
     return LongContextSurcharge(*costs)
 
 
+@contract(max_context=Count(high=MAX_COUNT))
 def with_context_limit(model: str | ModelConfig, max_context: int) -> ModelConfig:
     """A copy of ``model`` allowed ``max_context`` tokens (a what-if: same shape, longer
     context), named so that no one mistakes it for the released model."""
@@ -254,6 +282,7 @@ def _usd_per_chip_s(usd_per_chip_hour: ArrayLike) -> FloatArray:
     return positive("usd_per_chip_hour", usd_per_chip_hour) / SECONDS_PER_HOUR
 
 
+@contract(input_usd_per_million=AMOUNT)
 def active_params_from_input_price(
     input_usd_per_million: ArrayLike,
     chip: str | Chip,
@@ -279,6 +308,7 @@ def _markup(markup: ArrayLike) -> FloatArray:
     return m
 
 
+@contract(output_input_ratio=AMOUNT, critical_batch=AMOUNT, kv_term=AMOUNT)
 def decode_batch_from_ratio(
     output_input_ratio: ArrayLike, critical_batch: ArrayLike, kv_term: ArrayLike = 0.0
 ) -> float | FloatArray:
@@ -301,6 +331,7 @@ def decode_batch_from_ratio(
     return as_output(Bc / (r - k))
 
 
+@contract(**each(AMOUNT, "short_output_usd_per_million long_output_usd_per_million"))
 def kv_bytes_from_surcharge(
     short_output_usd_per_million: ArrayLike,
     long_output_usd_per_million: ArrayLike,
@@ -334,7 +365,11 @@ def kv_bytes_from_surcharge(
     )
 
 
+_SPANS = "usd_per_chip_hour markup context_gap_tokens"
+
+
 @dataclass(frozen=True)
+@checked(chip=OneOf(list_chips), mfu=span(SCALAR_FRACTION), **each(span(SCALAR_POSITIVE), _SPANS))
 class Assumptions:
     """What a reader of a price sheet must assume; each is a number or a ``(low, high)`` span.
 
@@ -353,6 +388,14 @@ class Assumptions:
 
 
 @dataclass(frozen=True)
+@checked(
+    sheet=Instance(PriceSheet),
+    assumptions=Instance(Assumptions),
+    active_params=Instance(Range),
+    decode_batch_fraction=SCALAR_FRACTION,
+    kv_bytes_per_token=Optional(Instance(Range)),
+    cannot_deduce=Instance(tuple),
+)
 class PriceSheetReading:
     """What one dated price sheet implies under :class:`Assumptions`, as ranges."""
 
@@ -374,6 +417,7 @@ CANNOT_DEDUCE = (
 )
 
 
+@contract(sheet=SHEET, assumptions=Instance(Assumptions, example=Assumptions))
 def read_price_sheet(
     sheet: PriceSheet | str, assumptions: Assumptions | None = None
 ) -> PriceSheetReading:
@@ -421,6 +465,7 @@ def read_price_sheet(
     )
 
 
+@contract(names=SequenceOf(OneOf(list_price_sheets)))
 def output_input_ratios(names: Sequence[str] | None = None) -> dict[str, float]:
     """Output / input price ratio of each dated sheet."""
     return {name: get_price_sheet(name).output_input_ratio for name in names or list_price_sheets()}

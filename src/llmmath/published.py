@@ -25,6 +25,18 @@ import numpy as np
 
 from . import data
 from ._checks import choice, positive, positive_int
+from .contracts import (
+    FLAG,
+    NAME,
+    NOTE,
+    SCALAR,
+    SCALAR_POSITIVE,
+    Instance,
+    OneOf,
+    SequenceOf,
+    checked,
+    contract,
+)
 from .hardware import get_chip
 from .measure import MachineRoofline
 from .scaling import TABLE3, training_time_s
@@ -36,6 +48,7 @@ KINDS = ("decode", "prefill_mfu", "training", "table3")
 
 
 @dataclass(frozen=True)
+@checked(name=NAME, floor=SCALAR_POSITIVE, measured=SCALAR_POSITIVE, unit=NOTE, is_floor=FLAG)
 class Comparison:
     """One floor beside one measurement, in the same ``unit``.
 
@@ -67,6 +80,7 @@ class Comparison:
 
 
 # ---- the published measurements ------------------------------------------------------------
+@contract()
 def load_measurements() -> dict[str, dict[str, Any]]:
     """Every table of ``data/measurements.toml``, by key; each has a known ``kind``,
     ``source`` and ``source_date``."""
@@ -98,6 +112,7 @@ def _deployment(spec: dict[str, Any]) -> Deployment:
     )
 
 
+@contract(key=OneOf(lambda: load_measurements(), "measurement"))
 def decode_comparison(key: str = "palm-540b-decode") -> Comparison:
     """A measured time per output token beside the decode-step floor
     :func:`llmmath.batching.decode_step` ``(...).time_s`` of the same setup (weights and KV
@@ -114,6 +129,7 @@ def decode_comparison(key: str = "palm-540b-decode") -> Comparison:
     )
 
 
+@contract(key=OneOf(lambda: load_measurements(), "measurement"))
 def prefill_comparison(key: str = "palm-540b-prefill") -> Comparison:
     """A published prefill MFU turned into time: the measured pass took
     ``FLOPs / (MFU * n * C)`` (the package's FLOP count of :func:`llmmath.batching.prefill`),
@@ -130,6 +146,7 @@ def prefill_comparison(key: str = "palm-540b-prefill") -> Comparison:
     )
 
 
+@contract(flops_per_param_token=SCALAR, key=OneOf(lambda: load_measurements(), "measurement"))
 def gpt3_training_days(
     flops_per_param_token: float = 8.0, key: str = "gpt3-175b-megatron-training"
 ) -> float:
@@ -148,6 +165,7 @@ def gpt3_training_days(
     return float(seconds) / SECONDS_PER_DAY
 
 
+@contract(key=OneOf(lambda: load_measurements(), "measurement"))
 def training_comparison(key: str = "gpt3-175b-megatron-training") -> Comparison:
     """The published training time beside the floor ``6 N D / (n C)`` at 100% MFU
     (:func:`llmmath.scaling.training_time_s`); the efficiency is the MFU counted with
@@ -165,6 +183,7 @@ def training_comparison(key: str = "gpt3-175b-megatron-training") -> Comparison:
     )
 
 
+@contract(key=OneOf(lambda: load_measurements(), "measurement"))
 def chinchilla_comparisons(key: str = "chinchilla-table3") -> tuple[Comparison, ...]:
     """Each row of Chinchilla's Table 3 (:data:`llmmath.scaling.TABLE3`): ``6 N D`` beside the
     published compute. Not a floor: the ratio should be within a few % of 1 either way."""
@@ -183,6 +202,7 @@ def chinchilla_comparisons(key: str = "chinchilla-table3") -> tuple[Comparison, 
     )
 
 
+@contract()
 def published_comparisons() -> tuple[Comparison, ...]:
     """Every published case of ``data/measurements.toml``, in the file's order."""
     cases: list[Comparison] = []
@@ -199,6 +219,7 @@ def published_comparisons() -> tuple[Comparison, ...]:
 
 
 # ---- the reader's own machine ----------------------------------------------------------------
+@contract(machine=Instance(MachineRoofline))
 def machine_comparisons(machine: MachineRoofline) -> tuple[Comparison, Comparison]:
     """The lowest- and highest-intensity matmul of a :func:`llmmath.measure.measure_machine`
     sweep: the roofline prediction built from the measured peak and bandwidth
@@ -235,6 +256,7 @@ def _with_unit(value: float, unit: str) -> str:
     return f"{value * scale:.3g} {shown}"
 
 
+@contract(comparisons=SequenceOf(Instance(Comparison)))
 def checked_comparisons(comparisons: Sequence[Comparison]) -> Sequence[Comparison]:
     """``comparisons`` if it holds at least one, and only, :class:`Comparison`; else an error."""
     if not comparisons:
@@ -247,6 +269,7 @@ def checked_comparisons(comparisons: Sequence[Comparison]) -> Sequence[Compariso
     return comparisons
 
 
+@contract(comparisons=SequenceOf(Instance(Comparison)))
 def comparison_table(comparisons: Sequence[Comparison]) -> str:
     """A Markdown table: case, floor, measured (with units) and the implied efficiency."""
     lines = ["| case | floor | measured | floor / measured |", "|---|--:|--:|--:|"]

@@ -19,12 +19,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_output, fraction, positive
+from .contracts import AMOUNT, POSITIVE, RESULT, checked, contract
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
 from .models import ModelConfig, get_model, weight_params_read
 
 
 @dataclass(frozen=True)
+@checked(compute_s=RESULT, memory_s=RESULT)
 class RooflineTime:
     """Compute and memory time of one operation; the truth lies between the two bounds."""
 
@@ -47,11 +49,13 @@ class RooflineTime:
         return np.asarray(self.compute_s > self.memory_s)
 
 
+@contract(flops=AMOUNT, bytes_moved=AMOUNT)
 def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> float | FloatArray:
     """FLOPs done per byte moved to or from memory."""
     return as_output(positive("flops", flops) / positive("bytes_moved", bytes_moved))
 
 
+@contract(intensity=AMOUNT)
 def attainable_flop_per_s(
     intensity: ArrayLike, chip: str | Chip, dtype: str = "bf16"
 ) -> float | FloatArray:
@@ -61,12 +65,14 @@ def attainable_flop_per_s(
     return as_output(np.minimum(spec.peak(dtype), rate))
 
 
+@contract(d_in=POSITIVE, d_out=POSITIVE)
 def matmul_flops(batch: ArrayLike, d_in: ArrayLike, d_out: ArrayLike) -> float | FloatArray:
     """``[B, D] x [D, F]`` costs ``2 B D F`` FLOPs (a multiply and an add per term)."""
     B, D, F = _sizes(batch, d_in, d_out)
     return as_output(2.0 * B * D * F)
 
 
+@contract(d_in=POSITIVE, d_out=POSITIVE)
 def matmul_bytes(
     batch: ArrayLike,
     d_in: ArrayLike,
@@ -80,6 +86,7 @@ def matmul_bytes(
     return as_output(activation * (B * D + B * F) + bytes_per_element(weight_dtype) * D * F)
 
 
+@contract(flops=AMOUNT, bytes_moved=AMOUNT)
 def roofline_time(
     flops: ArrayLike,
     bytes_moved: ArrayLike,
@@ -100,6 +107,7 @@ def roofline_time(
     return RooflineTime(flops_array / achieved_flops, bytes_array / achieved_bw)
 
 
+@contract(d_in=POSITIVE, d_out=POSITIVE)
 def matmul_time(
     batch: ArrayLike,
     d_in: ArrayLike,
@@ -123,6 +131,7 @@ def matmul_time(
     )
 
 
+@contract()
 def critical_batch(
     chip: str | Chip, compute_dtype: str = "bf16", weight_dtype: str | None = None
 ) -> float:
@@ -137,6 +146,7 @@ def critical_batch(
     return spec.peak(compute_dtype) * weight_bytes / (2.0 * spec.hbm_bandwidth_bytes_per_s)
 
 
+@contract()
 def decode_weight_time(
     model: str | ModelConfig,
     batch: ArrayLike,

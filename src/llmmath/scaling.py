@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_output, fraction, positive
+from .contracts import AMOUNT, POSITIVE, RESULT, SCALAR, Instance, checked, contract, each
 from .hardware import Chip, get_chip
 from .training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
 from .units import SECONDS_PER_HOUR
@@ -43,6 +44,7 @@ INFERENCE_FLOPS_PER_PARAM_TOKEN = 2.0
 
 
 # ---- training compute, time and cost ------------------------------------------------------
+@contract(flops=AMOUNT, n_chips=POSITIVE)
 def training_time_s(
     flops: ArrayLike,
     n_chips: ArrayLike,
@@ -58,6 +60,7 @@ def training_time_s(
     return as_output(C / (n * get_chip(chip).peak(dtype) * u))
 
 
+@contract(flops=AMOUNT)
 def training_chip_hours(
     flops: ArrayLike, chip: str | Chip, mfu: ArrayLike, dtype: str = "bf16"
 ) -> float | FloatArray:
@@ -65,6 +68,7 @@ def training_chip_hours(
     return as_output(np.asarray(training_time_s(flops, 1.0, chip, mfu, dtype)) / SECONDS_PER_HOUR)
 
 
+@contract(flops=AMOUNT)
 def training_cost_usd(
     flops: ArrayLike,
     chip: str | Chip,
@@ -79,6 +83,7 @@ def training_cost_usd(
 
 # ---- Chinchilla: the table and the fit ----------------------------------------------------
 @dataclass(frozen=True)
+@checked(**each(SCALAR, "params flops tokens"))
 class Table3Row:
     """One row of Chinchilla's Table 3: a model size, its estimated compute-optimal FLOPs and
     tokens (Hoffmann et al. 2022, arXiv 2203.15556, Table 3, approach 1)."""
@@ -108,6 +113,7 @@ TABLE3: tuple[Table3Row, ...] = (
 RULE_OF_THUMB_TOKENS_PER_PARAM = 20.0
 
 
+@contract(params=AMOUNT, tokens_per_param=AMOUNT)
 def rule_of_thumb_tokens(
     params: ArrayLike, tokens_per_param: ArrayLike = 20.0
 ) -> float | FloatArray:
@@ -116,6 +122,7 @@ def rule_of_thumb_tokens(
 
 
 @dataclass(frozen=True)
+@checked(**each(SCALAR, "E A B alpha beta"))
 class ChinchillaFit:
     """``L(N, D) = E + A / N^alpha + B / D^beta`` (loss in nats per token)."""
 
@@ -142,6 +149,7 @@ CHINCHILLA_FIT = ChinchillaFit(
 )
 
 
+@contract(params=AMOUNT, tokens=AMOUNT, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
 def loss(
     params: ArrayLike, tokens: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT
 ) -> float | FloatArray:
@@ -152,6 +160,7 @@ def loss(
 
 
 @dataclass(frozen=True)
+@checked(**each(RESULT, "params tokens loss"))
 class Allocation:
     """A model size and its training tokens, with the compute and loss they imply."""
 
@@ -168,6 +177,7 @@ class Allocation:
         return self.tokens / self.params
 
 
+@contract(flops=AMOUNT, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
 def compute_optimal(flops: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT) -> Allocation:
     """The fit's loss-minimising N and D for a compute budget ``C = 6 N D``.
 
@@ -194,6 +204,7 @@ def _target(target_loss: ArrayLike, fit: ChinchillaFit) -> FloatArray:
     return L
 
 
+@contract(target_loss=AMOUNT, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
 def min_params_for_loss(
     target_loss: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT
 ) -> float | FloatArray:
@@ -203,6 +214,12 @@ def min_params_for_loss(
     return as_output((fit.A / (L - fit.E)) ** (1.0 / fit.alpha))
 
 
+@contract(
+    infinite_ok=True,
+    params=AMOUNT,
+    target_loss=AMOUNT,
+    fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
+)
 def tokens_for_loss(
     params: ArrayLike, target_loss: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT
 ) -> float | FloatArray:
@@ -219,6 +236,7 @@ def tokens_for_loss(
 
 # ---- training plus inference -------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(**each(RESULT, "params tokens training_flops inference_flops"))
 class LifetimeCompute:
     """Training and lifetime-inference FLOPs of models that all reach one target loss."""
 
@@ -247,6 +265,15 @@ def _inference_tokens(
     return np.asarray((T + R) * w, dtype=np.float64)
 
 
+@contract(
+    infinite_ok=True,
+    params=AMOUNT,
+    target_loss=AMOUNT,
+    inference_tokens=AMOUNT,
+    rl_rollout_tokens=AMOUNT,
+    inference_flop_weight=AMOUNT,
+    fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
+)
 def lifetime_compute(
     params: ArrayLike,
     target_loss: ArrayLike,
@@ -278,6 +305,14 @@ def lifetime_compute(
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 
 
+@contract(
+    infinite_ok=True,
+    target_loss=AMOUNT,
+    inference_tokens=AMOUNT,
+    rl_rollout_tokens=AMOUNT,
+    inference_flop_weight=AMOUNT,
+    fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
+)
 def inference_aware_optimum(
     target_loss: ArrayLike,
     inference_tokens: ArrayLike,
@@ -313,6 +348,14 @@ def inference_aware_optimum(
     return lifetime_compute(np.exp(0.5 * (lo + hi)), L, T, fit=fit)
 
 
+@contract(
+    infinite_ok=True,
+    target_loss=AMOUNT,
+    inference_tokens=AMOUNT,
+    rl_rollout_tokens=AMOUNT,
+    inference_flop_weight=AMOUNT,
+    fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
+)
 def overtraining_factor(
     target_loss: ArrayLike,
     inference_tokens: ArrayLike,

@@ -43,6 +43,7 @@ from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, choice, positive
 from .chip_prices import cost_per_million_tokens_usd
+from .contracts import AMOUNT, RESULT, OneOf, checked, contract, each
 from .deployment import (
     Deployment,
     DoesNotFitError,
@@ -71,6 +72,13 @@ def _flag(name: str, value: object) -> bool:
 
 # ---- one decode step ------------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(
+    **each(
+        RESULT,
+        "batch context weight_read_s kv_read_s matmul_compute_s attention_compute_s tp_s ep_s pp_s flops bytes_read hbm_needed_bytes",
+    ),
+    overlap=OneOf(OVERLAP_RULES),
+)
 class DecodeStep:
     """One decode step of ``batch`` sequences at ``context``, per chip; arrays broadcast.
 
@@ -195,6 +203,7 @@ class DecodeStep:
         return np.asarray(cost, dtype=np.float64)
 
 
+@contract(overlap=OneOf(OVERLAP_RULES))
 def decode_step(
     deployment: Deployment,
     batch: ArrayLike,
@@ -257,6 +266,10 @@ def decode_step(
 
 # ---- prefill --------------------------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(
+    **each(RESULT, "prompt_tokens batch compute_s memory_s communication_s pp_s flops bytes_moved"),
+    overlap=OneOf(OVERLAP_RULES),
+)
 class PrefillStep:
     """Prefill of ``batch`` prompts of ``prompt_tokens``: one forward pass over all of them."""
 
@@ -297,6 +310,7 @@ class PrefillStep:
         return self.batch * self.prompt_tokens / self.time_s
 
 
+@contract(prompt_tokens=AMOUNT, overlap=OneOf(OVERLAP_RULES))
 def prefill(
     deployment: Deployment,
     prompt_tokens: ArrayLike,

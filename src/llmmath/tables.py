@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .contracts import contract
 from .hardware import get_chip, list_chips
 from .models import get_model, list_models
 
@@ -16,6 +17,7 @@ def _peaks(peaks: dict[str, float]) -> str:
     return ", ".join(f"{dtype} {value / 1e12:,.0f}" for dtype, value in peaks.items())
 
 
+@contract()
 def hardware_markdown() -> str:
     """One row per chip: dense peaks, HBM, bandwidths, critical intensity, source and date."""
     header = [
@@ -48,6 +50,7 @@ def hardware_markdown() -> str:
     return _markdown(header, rows)
 
 
+@contract()
 def model_markdown() -> str:
     """One row per model preset: shape, parameters, attention kind, KV bytes per token."""
     header = [

@@ -29,9 +29,24 @@ from numpy.typing import ArrayLike
 
 from . import collectives
 from ._checks import FloatArray, as_output, fraction, positive, positive_int
+from .contracts import (
+    AMOUNT,
+    CHIPS,
+    NAME,
+    RESULT,
+    SCALAR,
+    SCALAR_FRACTION,
+    AnyOf,
+    Instance,
+    OneOf,
+    Real,
+    checked,
+    contract,
+    each,
+)
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
-from .models import ModelConfig, get_model, list_models
+from .models import MODEL, ModelConfig, get_model, list_models
 from .placement import (
     Group,
     Layout,
@@ -41,13 +56,18 @@ from .placement import (
     groups,
     layers_per_stage,
 )
-from .training_memory import recompute_flops_fraction
+from .training_memory import ACTIVATION_MODES, recompute_flops_fraction
 
 #: Forward (2) plus backward (4) FLOPs per parameter and token.
 TRAINING_FLOPS_PER_PARAM_TOKEN = 6.0
 
 
 # ---- the pipeline bubble ------------------------------------------------------------------
+@contract(
+    stages=Real(low=1.0, low_open=False, integer=True),
+    microbatches=Real(low=1.0, low_open=False, integer=True),
+    virtual_stages=Real(low=1.0, low_open=False, integer=True),
+)
 def pipeline_bubble_fraction(
     stages: ArrayLike, microbatches: ArrayLike, virtual_stages: ArrayLike = 1
 ) -> float | FloatArray:
@@ -73,6 +93,7 @@ def _at_least_one(name: str, value: ArrayLike) -> FloatArray:
 
 # ---- communication and the step -------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(**each(NAME, "kind collective link"), bytes_per_gpu=RESULT, time_s=RESULT)
 class Communication:
     """One kind of parallelism's traffic in a step: the collective, bytes each GPU sends, the
     time (a floor) and the link it loads."""
@@ -85,6 +106,11 @@ class Communication:
 
 
 @dataclass(frozen=True)
+@checked(
+    **each(RESULT, "compute_s bubble_s tokens model_flop_per_gpu"),
+    communication=Instance(dict),
+    peak_flop_per_s=SCALAR,
+)
 class TrainingStep:
     """Time of one training step, per GPU: compute, the pipeline bubble and communication.
 
@@ -126,6 +152,7 @@ class TrainingStep:
         return self.model_flop_per_gpu / (self.peak_flop_per_s * self.upper_s)
 
 
+@contract(params=AnyOf((AMOUNT, MODEL)), tokens=AMOUNT, activations=OneOf(ACTIVATION_MODES, "mode"))
 def training_flops(
     params: ArrayLike | str | ModelConfig, tokens: ArrayLike, activations: str = "stored"
 ) -> float | FloatArray:
@@ -146,6 +173,13 @@ def training_flops(
     return as_output(per_token * (1 + recompute_flops_fraction(activations)) * T)
 
 
+@contract(
+    global_batch_tokens=AMOUNT,
+    microbatches=CHIPS,
+    activations=OneOf(ACTIVATION_MODES, "mode"),
+    weight_bytes_per_param=SCALAR,
+    grad_bytes_per_param=SCALAR,
+)
 def training_communication(
     model: str | ModelConfig,
     layout: Layout,
@@ -265,6 +299,14 @@ def _dp_sync(
     return time, np.asarray(sent)
 
 
+@contract(
+    global_batch_tokens=AMOUNT,
+    microbatches=CHIPS,
+    activations=OneOf(ACTIVATION_MODES, "mode"),
+    flops_efficiency=SCALAR_FRACTION,
+    weight_bytes_per_param=SCALAR,
+    grad_bytes_per_param=SCALAR,
+)
 def training_step(
     model: str | ModelConfig,
     layout: Layout,
@@ -317,6 +359,7 @@ def training_step(
     )
 
 
+@contract()
 def tp_critical_degree(
     model: str | ModelConfig,
     chip: str | Chip,
@@ -342,6 +385,7 @@ def tp_critical_degree(
     return 1.0 + 6.0 * per_layer * W / (8.0 * b * spec.d_model * C)
 
 
+@contract()
 def dp_critical_batch(
     chip: str | Chip,
     n_chips: int,

@@ -17,6 +17,20 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_output, choice, positive, positive_int
+from .contracts import (
+    AMOUNT,
+    CHIPS,
+    RESULT,
+    SCALAR,
+    SCALAR_POSITIVE,
+    Count,
+    OneOf,
+    Optional,
+    Real,
+    checked,
+    contract,
+    each,
+)
 from .dtypes import bytes_per_element
 from .models import ModelConfig, get_model
 from .placement import Layout, _Fits, _stage_loads, dense_params, expert_params
@@ -29,6 +43,7 @@ ADAM_MIXED_BYTES_PER_PARAM = {"weights": 2.0, "grads": 2.0, "optimizer": 12.0}
 
 
 @dataclass(frozen=True)
+@checked(**each(RESULT, "weights_bytes grads_bytes optimizer_bytes activations_bytes"))
 class TrainingMemory(_Fits):
     """Bytes per GPU while training: model state (weights, gradients, optimizer) and the
     activations kept for the backward pass. Buffers, fragmentation and the logits are left out."""
@@ -55,6 +70,14 @@ class TrainingMemory(_Fits):
         }
 
 
+@contract(
+    n_params=AMOUNT,
+    dp=Real(low=1.0, low_open=False, integer=True),
+    zero_stage=Count(low=0, high=3),
+    weight_bytes_per_param=SCALAR,
+    grad_bytes_per_param=SCALAR,
+    optimizer_bytes_per_param=SCALAR,
+)
 def model_state_bytes(
     n_params: ArrayLike,
     dp: ArrayLike = 1,
@@ -85,6 +108,7 @@ def model_state_bytes(
     )
 
 
+@contract()
 def activation_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> float:
     """Activations one token leaves for the backward pass, summed over all layers.
 
@@ -112,6 +136,12 @@ def activation_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") ->
     return float(elements * bytes_per_element(dtype))
 
 
+@contract(
+    tokens=AMOUNT,
+    mode=OneOf(ACTIVATION_MODES, "mode"),
+    n_layers=Optional(SCALAR_POSITIVE),
+    microbatches_in_flight=CHIPS,
+)
 def activation_memory_bytes(
     model: str | ModelConfig,
     tokens: ArrayLike,
@@ -154,6 +184,7 @@ def activation_memory_bytes(
     return as_output(kept / shards)
 
 
+@contract(mode=OneOf(ACTIVATION_MODES, "mode"))
 def recompute_flops_fraction(mode: str) -> float:
     """Extra training FLOPs over ``6 P`` per token: 0 when activations are stored; one more
     forward pass, ``2P / 6P = 1/3``, for checkpointing, and the same for reversible layers,
@@ -161,6 +192,14 @@ def recompute_flops_fraction(mode: str) -> float:
     return 0.0 if choice("mode", mode, ACTIVATION_MODES) == "stored" else 1.0 / 3.0
 
 
+@contract(
+    global_batch_tokens=AMOUNT,
+    microbatches=CHIPS,
+    activations=OneOf(ACTIVATION_MODES, "mode"),
+    weight_bytes_per_param=SCALAR,
+    grad_bytes_per_param=SCALAR,
+    optimizer_bytes_per_param=SCALAR,
+)
 def training_memory(
     model: str | ModelConfig,
     layout: Layout,

@@ -1,0 +1,372 @@
+"""Declared contracts: every public callable states its parameters' constraints once.
+
+In the manner of scikit-learn's ``validate_params``: ``@contract(batch=Real(), chip=CHIP)``
+checks each argument on entry and fails with a message that names the function, the
+parameter, what is allowed and what was given. Array arguments of one call must broadcast
+together (the message names both). A result that is not finite (an overflow from finite
+inputs) is an error naming the input that caused it, never an inf or NaN handed back.
+Result records declare their fields with :func:`checked`, validated on construction.
+
+>>> from llmmath.contracts import Real, contract
+>>> @contract(x=Real())
+... def double(x):
+...     return 2 * x
+>>> double(-1.0)
+Traceback (most recent call last):
+...
+ValueError: contracts.double(): x must be finite and > 0 and <= 1e+30; got -1.0
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import fields, is_dataclass
+from types import FunctionType
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ._checks import NotFinite
+from ._constraints import (
+    AMOUNT,
+    CHIPS,
+    FLAG,
+    FRACTION,
+    MAX_CHIPS,
+    MAX_COUNT,
+    MAX_REAL,
+    MAX_REPEATS,
+    NAME,
+    NOTE,
+    POSITIVE,
+    RESULT,
+    RESULT_OR_INF,
+    SCALAR,
+    SCALAR_FRACTION,
+    SCALAR_POSITIVE,
+    WHOLE,
+    AnyOf,
+    Constraint,
+    Count,
+    Flag,
+    Function,
+    Instance,
+    Later,
+    Nothing,
+    OneOf,
+    Optional,
+    PathLike,
+    Real,
+    SequenceOf,
+    Text,
+    describe,
+    span,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
+
+
+# ---- functions --------------------------------------------------------------------------
+#: What a parameter of a common name accepts wherever it appears (``chip``, ``batch``,
+#: ``weight_dtype``...), registered by the module that owns the kind; a contract declares
+#: only its other parameters, or overrides one of these.
+VOCABULARY: dict[str, Constraint] = {}
+
+
+def vocabulary(**constraints: Constraint) -> None:
+    """Register what parameters of these names accept, everywhere in the package."""
+    VOCABULARY.update(constraints)
+
+
+def resolve(
+    where: str, params: Mapping[str, inspect.Parameter], declared: dict[str, Constraint]
+) -> dict[str, Constraint]:
+    """Every parameter's constraint: declared, else from :data:`VOCABULARY`, else (for a
+    ``bool``) :data:`FLAG`; a parameter whose default is ``None`` also accepts ``None``. A parameter with neither is an error
+    at import, so no public callable goes unchecked."""
+    unknown = sorted(set(declared) - set(params))
+    missing = [n for n in params if n not in declared and n not in VOCABULARY]
+    missing = [n for n in missing if params[n].annotation not in ("bool", bool)]
+    missing = [n for n in missing if n not in ("self", "cls")]
+    if unknown or missing:
+        raise TypeError(f"contract for {where}: no parameter {unknown}; undeclared {missing}")
+    constraints = {}
+    for name, param in params.items():
+        if name in ("self", "cls"):
+            continue
+        constraint = declared.get(name) or VOCABULARY.get(name) or FLAG  # FLAG: a bool
+        if param.default is None and constraint.problem(None) is not None:
+            constraint = Optional(constraint)
+        constraints[name] = constraint
+    return constraints
+
+
+class Contract:
+    """One callable's declared constraints, checked on every call."""
+
+    def __init__(
+        self, func: Callable[..., Any], constraints: dict[str, Constraint], infinite_ok: bool
+    ) -> None:
+        self.func = func
+        self.infinite_ok = infinite_ok
+        self.name = f"{func.__module__.removeprefix('llmmath.')}.{func.__qualname__}()"
+        self.signature = inspect.signature(func)
+        params = self.signature.parameters
+        self.constraints = resolve(self.name, params, constraints)
+        self.positional = [
+            name
+            for name, p in params.items()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        self.varkw = next((n for n, p in params.items() if p.kind == p.VAR_KEYWORD), None)
+        self.arrays = [n for n, c in self.constraints.items() if _takes_arrays(c)]
+
+    def check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Each argument against its constraint, then the array arguments' shapes."""
+        for name, value in zip(self.positional, args, strict=False):
+            self._check(name, value)
+        for name, value in kwargs.items():
+            if name in self.constraints and name != self.varkw:
+                self._check(name, value)
+            elif self.varkw is not None:
+                self._check(self.varkw, value, shown=name)
+        if len(self.arrays) > 1:
+            self._check_shapes(args, kwargs)
+
+    def _check(self, name: str, value: object, shown: str | None = None) -> None:
+        constraint = self.constraints[name]
+        problem = constraint.problem(value)
+        if problem is not None:
+            message = constraint.message(f"{self.name}: {shown or name}", value, problem)
+            raise problem[0](message)
+
+    def _check_shapes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        given = dict(zip(self.positional, args, strict=False)) | kwargs
+        shaped = [(n, np.shape(given[n])) for n in self.arrays if n in given]
+        shaped = [(n, s) for n, s in shaped if s]
+        for index, (name, shape) in enumerate(shaped[1:], start=1):
+            try:
+                np.broadcast_shapes(*(s for _, s in shaped[: index + 1]))
+            except ValueError:
+                others = " and ".join(f"{n} {s}" for n, s in shaped[:index])
+                raise ValueError(
+                    f"{self.name}: the shapes of {others} and {name} {shape} do not broadcast "
+                    "together (use matching shapes, or [:, None] for a grid)"
+                ) from None
+
+    def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self.check_arguments(args, kwargs)
+        try:
+            result = self.func(*args, **kwargs)
+        except NotFinite as error:
+            raise self._overflow(args, kwargs, str(error)) from error
+        if not _finite(result, self.infinite_ok):
+            raise self._overflow(args, kwargs, f"the result is {_nonfinite_part(result)}")
+        return result
+
+    def _overflow(self, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> NotFinite:
+        culprits = self._culprits(args, kwargs)
+        named = ", ".join(f"{n}={describe(v)}" for n, v in culprits.items())
+        return NotFinite(
+            f"{self.name}: {named} is too extreme: the result overflows ({what}); "
+            "use values of a realistic size"
+        )
+
+    def _culprits(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, object]:
+        """The numeric inputs that, set back to a typical value, make the result finite."""
+        bound = self.signature.bind(*args, **kwargs).arguments
+        numeric = {n: v for n, v in bound.items() if _is_numeric(self.constraints.get(n))}
+        found = {}
+        for name in numeric:
+            typical = self.constraints[name].examples()[0]
+            try:
+                result = self.func(**(bound | {name: typical}))
+            except Exception:
+                continue
+            if _finite(result, self.infinite_ok):
+                found[name] = numeric[name]
+        return found or numeric or dict(bound)
+
+
+def _takes_arrays(constraint: Constraint) -> bool:
+    if isinstance(constraint, AnyOf):
+        return any(_takes_arrays(option) for option in constraint.options)
+    return isinstance(constraint, Real) and not constraint.scalar
+
+
+def _is_numeric(constraint: Constraint | None) -> bool:
+    if isinstance(constraint, AnyOf):
+        return any(_is_numeric(option) for option in constraint.options)
+    return isinstance(constraint, Real | Count)
+
+
+def _finite(result: object, infinite_ok: bool = False) -> bool:
+    """No inf or NaN in ``result`` (a number, an array, or a tuple, list or dict of them);
+    with ``infinite_ok``, no NaN."""
+    ok = (lambda x: not np.isnan(x)) if infinite_ok else np.isfinite
+    if isinstance(result, float | np.floating):
+        return bool(ok(result))
+    if isinstance(result, np.ndarray) and result.dtype.kind == "f" and result.size:
+        return bool(ok(result.min()) and ok(result.max()))
+    if isinstance(result, tuple | list):
+        return all(_finite(item, infinite_ok) for item in result)
+    if isinstance(result, dict):
+        return all(_finite(item, infinite_ok) for item in result.values())
+    return True
+
+
+def _nonfinite_part(result: object) -> str:
+    values = np.asarray(result, dtype=float) if not isinstance(result, dict) else np.nan
+    return "NaN" if np.any(np.isnan(values)) else "inf"
+
+
+def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callable[[F], F]:
+    """Declare ``func``'s parameters' constraints; check them (and the result) on each call.
+
+    The result must be finite, or, with ``infinite_ok`` (e.g. a batch limit where nothing
+    limits it), at least not NaN.
+
+    The wrapper shares ``func``'s globals, so doctest and ``literalinclude`` still find it.
+    """
+
+    def decorate(func: F) -> F:
+        spec = Contract(func, constraints, infinite_ok)
+        call = spec.call
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return call(args, kwargs)
+
+        code, closure = wrapper.__code__, wrapper.__closure__
+        rebuilt = FunctionType(code, func.__globals__, func.__name__, None, closure)
+        functools.update_wrapper(rebuilt, func)
+        rebuilt.__contract__ = spec  # type: ignore[attr-defined]
+        return rebuilt  # type: ignore[return-value]
+
+    return decorate
+
+
+# ---- result records ---------------------------------------------------------------------
+class RecordContract:
+    """A record's declared fields, checked in ``__post_init__``."""
+
+    def __init__(self, kind: type, constraints: dict[str, Constraint]) -> None:
+        self.kind = kind
+        self.declared = constraints
+        self._constraints: dict[str, Constraint] | None = None
+
+    @property
+    def constraints(self) -> dict[str, Constraint]:
+        """Every field's constraint (resolved on first use: the dataclass is built by then)."""
+        if self._constraints is None:
+            params = inspect.signature(self.kind).parameters
+            self._constraints = resolve(self.kind.__name__, params, self.declared)
+        return self._constraints
+
+    def check(self, record: object) -> None:
+        label = getattr(record, "name", None)
+        where = self.kind.__name__ + (f" {label}" if isinstance(label, str) else "")
+        for name, constraint in self.constraints.items():
+            value = getattr(record, name)
+            problem = constraint.problem(value)
+            if problem is not None:
+                kind = problem[0]
+                if isinstance(value, float | np.floating | np.ndarray) and not _finite(value):
+                    kind = NotFinite  # an overflow upstream: the caller's contract names it
+                raise kind(constraint.message(f"{where}: {name}", value, problem))
+
+
+def checked(**constraints: Constraint) -> Callable[[C], C]:
+    """Validate a (frozen) dataclass's fields on construction; place it under ``@dataclass``.
+
+    A record built inside a function from values that overflowed raises :class:`NotFinite`,
+    which that function's contract reports under the input that caused it.
+    """
+
+    def decorate(cls: C) -> C:
+        spec = RecordContract(cls, constraints)
+        original = cls.__dict__.get("__post_init__")
+
+        def __post_init__(self: Any) -> None:  # noqa: N807 (the dataclass hook)
+            spec.check(self)
+            if original is not None:
+                original(self)
+
+        cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
+        cls.__contract__ = spec  # type: ignore[attr-defined]
+        return cls
+
+    return decorate
+
+
+def each(constraint: Constraint, names: str) -> dict[str, Constraint]:
+    """The same constraint for several space-separated names: ``**each(RESULT, "a b")``."""
+    return dict.fromkeys(names.split(), constraint)
+
+
+vocabulary(
+    **each(FRACTION, "flops_efficiency bandwidth_efficiency network_efficiency mfu utilisation"),
+    memory_fraction=FRACTION,
+    **each(CHIPS, "n_chips tp dp pp ep ep_width per_domain"),
+    **each(NOTE, "source source_date latency_source"),
+    repeats=Count(high=MAX_REPEATS),
+    batch=POSITIVE,
+    context=AMOUNT,
+    usd_per_chip_hour=POSITIVE,
+    allow_overflow=FLAG,
+    markup=AMOUNT,
+    context_gap_tokens=AMOUNT,
+)
+
+
+def record_fields(cls: type) -> list[str]:
+    """Every init field of a dataclass (the common test checks each one is declared)."""
+    return [f.name for f in fields(cls) if f.init] if is_dataclass(cls) else []
+
+
+__all__ = [
+    "VOCABULARY",
+    "vocabulary",
+    "AMOUNT",
+    "CHIPS",
+    "FLAG",
+    "FRACTION",
+    "MAX_CHIPS",
+    "MAX_COUNT",
+    "MAX_REAL",
+    "MAX_REPEATS",
+    "NAME",
+    "NOTE",
+    "POSITIVE",
+    "RESULT",
+    "RESULT_OR_INF",
+    "SCALAR",
+    "SCALAR_FRACTION",
+    "SCALAR_POSITIVE",
+    "AnyOf",
+    "Constraint",
+    "Contract",
+    "Count",
+    "Flag",
+    "Function",
+    "Instance",
+    "Later",
+    "NotFinite",
+    "Nothing",
+    "OneOf",
+    "Optional",
+    "PathLike",
+    "Real",
+    "RecordContract",
+    "SequenceOf",
+    "Text",
+    "WHOLE",
+    "checked",
+    "contract",
+    "each",
+    "span",
+    "describe",
+    "record_fields",
+]
