@@ -79,6 +79,7 @@ class Real(Constraint):
     low_open: bool = True
     integer: bool = False
     scalar: bool = False
+    ndarray: bool = False  # a numpy array only (internal steps that index their inputs)
 
     @property
     def allowed(self) -> str:  # type: ignore[override]
@@ -93,9 +94,13 @@ class Real(Constraint):
 
     @property
     def kind(self) -> str:
+        if self.ndarray:
+            return "a numpy array of numbers"
         return "a single number" if self.scalar else "a number or an array of numbers"
 
     def problem(self, value: object) -> Problem | None:
+        if self.ndarray and not isinstance(value, np.ndarray | np.integer | np.floating):
+            return TypeError, self.kind, describe(value)
         if isinstance(value, int | float | np.integer | np.floating) and not isinstance(
             value, bool | np.bool_
         ):
@@ -133,15 +138,19 @@ class Real(Constraint):
         return below | ~(array <= self.high) | np.isnan(array)
 
     def examples(self) -> tuple[object, ...]:
-        return (1.0 if self.low < 1.0 <= self.high else float(np.ceil(self.low + 1e-9)),)
+        typical = 1.0 if self.low < 1.0 <= self.high else float(np.ceil(self.low + 1e-9))
+        return (np.array([typical]) if self.ndarray else typical,)
 
     def extremes(self) -> tuple[object, ...]:
         smallest = self.low + (max(1e-9, abs(self.low) * 1e-9) if self.low_open else 0.0)
         values = [float(np.ceil(smallest)) if self.integer else smallest, self.high]
+        values = [np.array([v]) if self.ndarray else v for v in values]
         return tuple(v for v in values if self.problem(v) is None)
 
     def bad(self) -> tuple[object, ...]:
-        values: list[object] = [None, "1", True, np.True_, np.nan, np.inf, -np.inf, 1e300]
+        values: list[object] = [None, "1", True, np.True_, np.nan, -np.inf]
+        values += [np.inf] if self.high < np.inf else []
+        values += [self.high * 10] if self.high < sys.float_info.max / 10 else []
         values += [self.low - 1.0, np.array([True, False]), complex(1, 1), np.array(["a"])]
         values += [{"x": 1}, self.low - 1e-6 if not self.low_open else self.low]
         if self.integer:
@@ -291,6 +300,10 @@ class PathLike(Constraint):
     """A file path: a non-empty ``str`` or an ``os.PathLike``."""
 
     allowed = "a path (str or os.PathLike)"
+    example: Callable[[], object] | None = None
+
+    def examples(self) -> tuple[object, ...]:
+        return (self.example(),) if self.example else ()
 
     def problem(self, value: object) -> Problem | None:
         if (isinstance(value, str) and value) or isinstance(value, os.PathLike):
@@ -397,6 +410,36 @@ class SequenceOf(Constraint):
 
     def bad(self) -> tuple[object, ...]:
         return (None, [], "ab", [None], 3)
+
+
+@dataclass(frozen=True)
+class MappingOf(Constraint):
+    """A non-empty dict whose keys meet ``key`` and values meet ``value``."""
+
+    key: Constraint
+    value: Constraint
+    example: Callable[[], object] | None = None
+
+    @property
+    def allowed(self) -> str:  # type: ignore[override]
+        return f"a non-empty dict of {self.key.allowed} to {self.value.allowed}"
+
+    def problem(self, value: object) -> Problem | None:
+        if not isinstance(value, dict):
+            return self.refuse(TypeError, value)
+        if not value:
+            return ValueError, self.allowed, "an empty dict"
+        for key, item in value.items():
+            problem = self.key.problem(key) or self.value.problem(item)
+            if problem:
+                return problem[0], self.allowed, f"{key!r}: {problem[2]}"
+        return None
+
+    def examples(self) -> tuple[object, ...]:
+        return (self.example(),) if self.example else ()
+
+    def bad(self) -> tuple[object, ...]:
+        return (None, {}, "ab", {"no-such-key": 1.0}, {3: 1.0})
 
 
 def span(constraint: Constraint) -> AnyOf:

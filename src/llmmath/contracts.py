@@ -54,6 +54,7 @@ from ._constraints import (
     Function,
     Instance,
     Later,
+    MappingOf,
     Nothing,
     OneOf,
     Optional,
@@ -137,25 +138,15 @@ class Contract:
             self._check_shapes(args, kwargs)
 
     def _check(self, name: str, value: object, shown: str | None = None) -> None:
-        constraint = self.constraints[name]
-        problem = constraint.problem(value)
-        if problem is not None:
+        constraint = self.constraints.get(name)
+        problem = constraint.problem(value) if constraint is not None else None
+        if constraint is not None and problem is not None:
             message = constraint.message(f"{self.name}: {shown or name}", value, problem)
             raise problem[0](message)
 
     def _check_shapes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         given = dict(zip(self.positional, args, strict=False)) | kwargs
-        shaped = [(n, np.shape(given[n])) for n in self.arrays if n in given]
-        shaped = [(n, s) for n, s in shaped if s]
-        for index, (name, shape) in enumerate(shaped[1:], start=1):
-            try:
-                np.broadcast_shapes(*(s for _, s in shaped[: index + 1]))
-            except ValueError:
-                others = " and ".join(f"{n} {s}" for n, s in shaped[:index])
-                raise ValueError(
-                    f"{self.name}: the shapes of {others} and {name} {shape} do not broadcast "
-                    "together (use matching shapes, or [:, None] for a grid)"
-                ) from None
+        check_shapes(self.name, [(n, given[n]) for n in self.arrays if n in given])
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self.check_arguments(args, kwargs)
@@ -189,6 +180,21 @@ class Contract:
             if _finite(result, self.infinite_ok):
                 found[name] = numeric[name]
         return found or numeric or dict(bound)
+
+
+def check_shapes(where: str, named: list[tuple[str, object]]) -> None:
+    """The arrays among ``named`` (name, value) pairs must broadcast together."""
+    shaped = [(n, np.shape(v)) for n, v in named]
+    shaped = [(n, s) for n, s in shaped if s]
+    for index, (name, shape) in enumerate(shaped[1:], start=1):
+        try:
+            np.broadcast_shapes(*(s for _, s in shaped[: index + 1]))
+        except ValueError:
+            others = " and ".join(f"{n} {s}" for n, s in shaped[:index])
+            raise ValueError(
+                f"{where}: the shapes of {others} and {name} {shape} do not broadcast "
+                "together (use matching shapes, or [:, None] for a grid)"
+            ) from None
 
 
 def _takes_arrays(constraint: Constraint) -> bool:
@@ -276,6 +282,8 @@ class RecordContract:
                 if isinstance(value, float | np.floating | np.ndarray) and not _finite(value):
                     kind = NotFinite  # an overflow upstream: the caller's contract names it
                 raise kind(constraint.message(f"{where}: {name}", value, problem))
+        arrays = [(n, getattr(record, n)) for n, c in self.constraints.items() if _takes_arrays(c)]
+        check_shapes(where, arrays)
 
 
 def checked(**constraints: Constraint) -> Callable[[C], C]:
@@ -353,6 +361,7 @@ __all__ = [
     "Function",
     "Instance",
     "Later",
+    "MappingOf",
     "NotFinite",
     "Nothing",
     "OneOf",

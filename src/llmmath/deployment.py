@@ -24,7 +24,6 @@ from . import collectives
 from ._checks import FloatArray, fraction, positive, positive_int
 from .chip_prices import price_or_example
 from .contracts import (
-    AMOUNT,
     NAME,
     RESULT,
     SCALAR,
@@ -33,6 +32,7 @@ from .contracts import (
     Count,
     Instance,
     Optional,
+    Real,
     checked,
     contract,
     each,
@@ -200,7 +200,7 @@ class Deployment:
         return price_or_example(self.chip, self.usd_per_chip_hour)
 
 
-@contract(name=NAME)
+@contract(model=Instance(ModelConfig), name=NAME)
 def check_context(model: ModelConfig, context: ArrayLike, name: str = "context") -> FloatArray:
     T = positive(name, context, allow_zero=True)
     if np.any(model.max_context < T):
@@ -218,7 +218,7 @@ DEPLOYMENT = Instance(
 vocabulary(deployment=DEPLOYMENT, dep=DEPLOYMENT)
 
 
-@contract(tokens=AMOUNT)
+@contract(batch=Real(ndarray=True), tokens=Real(low_open=False, ndarray=True))
 def check_capacity(dep: Deployment, batch: FloatArray, tokens: FloatArray) -> None:
     """Raise unless ``batch`` sequences of ``tokens`` cached tokens fit beside the weights."""
     kv = batch * tokens * dep.kv_bytes_per_token * dep.kv_copies
@@ -269,7 +269,7 @@ def chip_shares(dep: Deployment) -> ChipShares:
     )
 
 
-@contract(split=Instance(ChipShares), tokens=AMOUNT)
+@contract(split=Instance(ChipShares), tokens=Real(low_open=False, ndarray=True))
 def weight_bytes_read_per_chip(
     dep: Deployment, split: ChipShares, tokens: FloatArray
 ) -> FloatArray:
@@ -292,7 +292,7 @@ class StepTraffic:
     pp_s: FloatArray
 
 
-@contract(tokens_per_group=AMOUNT)
+@contract(tokens_per_group=Real(low_open=False, ndarray=True))
 def step_traffic(dep: Deployment, tokens_per_group: FloatArray) -> StepTraffic:
     """Per chip: TP all-reduces (2 a layer), EP all-to-alls (dispatch and combine per MoE
     layer) and the PP hop, for ``tokens_per_group`` tokens of one attention group."""

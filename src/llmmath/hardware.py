@@ -24,6 +24,7 @@ from .contracts import (
     SCALAR_POSITIVE,
     AnyOf,
     Instance,
+    MappingOf,
     OneOf,
     PathLike,
     checked,
@@ -31,6 +32,7 @@ from .contracts import (
     each,
     vocabulary,
 )
+from .dtypes import DTYPE
 
 #: Set this to the path of a TOML file (same shape as data/hardware.toml) to add chips.
 EXTRA_HARDWARE_ENV = "LLMMATH_HARDWARE_FILE"
@@ -40,7 +42,7 @@ EXTRA_HARDWARE_ENV = "LLMMATH_HARDWARE_FILE"
 @checked(
     name=NAME,
     full_name=NOTE,
-    peak_flop_per_s=Instance(dict),
+    peak_flop_per_s=MappingOf(DTYPE, SCALAR_POSITIVE, example=lambda: {"bf16": 1e15}),
     hbm_bytes=SCALAR_POSITIVE,
     **each(
         SCALAR,

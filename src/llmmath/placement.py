@@ -27,6 +27,7 @@ from ._checks import FloatArray, as_output, choice, positive, positive_int
 from .contracts import (
     CHIPS,
     FLAG,
+    NAME,
     RESULT,
     Count,
     Instance,
@@ -50,6 +51,7 @@ class DoesNotFitError(ValueError):
     """Weights (and KV caches, optimizer state or activations) need more HBM than the chips
     hold; ``missing_bytes`` says how many bytes are missing."""
 
+    @contract(message=NAME, missing_bytes=RESULT)
     def __init__(self, message: str, missing_bytes: float) -> None:
         super().__init__(message)
         self.missing_bytes = missing_bytes

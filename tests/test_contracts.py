@@ -1,0 +1,306 @@
+"""The common test: every public callable of the core declares a contract, and bad input
+generated from that contract gets a clean error naming the parameter.
+
+Callables are discovered, not listed: a function or record added to a core module tomorrow
+is covered (or, without a contract, reported here by name) the day it lands.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llmmath import (
+    api_prices,
+    data,
+    deployment,
+    hardware,
+    measure,
+    models,
+    pricing,
+    published,
+    serving,
+)
+from llmmath.contracts import AnyOf, Constraint, Count, Instance, Real, contract
+
+CORE = (
+    "units",
+    "data",
+    "dtypes",
+    "hardware",
+    "models",
+    "roofline",
+    "measure",
+    "collectives",
+    "placement",
+    "deployment",
+    "chip_prices",
+    "serving",
+    "batching",
+    "kv_cache",
+    "moe",
+    "parallelism",
+    "training",
+    "training_memory",
+    "scaling",
+    "pricing",
+    "api_prices",
+    "published",
+    "tables",
+)
+#: These time the machine itself: their valid extremes (a 16k matmul, 1000 repeats) take
+#: minutes by design, so only their bad inputs are tried.
+TIMED = {"measure"}
+
+
+def public_callables() -> Iterator[tuple[str, Callable[..., Any]]]:
+    """Every function and class a core module defines and makes public (``__all__`` where it
+    has one, else every name without a leading underscore)."""
+    for short in CORE:
+        module = importlib.import_module(f"llmmath.{short}")
+        names = getattr(module, "__all__", None) or [n for n in vars(module) if n[0] != "_"]
+        for name in names:
+            obj = getattr(module, name)
+            defined_here = getattr(obj, "__module__", None) == module.__name__
+            if defined_here and (inspect.isfunction(obj) or inspect.isclass(obj)):
+                yield f"{short}.{name}", obj
+
+
+CALLABLES = dict(public_callables())
+
+
+def contract_of(obj: Callable[..., Any]) -> Any:
+    """A function's contract, a record's (its fields), or an exception's (its __init__)."""
+    if inspect.isclass(obj) and "__contract__" not in vars(obj):
+        return getattr(obj.__init__, "__contract__", None)
+    return getattr(obj, "__contract__", None)
+
+
+def test_every_public_callable_declares_a_contract() -> None:
+    missing = sorted(name for name, obj in CALLABLES.items() if contract_of(obj) is None)
+    assert not missing, f"public callables without a contract (add @contract/@checked): {missing}"
+    assert len(CALLABLES) > 150  # discovery works: the core has ~180 public callables
+
+
+def test_a_parameter_nobody_declared_fails_at_import() -> None:
+    with pytest.raises(TypeError, match=r"undeclared \['wingspan'\]"):
+        contract()(lambda wingspan: wingspan)
+
+
+# ---- calls built from the contracts -------------------------------------------------------
+def parameters(obj: Callable[..., Any]) -> dict[str, tuple[Constraint, inspect.Parameter]]:
+    spec = contract_of(obj)
+    params = inspect.signature(obj).parameters
+    return {name: (c, params[name]) for name, c in spec.constraints.items()}
+
+
+def _deployment() -> object:
+    return deployment.Deployment("Llama-3-8B", "H100")
+
+
+#: Valid objects for parameters whose constraint is "an instance of X" with no example of its
+#: own (built here, so the package carries no test fixtures), by class or "function.parameter".
+EXAMPLES: dict[object, Callable[[], object]] = {
+    "chip_from_dict.spec": lambda: dict(data.table("hardware")["H100"]),
+    "model_from_dict.spec": lambda: dict(data.table("models")["Llama-3-8B"]),
+    "load_chips.path": lambda: str(Path(hardware.__file__).parent / "data" / "hardware.toml"),
+    "TrainingStep.communication": dict,
+    hardware.Chip: lambda: hardware.get_chip("H100"),
+    models.ModelConfig: lambda: models.get_model("Llama-3-8B"),
+    pricing.ServingCost: lambda: pricing.serving_cost(_deployment(), 1.0, 128.0),
+    api_prices.PriceSheet: lambda: api_prices.get_price_sheet(api_prices.list_price_sheets()[0]),
+    pricing.Assumptions: pricing.Assumptions,
+    pricing.Range: lambda: pricing.Range(1.0, 2.0),
+    tuple: tuple,
+    published.Comparison: published.decode_comparison,
+    serving.DecodeStep: lambda: serving.decode_step(_deployment(), 1.0, 128.0),
+    deployment.ChipShares: lambda: deployment.chip_shares(_deployment()),
+    measure.MachineRoofline: lambda: measure.MachineRoofline(
+        1e12,
+        1e10,
+        np.array([1.0, 2.0]),
+        64,
+        np.array([1e4, 2e4]),
+        np.array([1e4, 1e4]),
+        np.array([1e-6, 1e-6]),
+    ),
+}
+
+
+def example(where: str, constraint: Constraint) -> object:
+    """The constraint's own typical value, else one from :data:`EXAMPLES`."""
+    if constraint.examples():
+        return constraint.examples()[0]
+    if where in EXAMPLES:
+        return EXAMPLES[where]()
+    options = constraint.options if isinstance(constraint, AnyOf) else (constraint,)
+    for option in options:
+        item = getattr(option, "item", None)  # a SequenceOf(Instance(...))
+        if isinstance(item, Instance) and item.kind in EXAMPLES:
+            return [EXAMPLES[item.kind]()]
+        if isinstance(option, Instance) and option.kind in EXAMPLES:
+            return EXAMPLES[option.kind]()
+    raise AssertionError(f"{where} has no valid example: give its constraint one, or EXAMPLES")
+
+
+def baseline(obj: Callable[..., Any]) -> dict[str, object]:
+    """A valid value for every parameter without a default."""
+    call = {}
+    for name, (constraint, param) in parameters(obj).items():
+        if param.default is inspect.Parameter.empty and param.kind != param.VAR_KEYWORD:
+            call[name] = example(f"{obj.__name__}.{name}", constraint)
+    return call
+
+
+def bad_calls(name: str) -> Iterator[tuple[str, str, object]]:
+    obj = CALLABLES[name]
+    for param, (constraint, kind) in parameters(obj).items():
+        shown = "extra" if kind.kind == kind.VAR_KEYWORD else param
+        for value in constraint.bad():
+            yield shown, param, value
+
+
+def call_with(obj: Callable[..., Any], name: str, value: object) -> object:
+    kwargs = baseline(obj) | {name: value}
+    return obj(**kwargs)
+
+
+def assert_refused(obj: Callable[..., Any], shown: str, value: object) -> None:
+    try:
+        call_with(obj, shown, value)
+    except (TypeError, ValueError) as error:
+        assert shown in str(error), f"{obj.__qualname__}({shown}={value!r}): {error}"
+    else:
+        pytest.fail(f"{obj.__qualname__} accepted {shown}={value!r}")
+
+
+@pytest.mark.parametrize("name", sorted(CALLABLES))
+def test_bad_input_is_refused_naming_the_parameter(name: str) -> None:
+    obj = CALLABLES[name]
+    for shown, _, value in bad_calls(name):
+        assert_refused(obj, shown, value)
+
+
+def invalid_numbers(constraint: Constraint) -> st.SearchStrategy[object]:
+    """Numbers outside a Real or Count range, and arrays hiding one such number."""
+    if isinstance(constraint, AnyOf):
+        numeric = [o for o in constraint.options if isinstance(o, Real | Count)]
+        return invalid_numbers(numeric[0]) if numeric else st.nothing()
+    if isinstance(constraint, Count):
+        below = st.integers(max_value=constraint.low - 1)
+        return below | st.integers(min_value=constraint.high + 1)
+    if not isinstance(constraint, Real):
+        return st.nothing()
+    low, high = constraint.low, constraint.high
+    below = st.floats(max_value=low, exclude_max=not constraint.low_open)
+    above = (
+        st.floats(min_value=high, exclude_min=True) if high < sys.float_info.max else st.nothing()
+    )
+    scalars = below | above | st.just(math.nan)
+    if constraint.scalar:
+        return scalars
+    return st.tuples(scalars, st.integers(0, 4)).map(lambda p: np.insert(np.ones(4), p[1], p[0]))
+
+
+NUMERIC = sorted(
+    name
+    for name, obj in CALLABLES.items()
+    if contract_of(obj) is not None
+    and any(
+        invalid_numbers(c) is not st.nothing()
+        for c, p in parameters(obj).values()
+        if p.kind != p.VAR_KEYWORD
+    )
+)
+
+
+@pytest.mark.parametrize("name", NUMERIC)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_generated_numbers_out_of_range_are_refused(name: str, data: st.DataObject) -> None:
+    obj = CALLABLES[name]
+    numeric = {
+        n: invalid_numbers(c)
+        for n, (c, p) in parameters(obj).items()
+        if p.kind != p.VAR_KEYWORD and invalid_numbers(c) is not st.nothing()
+    }
+    param = data.draw(st.sampled_from(sorted(numeric)))
+    assert_refused(obj, param, data.draw(numeric[param]))
+
+
+def array_parameters(obj: Callable[..., Any]) -> list[str]:
+    def takes_arrays(c: Constraint) -> bool:
+        options = c.options if isinstance(c, AnyOf) else (c,)
+        return any(isinstance(o, Real) and not o.scalar for o in options)
+
+    return [n for n, (c, p) in parameters(obj).items() if takes_arrays(c)]
+
+
+SHAPED = sorted(n for n, obj in CALLABLES.items() if len(array_parameters(obj)) >= 2)
+
+
+@pytest.mark.parametrize("name", SHAPED)
+def test_mismatched_shapes_name_both_parameters(name: str) -> None:
+    obj = CALLABLES[name]
+    first, second = array_parameters(obj)[:2]
+    shaped = {}
+    for param, size in ((first, 2), (second, 3)):
+        constraint = parameters(obj)[param][0]
+        typical = next(e for e in constraint.examples() if isinstance(e, float | np.ndarray))
+        shaped[param] = np.full(size, float(np.ravel(typical)[0]))
+    with pytest.raises(ValueError, match=rf"{first} \(2,\) and {second} \(3,\) do not broadcast"):
+        obj(**(baseline(obj) | shaped))
+
+
+# ---- valid extremes: a finite result or a clean error, never a crash ----------------------
+def extreme_calls(obj: Callable[..., Any]) -> Iterator[tuple[str, object]]:
+    for param, (constraint, kind) in parameters(obj).items():
+        if kind.kind != kind.VAR_KEYWORD and isinstance(constraint, Real | Count | AnyOf):
+            for value in constraint.extremes():
+                yield param, value
+
+
+EXTREMES = sorted(
+    n for n, obj in CALLABLES.items() if n.split(".")[0] not in TIMED and not inspect.isclass(obj)
+)
+
+
+@pytest.mark.parametrize("name", EXTREMES)
+def test_valid_extremes_give_a_finite_result_or_a_clean_error(name: str) -> None:
+    obj = CALLABLES[name]
+    for param, value in extreme_calls(obj):
+        try:
+            result = call_with(obj, param, value)
+        except (TypeError, ValueError):
+            continue  # refused with a message: DoesNotFitError, a loss below the floor...
+        assert _finite(result), f"{name}({param}={value!r}) returned {result!r}"
+
+
+def _finite(result: object) -> bool:
+    if isinstance(result, float | np.ndarray) and np.asarray(result).dtype.kind == "f":
+        return not np.isnan(result).any()  # inf is a documented answer for a few (no limit)
+    return True
+
+
+def test_the_counts_the_issue_asks_for(record_property: Callable[[str, object], None]) -> None:
+    """How many callables, contracts and generated bad inputs (printed with ``-s``)."""
+    contracts = {id(contract_of(obj)) for obj in CALLABLES.values()}
+    bad = sum(len(list(bad_calls(name))) for name in CALLABLES)
+    generated = 15 * len(NUMERIC)
+    record_property("counts", (len(CALLABLES), len(contracts), bad + generated))
+    print(
+        f"\n{len(CALLABLES)} public callables, {len(contracts)} contracts, {bad} listed bad inputs"
+    )
+    print(f"+ {generated} generated out-of-range numbers, {len(SHAPED)} shape mismatches")
+    assert len(contracts) == len(CALLABLES)
+    assert bad > 1000
