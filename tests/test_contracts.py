@@ -246,7 +246,11 @@ def array_parameters(obj: Callable[..., Any]) -> list[str]:
     return [n for n, (c, p) in parameters(obj).items() if takes_arrays(c)]
 
 
-SHAPED = sorted(n for n, obj in CALLABLES.items() if len(array_parameters(obj)) >= 2)
+SHAPED = sorted(
+    n
+    for n, obj in CALLABLES.items()
+    if len(array_parameters(obj)) >= 2 and getattr(contract_of(obj), "broadcast", True)
+)
 
 
 @pytest.mark.parametrize("name", SHAPED)

@@ -11,13 +11,13 @@ from numpy.typing import ArrayLike, NDArray
 FloatArray = NDArray[np.float64]
 
 
-class NotFinite(ValueError):
+class NotFiniteError(ValueError):
     """A value that should be finite is inf or NaN: from finite inputs, an overflow. A
     function's contract (:mod:`llmmath.contracts`) reports it under the input that caused it."""
 
 
 def _raise(name: str, allowed: str, array: FloatArray, bad: NDArray[np.bool_]) -> None:
-    kind = ValueError if np.all(np.isfinite(array[bad])) else NotFinite
+    kind = ValueError if np.all(np.isfinite(array[bad])) else NotFiniteError
     raise kind(f"{name} must be {allowed}; got {_first_bad(array, bad)}")
 
 
@@ -84,7 +84,7 @@ def as_output(array: FloatArray) -> float | FloatArray:
 
 __all__ = [
     "FloatArray",
-    "NotFinite",
+    "NotFiniteError",
     "Real",
     "as_output",
     "choice",

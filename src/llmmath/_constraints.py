@@ -414,26 +414,39 @@ class SequenceOf(Constraint):
 
 @dataclass(frozen=True)
 class MappingOf(Constraint):
-    """A non-empty dict whose keys meet ``key`` and values meet ``value``."""
+    """A dict with at least one entry (one ``what``), keys meeting ``key``, values ``value``."""
 
     key: Constraint
     value: Constraint
+    what: str = "entry"
     example: Callable[[], object] | None = None
 
     @property
     def allowed(self) -> str:  # type: ignore[override]
-        return f"a non-empty dict of {self.key.allowed} to {self.value.allowed}"
+        return f"a dict with at least one {self.what}"
 
     def problem(self, value: object) -> Problem | None:
         if not isinstance(value, dict):
             return self.refuse(TypeError, value)
         if not value:
             return ValueError, self.allowed, "an empty dict"
+        bad = self._first_bad_item(value)
+        return None if bad is None else bad[2]
+
+    def _first_bad_item(self, value: dict[Any, Any]) -> tuple[Any, Constraint, Problem] | None:
         for key, item in value.items():
-            problem = self.key.problem(key) or self.value.problem(item)
-            if problem:
-                return problem[0], self.allowed, f"{key!r}: {problem[2]}"
+            for part, constraint in ((key, self.key), (item, self.value)):
+                problem = constraint.problem(part)
+                if problem:
+                    return key, constraint, problem
         return None
+
+    def message(self, where: str, value: object, problem: Problem) -> str:
+        bad = self._first_bad_item(value) if isinstance(value, dict) else None
+        if bad is None:
+            return super().message(where, value, problem)
+        key, constraint, item_problem = bad
+        return constraint.message(f"{where}[{key!r}]", key, item_problem)
 
     def examples(self) -> tuple[object, ...]:
         return (self.example(),) if self.example else ()
@@ -450,31 +463,6 @@ def span(constraint: Constraint) -> AnyOf:
 def Optional(constraint: Constraint) -> AnyOf:  # noqa: N802 (reads like the type it mirrors)
     """``None`` or a value meeting ``constraint``."""
     return AnyOf((Nothing(), constraint))
-
-
-# ---- the constraints most parameters share ------------------------------------------------
-#: An amount (bytes, FLOPs, tokens, seconds, dollars): finite, >= 0, a number or an array.
-AMOUNT = Real(low_open=False)
-#: The same, > 0 (a batch, a size, a rate).
-POSITIVE = Real()
-#: A single amount >= 0 or > 0.
-SCALAR = Real(low_open=False, scalar=True)
-SCALAR_POSITIVE = Real(scalar=True)
-#: An efficiency or share in (0, 1], a number or an array; and a single one.
-FRACTION = Real(high=1.0)
-SCALAR_FRACTION = Real(high=1.0, scalar=True)
-#: A computed amount in a result record: finite and >= 0, however large.
-RESULT = Real(low_open=False, high=sys.float_info.max)
-#: The same where inf means "no limit" (a batch nothing bounds, a loss never reached).
-RESULT_OR_INF = Real(low_open=False, high=np.inf)
-#: A count that may be zero (experts of a dense model, shared experts).
-WHOLE = Count(low=0)
-#: A count of chips (a degree of parallelism, a group's size).
-CHIPS = Count(high=MAX_CHIPS)
-#: A name, and a free-text note (a source, a date) that may be empty.
-NAME = Text()
-NOTE = Text(empty_ok=True)
-FLAG = Flag()
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,8 @@ from .units import TOKENS_PER_MILLION
 @checked(
     model=NAME,
     vendor=NOTE,
-    **each(
-        SCALAR,
-        "input_usd_per_million output_usd_per_million long_input_usd_per_million long_output_usd_per_million cached_input_usd_per_million",
-    ),
+    **each(SCALAR, "input_usd_per_million output_usd_per_million long_input_usd_per_million"),
+    **each(SCALAR, "long_output_usd_per_million cached_input_usd_per_million"),
     long_context_threshold_tokens=Count(low=0),
     checked=FLAG,
 )
@@ -93,9 +91,10 @@ class PriceSheet:
 @dataclass(frozen=True)
 @checked(
     name=NAME,
+    **each(SCALAR, "nodes usd_per_gpu_hour hours published_cost_usd input_tokens"),
     **each(
         SCALAR,
-        "nodes usd_per_gpu_hour hours published_cost_usd input_tokens cached_input_tokens output_tokens published_revenue_usd published_cost_profit_margin",
+        "cached_input_tokens output_tokens published_revenue_usd published_cost_profit_margin",
     ),
     gpus_per_node=CHIPS,
 )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from types import FunctionType
@@ -28,25 +29,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ._checks import NotFinite
+from ._checks import NotFiniteError
 from ._constraints import (
-    AMOUNT,
-    CHIPS,
-    FLAG,
-    FRACTION,
     MAX_CHIPS,
     MAX_COUNT,
     MAX_REAL,
     MAX_REPEATS,
-    NAME,
-    NOTE,
-    POSITIVE,
-    RESULT,
-    RESULT_OR_INF,
-    SCALAR,
-    SCALAR_FRACTION,
-    SCALAR_POSITIVE,
-    WHOLE,
     AnyOf,
     Constraint,
     Count,
@@ -71,6 +59,31 @@ C = TypeVar("C", bound=type)
 
 
 # ---- functions --------------------------------------------------------------------------
+# ---- the constraints most parameters share ------------------------------------------------
+#: An amount (bytes, FLOPs, tokens, seconds, dollars): finite, >= 0, a number or an array.
+AMOUNT = Real(low_open=False)
+#: The same, > 0 (a batch, a size, a rate).
+POSITIVE = Real()
+#: A single amount >= 0 or > 0.
+SCALAR = Real(low_open=False, scalar=True)
+SCALAR_POSITIVE = Real(scalar=True)
+#: An efficiency or share in (0, 1], a number or an array; and a single one.
+FRACTION = Real(high=1.0)
+SCALAR_FRACTION = Real(high=1.0, scalar=True)
+#: A computed amount in a result record: finite and >= 0, however large.
+RESULT = Real(low_open=False, high=sys.float_info.max)
+#: The same where inf means "no limit" (a batch nothing bounds, a loss never reached).
+RESULT_OR_INF = Real(low_open=False, high=np.inf)
+#: A count that may be zero (experts of a dense model, shared experts).
+WHOLE = Count(low=0)
+#: A count of chips (a degree of parallelism, a group's size).
+CHIPS = Count(high=MAX_CHIPS)
+#: A name, and a free-text note (a source, a date) that may be empty.
+NAME = Text()
+NOTE = Text(empty_ok=True)
+FLAG = Flag()
+
+
 #: What a parameter of a common name accepts wherever it appears (``chip``, ``batch``,
 #: ``weight_dtype``...), registered by the module that owns the kind; a contract declares
 #: only its other parameters, or overrides one of these.
@@ -86,8 +99,8 @@ def resolve(
     where: str, params: Mapping[str, inspect.Parameter], declared: dict[str, Constraint]
 ) -> dict[str, Constraint]:
     """Every parameter's constraint: declared, else from :data:`VOCABULARY`, else (for a
-    ``bool``) :data:`FLAG`; a parameter whose default is ``None`` also accepts ``None``. A parameter with neither is an error
-    at import, so no public callable goes unchecked."""
+    ``bool``) :data:`FLAG`; a parameter whose default is ``None`` also accepts ``None``. A
+    parameter with none is an error at import, so no public callable goes unchecked."""
     unknown = sorted(set(declared) - set(params))
     missing = [n for n in params if n not in declared and n not in VOCABULARY]
     missing = [n for n in missing if params[n].annotation not in ("bool", bool)]
@@ -152,16 +165,16 @@ class Contract:
         self.check_arguments(args, kwargs)
         try:
             result = self.func(*args, **kwargs)
-        except NotFinite as error:
+        except NotFiniteError as error:
             raise self._overflow(args, kwargs, str(error)) from error
         if not _finite(result, self.infinite_ok):
             raise self._overflow(args, kwargs, f"the result is {_nonfinite_part(result)}")
         return result
 
-    def _overflow(self, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> NotFinite:
+    def _overflow(self, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> NotFiniteError:
         culprits = self._culprits(args, kwargs)
         named = ", ".join(f"{n}={describe(v)}" for n, v in culprits.items())
-        return NotFinite(
+        return NotFiniteError(
             f"{self.name}: {named} is too extreme: the result overflows ({what}); "
             "use values of a realistic size"
         )
@@ -258,8 +271,9 @@ def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callabl
 class RecordContract:
     """A record's declared fields, checked in ``__post_init__``."""
 
-    def __init__(self, kind: type, constraints: dict[str, Constraint]) -> None:
+    def __init__(self, kind: type, constraints: dict[str, Constraint], broadcast: bool) -> None:
         self.kind = kind
+        self.broadcast = broadcast
         self.declared = constraints
         self._constraints: dict[str, Constraint] | None = None
 
@@ -280,21 +294,25 @@ class RecordContract:
             if problem is not None:
                 kind = problem[0]
                 if isinstance(value, float | np.floating | np.ndarray) and not _finite(value):
-                    kind = NotFinite  # an overflow upstream: the caller's contract names it
+                    kind = NotFiniteError  # an overflow upstream: the caller's contract names it
                 raise kind(constraint.message(f"{where}: {name}", value, problem))
-        arrays = [(n, getattr(record, n)) for n, c in self.constraints.items() if _takes_arrays(c)]
-        check_shapes(where, arrays)
+        if self.broadcast:
+            arrays = [
+                (n, getattr(record, n)) for n, c in self.constraints.items() if _takes_arrays(c)
+            ]
+            check_shapes(where, arrays)
 
 
-def checked(**constraints: Constraint) -> Callable[[C], C]:
+def checked(*, broadcast: bool = True, **constraints: Constraint) -> Callable[[C], C]:
     """Validate a (frozen) dataclass's fields on construction; place it under ``@dataclass``.
 
-    A record built inside a function from values that overflowed raises :class:`NotFinite`,
-    which that function's contract reports under the input that caused it.
+    A record built inside a function from values that overflowed raises :class:`NotFiniteError`,
+    which that function's contract reports under the input that caused it. Its array fields
+    must broadcast together unless ``broadcast=False`` (a record of rows by columns).
     """
 
     def decorate(cls: C) -> C:
-        spec = RecordContract(cls, constraints)
+        spec = RecordContract(cls, constraints, broadcast)
         original = cls.__dict__.get("__post_init__")
 
         def __post_init__(self: Any) -> None:  # noqa: N807 (the dataclass hook)
@@ -335,8 +353,6 @@ def record_fields(cls: type) -> list[str]:
 
 
 __all__ = [
-    "VOCABULARY",
-    "vocabulary",
     "AMOUNT",
     "CHIPS",
     "FLAG",
@@ -353,6 +369,8 @@ __all__ = [
     "SCALAR",
     "SCALAR_FRACTION",
     "SCALAR_POSITIVE",
+    "VOCABULARY",
+    "WHOLE",
     "AnyOf",
     "Constraint",
     "Contract",
@@ -362,7 +380,7 @@ __all__ = [
     "Instance",
     "Later",
     "MappingOf",
-    "NotFinite",
+    "NotFiniteError",
     "Nothing",
     "OneOf",
     "Optional",
@@ -371,11 +389,11 @@ __all__ = [
     "RecordContract",
     "SequenceOf",
     "Text",
-    "WHOLE",
     "checked",
     "contract",
-    "each",
-    "span",
     "describe",
+    "each",
     "record_fields",
+    "span",
+    "vocabulary",
 ]

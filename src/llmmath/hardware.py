@@ -42,12 +42,13 @@ EXTRA_HARDWARE_ENV = "LLMMATH_HARDWARE_FILE"
 @checked(
     name=NAME,
     full_name=NOTE,
-    peak_flop_per_s=MappingOf(DTYPE, SCALAR_POSITIVE, example=lambda: {"bf16": 1e15}),
+    peak_flop_per_s=MappingOf(DTYPE, SCALAR_POSITIVE, "dtype", lambda: {"bf16": 1e15}),
     hbm_bytes=SCALAR_POSITIVE,
     **each(
         SCALAR,
-        "hbm_bandwidth_bytes_per_s scale_up_bandwidth_bytes_per_s scale_out_bandwidth_bytes_per_s scale_up_latency_s scale_out_latency_s",
+        "hbm_bandwidth_bytes_per_s scale_up_bandwidth_bytes_per_s scale_out_bandwidth_bytes_per_s",
     ),
+    **each(SCALAR, "scale_up_latency_s scale_out_latency_s"),
     scale_up_domain_size=CHIPS,
 )
 class Chip:

@@ -268,6 +268,7 @@ def implied_usd_per_byte_s(
 
 @dataclass(frozen=True)
 @checked(
+    broadcast=False,  # one row per prefix, one column per tier
     tiers=SequenceOf(NAME),
     **each(RESULT, "prefix_bytes hold_usd reload_s reload_usd recompute_s recompute_usd"),
     **each(Flag(arrays=True), "fits in_time"),
@@ -356,10 +357,8 @@ def prefix_cache(
     t0 = positive("hold_s", hold_s, allow_zero=True)
     r0 = positive("reuses", reuses, allow_zero=True)
     S, t, r = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(S0, t0, r0))
-    names = tuple(list_tiers() if tiers is None else [get_tier(x).name for x in tiers])
-    if not names:
-        raise ValueError("tiers must name at least one tier")
-    chosen = [get_tier(x) for x in names]
+    chosen = [get_tier(x) for x in (list_tiers() if tiers is None else tiers)]
+    names = tuple(tier.name for tier in chosen)
     price = (
         dep.chip_hour_usd
         if usd_per_chip_hour is None
@@ -404,11 +403,11 @@ def break_even_hold_s(
     """The hold time past which recomputing beats keeping the prefix in ``tier``:
     ``t = r (t_prefill - t_reload) n price / (3600 S kv c)`` (0 where the tier is no faster
     than a prefill, or the prefix does not fit in it)."""
-    name = get_tier(tier).name
+    chosen = get_tier(tier)
     at_zero = prefix_cache(
-        deployment, prefix_tokens, 0.0, reuses, usd_per_chip_hour=usd_per_chip_hour, tiers=(name,)
+        deployment, prefix_tokens, 0.0, reuses, usd_per_chip_hour=usd_per_chip_hour, tiers=(chosen,)
     )
-    rate = get_tier(name).usd_per_byte_s
+    rate = chosen.usd_per_byte_s
     saved = at_zero.recompute_usd - at_zero.reload_usd[..., 0]
     usable = np.logical_and(at_zero.fits[..., 0], at_zero.in_time[..., 0])
     t = np.where(usable, np.maximum(saved, 0.0) / (at_zero.prefix_bytes * rate), 0.0)

@@ -91,8 +91,10 @@ class ModelConfig:
             positive_int(f"{self.name}: {name}", getattr(self, name))
         for name in _OPTIONAL_COUNT_FIELDS:
             _non_negative_int(f"{self.name}: {name}", getattr(self, name))
-        if self.experts_per_token and not self.n_experts:
-            raise ValueError(f"{self.name}: experts_per_token is set but n_experts is 0")
+        moe_only = ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers")
+        for field in moe_only if not self.n_experts else ():
+            if getattr(self, field):
+                raise ValueError(f"{self.name}: {field} is set but n_experts is 0 (a dense model)")
         if (self.mla_q_lora_rank or self.mla_rope_head_dim) and not self.mla_kv_lora_rank:
             raise ValueError(f"{self.name}: MLA ranks are set but mla_kv_lora_rank is 0")
         if self.n_heads % self.n_kv_heads:
@@ -309,7 +311,7 @@ def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
 
 
 def _non_negative_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
     if value < 0:
         raise ValueError(f"{name} must be >= 0; got {value}")

@@ -27,6 +27,7 @@ from ._checks import FloatArray, as_output, choice, positive, positive_int
 from .contracts import (
     CHIPS,
     FLAG,
+    MAX_CHIPS,
     NAME,
     RESULT,
     Count,
@@ -85,6 +86,8 @@ class Layout:
             raise TypeError(f"zero_stage must be an integer in {ZERO_STAGES}; got {stage!r}")
         if stage not in ZERO_STAGES:
             raise ValueError(f"zero_stage must be one of {ZERO_STAGES}; got {stage}")
+        if self.n_gpus > MAX_CHIPS:
+            raise ValueError(f"dp*tp*pp*ep = {self.n_gpus} GPUs; at most {MAX_CHIPS} are modelled")
         if not isinstance(self.embedding_as_layers, bool):
             raise TypeError(
                 f"embedding_as_layers must be True or False; got {self.embedding_as_layers!r}"

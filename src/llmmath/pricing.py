@@ -154,7 +154,7 @@ def _price(deployment: Deployment, usd_per_chip_hour: ArrayLike | None) -> Float
     return positive("usd_per_chip_hour", usd_per_chip_hour)
 
 
-@contract(prefill_batch=POSITIVE)
+@contract(context=POSITIVE, prefill_batch=POSITIVE)
 def serving_cost(
     deployment: Deployment,
     batch: ArrayLike,
@@ -234,7 +234,7 @@ class LongContextSurcharge:
         return self.long.output_usd_per_million / self.short.output_usd_per_million
 
 
-@contract(short_context=SCALAR, long_context=SCALAR)
+@contract(short_context=SCALAR_POSITIVE, long_context=SCALAR_POSITIVE)
 def long_context_surcharge(
     deployment: Deployment,
     batch: ArrayLike,

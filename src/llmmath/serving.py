@@ -73,10 +73,8 @@ def _flag(name: str, value: object) -> bool:
 # ---- one decode step ------------------------------------------------------------------------
 @dataclass(frozen=True)
 @checked(
-    **each(
-        RESULT,
-        "batch context weight_read_s kv_read_s matmul_compute_s attention_compute_s tp_s ep_s pp_s flops bytes_read hbm_needed_bytes",
-    ),
+    **each(RESULT, "batch context weight_read_s kv_read_s matmul_compute_s attention_compute_s"),
+    **each(RESULT, "tp_s ep_s pp_s flops bytes_read hbm_needed_bytes"),
     overlap=OneOf(OVERLAP_RULES),
 )
 class DecodeStep:
