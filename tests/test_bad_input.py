@@ -1,0 +1,150 @@
+"""Issue 19's root causes, one regression test each: bad input never gets past the package."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from llmmath import (
+    deployment,
+    hardware,
+    kv_cache,
+    measure,
+    models,
+    moe,
+    parallelism,
+    placement,
+    pricing,
+    roofline,
+    scaling,
+    serving,
+    training,
+)
+from llmmath.contracts import MAX_CHIPS, NotFiniteError
+
+
+@pytest.fixture(scope="module")
+def dep() -> deployment.Deployment:
+    return deployment.Deployment("Llama-3-8B", "H100")
+
+
+def test_numpy_bools_are_not_numbers() -> None:
+    with pytest.raises(TypeError, match=r"matmul_flops\(\): batch must be a number.*numpy.bool"):
+        roofline.matmul_flops(np.True_, 4096, 4096)
+    with pytest.raises(TypeError, match="batch"):
+        roofline.matmul_flops(np.array([True, False]), 4096, 4096)
+
+
+def test_object_arguments_are_type_checked(dep: deployment.Deployment) -> None:
+    with pytest.raises(TypeError, match=r"decode_step\(\): deployment must be a .*Deployment"):
+        serving.decode_step(None, 8, 1024)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="layout must be a"):
+        placement.groups("TP8", "H100")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fit must be a"):
+        scaling.loss(7e10, 1.4e12, fit="chinchilla")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"best_time_s\(\): operation must be a callable; got 5"):
+        measure.best_time_s(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="path must be a path"):
+        hardware.load_chips(None)  # type: ignore[arg-type]
+
+
+def test_result_records_validate_their_fields() -> None:
+    time = roofline.roofline_time(1e12, 1e9, "H100")
+    with pytest.raises(ValueError, match="RooflineTime: compute_s must be finite"):
+        dataclasses.replace(time, compute_s=np.nan)
+    with pytest.raises(ValueError, match="Group: per_domain must be >= 1"):
+        placement.Group("TP", 8, 0)
+    with pytest.raises(ValueError, match="missing_bytes must be finite"):
+        placement.DoesNotFitError("too big", np.nan)
+    with pytest.raises(TypeError, match="must be a single number"):
+        pricing.Range(np.array([1.0, 2.0]), 3.0)  # type: ignore[arg-type]
+
+
+def test_mismatched_shapes_name_both_parameters() -> None:
+    with pytest.raises(ValueError, match=r"batch \(2,\) and d_in \(3,\) do not broadcast"):
+        roofline.matmul_flops(np.ones(2), np.ones(3), 4096)
+
+
+def test_overflow_is_an_error_naming_the_input_that_caused_it() -> None:
+    with pytest.raises(ValueError, match=r"params must be finite and >= 0 and <= 1e\+30"):
+        scaling.training_flops(1e300, 1.5e13)
+    # Within the bounds, a result that overflows names the inputs that make it overflow, under
+    # the function the reader called (not "compute_s" of an internal record).
+    with pytest.raises(NotFiniteError, match=r"roofline_time\(\): flops=1e\+30, flops_efficiency"):
+        roofline.roofline_time(1e30, 1e9, "H100", flops_efficiency=1e-300)
+    with pytest.raises(NotFiniteError, match=r"training_time_s\(\): .*mfu=1e-300"):
+        scaling.training_time_s(1e30, 1.0, "H100", 1e-300)
+
+
+def test_counts_have_upper_bounds_that_keep_memory_and_time_bounded() -> None:
+    with pytest.raises(ValueError, match=f"dp must be >= 1 and <= {MAX_CHIPS}"):
+        placement.Layout(dp=10**9, tp=8)
+    with pytest.raises(ValueError, match=f"at most {MAX_CHIPS} are modelled"):
+        placement.Layout(dp=2**20, tp=2**20)
+    with pytest.raises(ValueError, match="repeats must be >= 1 and <= 1000"):
+        measure.best_time_s(lambda: None, 10**7)
+    with pytest.raises(ValueError, match="n_experts must be >= 1 and <= 65536"):
+        moe.ep_widths(10**8)
+
+
+def test_scalar_parameters_refuse_arrays(dep: deployment.Deployment) -> None:
+    with pytest.raises(TypeError, match="flops_efficiency must be a single number"):
+        deployment.Deployment("Llama-3-8B", "H100", flops_efficiency=np.array([0.5, 0.6]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="short_context must be a single number"):
+        pricing.long_context_surcharge(dep, 8, np.array([1e3, 2e3]), 1e5)  # type: ignore[arg-type]
+
+
+def test_flags_are_bools_not_truthy_values(dep: deployment.Deployment) -> None:
+    with pytest.raises(TypeError, match="allow_overflow must be True or False; got str 'no'"):
+        serving.decode_step(dep, 8, 1024, allow_overflow="no")  # type: ignore[arg-type]
+
+
+def test_chip_fields() -> None:
+    h100 = hardware.get_chip("H100")
+    with pytest.raises(TypeError, match="name must be a non-empty string"):
+        dataclasses.replace(h100, name=None)
+    with pytest.raises(ValueError, match=r"peak_flop_per_s\['fp5'\]: unknown dtype 'fp5'"):
+        dataclasses.replace(h100, peak_flop_per_s={"fp5": 1e15})
+    with pytest.raises(TypeError, match="hbm_bandwidth_bytes_per_s must be a single number"):
+        dataclasses.replace(h100, hbm_bandwidth_bytes_per_s=np.array([3.35e12]))
+
+
+def test_model_fields() -> None:
+    llama = models.get_model("Llama-3-8B")
+    with pytest.raises(TypeError, match="tied_embeddings must be True or False"):
+        dataclasses.replace(llama, tied_embeddings="no")
+    with pytest.raises(ValueError, match="n_shared_experts is set but n_experts is 0"):
+        dataclasses.replace(llama, n_shared_experts=2)
+    # numpy integers are integers for every count field alike
+    assert dataclasses.replace(llama, n_dense_layers=np.int64(0), n_layers=np.int64(32)).name
+
+
+def test_a_custom_memory_tier_works_wherever_a_tier_does(dep: deployment.Deployment) -> None:
+    tier = dataclasses.replace(kv_cache.get_tier("host_DRAM"), name="my DRAM")
+    cache = kv_cache.prefix_cache(dep, 1000, 10.0, 1.0, tiers=[tier])
+    assert cache.tiers == ("my DRAM",)
+    assert kv_cache.break_even_hold_s(dep, 1000, tier, 1.0) >= 0
+
+
+def test_fractional_counts_are_refused() -> None:
+    with pytest.raises(ValueError, match="stages must be a whole number >= 1"):
+        training.pipeline_bubble_fraction(1.5, 32)
+
+
+def test_every_decode_step_checks_the_models_context() -> None:
+    with pytest.raises(ValueError, match="max_context=8192"):
+        parallelism.decode_step("Llama-3-8B", placement.Layout(), "H100", 8, 10**7)
+
+
+def test_an_empty_dtype_is_not_the_default() -> None:
+    with pytest.raises(ValueError, match="weight_dtype: unknown dtype ''"):
+        roofline.matmul_bytes(1, 2, 3, weight_dtype="")
+
+
+def test_errors_name_the_parameter_the_reader_passed(dep: deployment.Deployment) -> None:
+    with pytest.raises(ValueError, match=r"serving_cost\(\): context must be finite and > 0"):
+        pricing.serving_cost(dep, 8, 0)
+    with pytest.raises(ValueError, match=r"serving_cost\(\): prefill_batch must be"):
+        pricing.serving_cost(dep, 8, 128, prefill_batch=-1)
