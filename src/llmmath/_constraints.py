@@ -143,8 +143,8 @@ class Real(Constraint):
 
     def extremes(self) -> tuple[object, ...]:
         smallest = self.low + (max(1e-9, abs(self.low) * 1e-9) if self.low_open else 0.0)
-        values = [float(np.ceil(smallest)) if self.integer else smallest, self.high]
-        values = [np.array([v]) if self.ndarray else v for v in values]
+        ends = [float(np.ceil(smallest)) if self.integer else smallest, self.high]
+        values = [np.array([v]) if self.ndarray else v for v in ends]
         return tuple(v for v in values if self.problem(v) is None)
 
     def bad(self) -> tuple[object, ...]:

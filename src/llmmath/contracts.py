@@ -195,7 +195,7 @@ class Contract:
         return found or numeric or dict(bound)
 
 
-def check_shapes(where: str, named: list[tuple[str, object]]) -> None:
+def check_shapes(where: str, named: list[tuple[str, Any]]) -> None:
     """The arrays among ``named`` (name, value) pairs must broadcast together."""
     shaped = [(n, np.shape(v)) for n, v in named]
     shaped = [(n, s) for n, s in shaped if s]
@@ -327,7 +327,7 @@ def checked(*, broadcast: bool = True, **constraints: Constraint) -> Callable[[C
     return decorate
 
 
-def each(constraint: Constraint, names: str) -> dict[str, Constraint]:
+def each(constraint: Constraint, names: str) -> dict[str, Any]:
     """The same constraint for several space-separated names: ``**each(RESULT, "a b")``."""
     return dict.fromkeys(names.split(), constraint)
 

@@ -138,7 +138,7 @@ if os.environ.get(EXTRA_HARDWARE_ENV):
     _CHIPS.update(load_chips(os.environ[EXTRA_HARDWARE_ENV]))
 
 
-@contract(chip=Instance(Chip, example=lambda: get_chip("H100")))
+@contract(chip=Instance(Chip, example=lambda: _CHIPS["H100"]))
 def add_chip(chip: Chip) -> None:
     """Make ``chip`` available by name to every function that takes a chip name."""
     if not isinstance(chip, Chip):
@@ -152,9 +152,7 @@ def list_chips() -> list[str]:
     return list(_CHIPS)
 
 
-CHIP = AnyOf(
-    (OneOf(lambda: list(_CHIPS), "chip"), Instance(Chip, example=lambda: get_chip("H100")))
-)
+CHIP = AnyOf((OneOf(lambda: list(_CHIPS), "chip"), Instance(Chip, example=lambda: _CHIPS["H100"])))
 vocabulary(chip=CHIP)
 
 

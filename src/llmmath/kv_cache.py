@@ -30,6 +30,7 @@ every price is an EXAMPLE (``data/memory_tiers.toml``, each with its source and 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -169,7 +170,11 @@ class MemoryTier:
 
 
 #: A tier parameter: a :class:`MemoryTier` or a tier's name (``list_tiers()``).
-TIER = AnyOf((Instance(MemoryTier), OneOf(lambda: list(_load_tiers()[0]))))
+TIER = AnyOf((Instance(MemoryTier), OneOf(lambda: _tier_names())))
+
+
+def _tier_names() -> list[str]:
+    return list(_load_tiers()[0])
 
 
 @dataclass(frozen=True)
@@ -341,7 +346,7 @@ def prefix_cache(
     *,
     usd_per_chip_hour: float | None = None,
     deadline_s: ArrayLike | None = None,
-    tiers: tuple[str, ...] | None = None,
+    tiers: Sequence[str | MemoryTier] | None = None,
 ) -> PrefixCache:
     """A prefix of ``S`` tokens held ``t`` seconds and reused ``r`` times (all broadcast).
 

@@ -241,7 +241,7 @@ class ModelConfig:
 MODEL = AnyOf(
     (
         OneOf(lambda: list(_MODELS), "model"),
-        Instance(ModelConfig, example=lambda: get_model("Llama-3-8B")),
+        Instance(ModelConfig, example=lambda: _MODELS["Llama-3-8B"]),
     )
 )
 vocabulary(model=MODEL)
@@ -331,7 +331,7 @@ def _preset_models() -> dict[str, ModelConfig]:
     return {name: model_from_dict(name, spec) for name, spec in data.table("models").items()}
 
 
-_MODELS = _preset_models()
+_MODELS: dict[str, ModelConfig] = _preset_models()
 
 
 @contract()
