@@ -59,15 +59,13 @@ def choice(name: str, value: object, allowed: Iterable[str]) -> str:
 
 
 def _as_real_array(name: str, value: ArrayLike) -> FloatArray:
-    wrong = TypeError(f"{name} must be a number or an array of numbers; got {value!r}")
-    if isinstance(value, bool | np.bool_ | str | bytes) or value is None:
-        raise wrong
-    if isinstance(value, np.ndarray) and value.dtype.kind not in "iuf":
-        raise wrong
+    wrong = isinstance(value, bool | np.bool_ | str | bytes) or value is None
+    if wrong or (isinstance(value, np.ndarray) and value.dtype.kind not in "iuf"):
+        raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}")
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise wrong from error
+        raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}") from error
     return array
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from types import FunctionType
@@ -82,6 +83,10 @@ CHIPS = Count(high=MAX_CHIPS)
 NAME = Text()
 NOTE = Text(empty_ok=True)
 FLAG = Flag()
+
+
+#: Whether this thread is inside a checked call (inner calls and records run unchecked).
+_STATE = threading.local()
 
 
 #: What a parameter of a common name accepts wherever it appears (``chip``, ``batch``,
@@ -162,13 +167,22 @@ class Contract:
         check_shapes(self.name, [(n, given[n]) for n in self.arrays if n in given])
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Check at the package's boundary only: a call from inside another checked call
+        (a solver's inner loop) runs unchecked, its caller's contract having checked what
+        came in and checking what goes out."""
+        if getattr(_STATE, "inside", False):
+            return self.func(*args, **kwargs)
         self.check_arguments(args, kwargs)
+        _STATE.inside = True
         try:
             result = self.func(*args, **kwargs)
         except NotFiniteError as error:
+            _STATE.inside = False
             raise self._overflow(args, kwargs, str(error)) from error
+        finally:
+            _STATE.inside = False
         if not _finite(result, self.infinite_ok):
-            raise self._overflow(args, kwargs, f"the result is {_nonfinite_part(result)}")
+            raise self._overflow(args, kwargs, "inf or NaN")
         return result
 
     def _overflow(self, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> NotFiniteError:
@@ -223,23 +237,27 @@ def _is_numeric(constraint: Constraint | None) -> bool:
 
 
 def _finite(result: object, infinite_ok: bool = False) -> bool:
-    """No inf or NaN in ``result`` (a number, an array, or a tuple, list or dict of them);
-    with ``infinite_ok``, no NaN."""
+    """No inf or NaN in ``result`` (a number, an array, a result record, or a tuple, list or
+    dict of them); with ``infinite_ok``, no NaN. One pass per array: a sum is finite exactly
+    when every term is (the quantities here are >= 0 and far below 1e300)."""
     ok = (lambda x: not np.isnan(x)) if infinite_ok else np.isfinite
     if isinstance(result, float | np.floating):
         return bool(ok(result))
-    if isinstance(result, np.ndarray) and result.dtype.kind == "f" and result.size:
-        return bool(ok(result.min()) and ok(result.max()))
+    if isinstance(result, np.ndarray) and result.dtype.kind == "f":
+        return bool(ok(np.add.reduce(result, axis=None)))
     if isinstance(result, tuple | list):
         return all(_finite(item, infinite_ok) for item in result)
     if isinstance(result, dict):
         return all(_finite(item, infinite_ok) for item in result.values())
+    if hasattr(type(result), "__contract__") and hasattr(result, "__dict__"):
+        # A record built inside the call: its numbers (records it holds, such as the
+        # Deployment, were checked when they came in).
+        fields = [v for v in vars(result).values() if isinstance(v, _NUMBERS)]
+        return all(_finite(value, infinite_ok) for value in fields)
     return True
 
 
-def _nonfinite_part(result: object) -> str:
-    values = np.asarray(result, dtype=float) if not isinstance(result, dict) else np.nan
-    return "NaN" if np.any(np.isnan(values)) else "inf"
+_NUMBERS = (float, np.floating, np.ndarray, dict, tuple, list)
 
 
 def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callable[[F], F]:
@@ -286,6 +304,8 @@ class RecordContract:
         return self._constraints
 
     def check(self, record: object) -> None:
+        if getattr(_STATE, "inside", False):
+            return  # built inside a checked call, whose contract checks its result
         label = getattr(record, "name", None)
         where = self.kind.__name__ + (f" {label}" if isinstance(label, str) else "")
         for name, constraint in self.constraints.items():
