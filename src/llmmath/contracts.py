@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -240,11 +241,11 @@ def _finite(result: object, infinite_ok: bool = False) -> bool:
     """No inf or NaN in ``result`` (a number, an array, a result record, or a tuple, list or
     dict of them); with ``infinite_ok``, no NaN. One pass per array: a sum is finite exactly
     when every term is (the quantities here are >= 0 and far below 1e300)."""
-    ok = (lambda x: not np.isnan(x)) if infinite_ok else np.isfinite
+    ok = (lambda x: not math.isnan(x)) if infinite_ok else math.isfinite
     if isinstance(result, float | np.floating):
-        return bool(ok(result))
+        return ok(result)
     if isinstance(result, np.ndarray) and result.dtype.kind == "f":
-        return bool(ok(np.add.reduce(result, axis=None)))
+        return ok(result.item() if result.size == 1 else np.add.reduce(result, axis=None))
     if isinstance(result, tuple | list):
         return all(_finite(item, infinite_ok) for item in result)
     if isinstance(result, dict):
