@@ -86,6 +86,7 @@ def test_a_parameter_nobody_declared_fails_at_import() -> None:
 # ---- calls built from the contracts -------------------------------------------------------
 def parameters(obj: Callable[..., Any]) -> dict[str, tuple[Constraint, inspect.Parameter]]:
     spec = contract_of(obj)
+    assert spec is not None, f"{obj.__module__}.{obj.__qualname__} declares no contract"
     params = inspect.signature(obj).parameters
     return {name: (c, params[name]) for name, c in spec.constraints.items()}
 
@@ -235,7 +236,9 @@ def array_parameters(obj: Callable[..., Any]) -> list[str]:
 SHAPED = sorted(
     n
     for n, obj in CALLABLES.items()
-    if len(array_parameters(obj)) >= 2 and getattr(contract_of(obj), "broadcast", True)
+    if contract_of(obj) is not None
+    and len(array_parameters(obj)) >= 2
+    and getattr(contract_of(obj), "broadcast", True)
 )
 
 
