@@ -6,8 +6,10 @@ pod) talks over the scale-up links; a larger group also crosses the scale-out ne
 bandwidth-optimal algorithms at full link speed, no congestion. Each step of a collective also
 pays the link's latency alpha (``Chip.scale_up_latency_s`` / ``scale_out_latency_s``, from
 NCCL's own cost model): a ring over ``n`` chips takes ``n - 1`` steps per gather, so many small
-messages (tensor-parallel decode at batch 1) are latency-bound, not bandwidth-bound. A message
-of zero bytes is not sent and costs nothing.
+messages (tensor-parallel decode at batch 1) are latency-bound, not bandwidth-bound. Switch-
+reduced (NVLS) and one-shot all-reduces take fewer steps for tiny messages, so there the latency
+term is NCCL's default ring cost rather than a hard limit. A message of zero bytes is not sent
+and costs nothing.
 
 Sizes follow the scaling book: ``array_bytes`` is the size of the whole (unsharded) array.
 
