@@ -47,7 +47,7 @@ class _Reader:
     def __init__(self, config: dict[str, Any], where: str) -> None:
         self.config, self.where = config, where
 
-    def int(self, key: str, default: int | None = None) -> int:
+    def count(self, key: str, default: int | None = None) -> int:
         value = self.config.get(key, default)
         if value is None:
             raise ValueError(f"{self.where}: field {key!r} is missing (the course needs it)")
@@ -57,7 +57,7 @@ class _Reader:
 
     def optional_int(self, key: str) -> int:
         """0 where the field is absent or null (e.g. DeepSeek-V2-Lite's q_lora_rank)."""
-        return 0 if self.config.get(key) is None else self.int(key)
+        return 0 if self.config.get(key) is None else self.count(key)
 
     def require(self, key: str, allowed: tuple[object, ...], why: str) -> None:
         value = self.config.get(key)
@@ -92,16 +92,16 @@ def model_from_hf_config(
     read = _Reader(config, where)
     act_key = "hidden_activation" if config.get("hidden_activation") else "hidden_act"
     read.require(act_key, GATED_ACTIVATIONS, "a gated MLP of three matrices")
-    D, N = read.int("hidden_size"), read.int("num_attention_heads")
+    D, N = read.count("hidden_size"), read.count("num_attention_heads")
     shape: dict[str, Any] = {
-        "n_layers": read.int("num_hidden_layers"),
+        "n_layers": read.count("num_hidden_layers"),
         "d_model": D,
-        "d_ff": read.int("intermediate_size"),
+        "d_ff": read.count("intermediate_size"),
         "n_heads": N,
-        "n_kv_heads": read.int("num_key_value_heads", N),
+        "n_kv_heads": read.count("num_key_value_heads", N),
         "head_dim": read.optional_int("head_dim") or D // N,
-        "vocab_size": read.int("vocab_size"),
-        "max_context": read.int("max_position_embeddings"),
+        "vocab_size": read.count("vocab_size"),
+        "max_context": read.count("max_position_embeddings"),
         "tied_embeddings": bool(config.get("tie_word_embeddings", FAMILIES[family])),
         "source": f"Hugging Face config.json ({where})",
     }
@@ -121,26 +121,26 @@ def _experts(read: _Reader) -> dict[str, int]:
         return {}
     read.require("moe_layer_freq", (1,), "every layer after the dense ones is an MoE layer")
     experts = {
-        "n_experts": read.int(key),
-        "experts_per_token": read.int("num_experts_per_tok"),
+        "n_experts": read.count(key),
+        "experts_per_token": read.count("num_experts_per_tok"),
         "n_dense_layers": read.optional_int("first_k_dense_replace"),
     }
     if config.get("moe_intermediate_size") is not None:
         experts.update(
             n_shared_experts=read.optional_int("n_shared_experts"),
-            d_ff_expert=read.int("moe_intermediate_size"),
+            d_ff_expert=read.count("moe_intermediate_size"),
         )
     return experts
 
 
 def _latent_attention(read: _Reader) -> dict[str, int]:
-    nope = read.int("qk_nope_head_dim")
+    nope = read.count("qk_nope_head_dim")
     read.require("v_head_dim", (nope,), "values as wide as the non-RoPE query/key heads")
     return {
         "head_dim": nope,
-        "mla_kv_lora_rank": read.int("kv_lora_rank"),
+        "mla_kv_lora_rank": read.count("kv_lora_rank"),
         "mla_q_lora_rank": read.optional_int("q_lora_rank"),
-        "mla_rope_head_dim": read.int("qk_rope_head_dim"),
+        "mla_rope_head_dim": read.count("qk_rope_head_dim"),
     }
 
 
