@@ -118,7 +118,9 @@ def best_layouts(deployment: Deployment, latency_s: float, context: float) -> Se
     priced = deployment.usd_per_chip_hour is not None or (
         deployment.chip.name in list_example_prices()
     )
-    met, slow, full = [], [], []
+    met: list[Candidate] = []
+    slow: list[Candidate] = []
+    full: list[Layout] = []
     for layout in layouts:
         try:
             dep = dataclasses.replace(deployment, layout=layout)
