@@ -85,3 +85,15 @@ def test_bad_targets_are_refused() -> None:
         best_layouts(Deployment("Llama-3-8B", "H100", 1), 0.0, 2048)
     with pytest.raises(ValueError, match="context must be <="):
         best_layouts(Deployment("Llama-3-8B", "H100", 1), 0.05, 10**6)
+
+
+def test_the_serial_estimate_allows_smaller_batches() -> None:
+    dep = Deployment("Llama-3-70B", "H100", 8)
+    floor = best_layouts(dep, 0.020, 4096)
+    serial = best_layouts(dep, 0.020, 4096, overlap="none")
+    by_layout = {str(c.layout): c.batch for c in floor.candidates}
+    assert serial.candidates
+    for candidate in serial.candidates:
+        assert float(candidate.step.serial_s) <= 0.020
+        assert candidate.batch <= by_layout[str(candidate.layout)]
+    assert any(c.batch < by_layout[str(c.layout)] for c in serial.candidates)

@@ -90,7 +90,12 @@ def serving_layouts(deployment: Deployment) -> tuple[list[Layout], int]:
 
 
 def largest_batch_within(
-    deployment: Deployment, latency_s: float, context: float, most: float
+    deployment: Deployment,
+    latency_s: float,
+    context: float,
+    most: float,
+    *,
+    overlap: str = "perfect",
 ) -> float:
     """The largest whole batch ``B <= most`` whose step meets ``latency_s`` (0 if none).
 
@@ -100,7 +105,8 @@ def largest_batch_within(
     lo, hi = 0.0, float(most)  # every B <= lo meets it; every B > hi does not
     while lo < hi:
         grid = np.unique(np.round(np.linspace(lo + 1.0, hi, 64)))
-        fast = decode_step(deployment, grid, context).time_s <= latency_s
+        step = decode_step(deployment, grid, context, overlap=overlap)
+        fast = step.time_s <= latency_s
         if np.any(fast):
             lo = float(grid[fast].max())
         if not np.all(fast):
@@ -108,9 +114,11 @@ def largest_batch_within(
     return lo
 
 
-def best_layouts(deployment: Deployment, latency_s: float, context: float) -> SearchResult:
+def best_layouts(
+    deployment: Deployment, latency_s: float, context: float, *, overlap: str = "perfect"
+) -> SearchResult:
     """Every layout of ``deployment``'s chips at its cheapest batch meeting ``latency_s`` per
-    output token at ``context``; dtypes, knobs, price and overlap rule come from
+    output token at ``context`` under ``overlap``; dtypes, knobs and price come from
     ``deployment`` (its own layout is ignored). See the module docstring."""
     target = float(positive("latency_s", latency_s))
     T = float(check_context(deployment.model, context))
@@ -131,8 +139,8 @@ def best_layouts(deployment: Deployment, latency_s: float, context: float) -> Se
         if most < 1:
             full.append(layout)
             continue
-        batch = largest_batch_within(dep, target, T, most)
-        step = decode_step(dep, max(batch, 1.0), T)
+        batch = largest_batch_within(dep, target, T, most, overlap=overlap)
+        step = decode_step(dep, max(batch, 1.0), T, overlap=overlap)
         cost = float(step.cost_per_million_tokens_usd()) if priced else None
         (met if batch >= 1 else slow).append(Candidate(layout, batch, most, step, cost))
     met.sort(key=lambda c: (-float(c.step.tokens_per_s_per_chip), float(c.step.time_s)))

@@ -1,0 +1,312 @@
+"""What each ``llmmath`` subcommand computes, as a :class:`~llmmath.cli_format.Report`.
+
+Every number comes from the course's package: the decode step and prefill of
+:mod:`llmmath.serving`, the capacity of :mod:`llmmath.batching` and :mod:`llmmath.kv_cache`,
+the training step of :mod:`llmmath.training`, the search of :mod:`llmmath.layout_search`.
+Nothing here re-derives a formula; it chooses, formats and explains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import batching, kv_cache
+from .chip_prices import cost_per_million_tokens_usd, list_example_prices
+from .cli_format import FLOOR_NOTE, Report, count, ms, params, si, sig, table, usd
+from .deployment import Deployment
+from .layout_search import best_layouts
+from .placement import groups
+from .serving import decode_step, prefill
+
+
+# ---- shared ---------------------------------------------------------------------------------
+def price_of(dep: Deployment) -> float | None:
+    """The deployment's price per chip-hour, or None where the chip has no example price."""
+    if dep.usd_per_chip_hour is None and dep.chip.name not in list_example_prices():
+        return None
+    return dep.chip_hour_usd
+
+
+def settings(dep: Deployment, overlap: str) -> dict[str, Any]:
+    layout = str(dep.layout) if dep.layout is not None else None
+    return {
+        "model": dep.model.name,
+        "chip": dep.chip.name,
+        "n_chips": dep.n_chips,
+        "layout": layout,
+        "weight_dtype": dep.weight_dtype,
+        "kv_dtype": dep.kv_dtype,
+        "compute_dtype": dep.compute_dtype,
+        "flops_efficiency": dep.flops_efficiency,
+        "bandwidth_efficiency": dep.bandwidth_efficiency,
+        "usd_per_chip_hour": price_of(dep),
+        "overlap": overlap,
+    }
+
+
+def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
+    model = dep.model
+    size = params(model.total_params)
+    if model.is_moe:
+        size += f", {params(model.active_params)} active"
+    split = (
+        str(dep.layout)
+        if dep.layout is not None
+        else "none: weights and KV spread evenly, no communication counted (try --layout tp8)"
+    )
+    price = price_of(dep)
+    report.add(
+        f"{model.name} ({size} parameters) on {dep.n_chips} x {dep.chip.full_name}",
+        *([f"  layout   {split}"] if layout else []),
+        f"  weights  {dep.weight_dtype}, {si(dep.weight_bytes_per_chip, 'B')} per chip; "
+        f"KV cache {dep.kv_dtype}, {si(dep.kv_bytes_per_token, 'B')} per token; "
+        f"matmuls in {dep.compute_dtype}",
+        f"  price    {usd(price)} per chip-hour"
+        + ("" if price is not None else " (no example price for this chip: pass --price)"),
+    )
+
+
+def floor_note(dep: Deployment, overlap: str) -> str:
+    rule = "perfect overlap" if overlap == "perfect" else "no overlap (serial)"
+    return FLOOR_NOTE.format(
+        rule=rule, flops=dep.flops_efficiency, bandwidth=dep.bandwidth_efficiency
+    )
+
+
+# ---- serve ----------------------------------------------------------------------------------
+def serve(
+    dep: Deployment, batches: list[float], context: float, prompt: float, overlap: str
+) -> Report:
+    """A decode step per batch (floor and serial estimate, its parts, rates, costs, fit) and
+    the prefill of one prompt (TTFT) and of a batch of prompts (the input-token cost)."""
+    B = np.asarray(batches, dtype=np.float64)
+    step = decode_step(dep, B, context, overlap=overlap, allow_overflow=True)
+    prompts = prefill(dep, prompt, B, overlap=overlap, allow_overflow=True)
+    ttft = float(prefill(dep, prompt, 1, overlap=overlap, allow_overflow=True).time_s)
+    price = price_of(dep)
+    output_cost = step.cost_per_million_tokens_usd() if price is not None else None
+    input_cost = (
+        np.asarray(cost_per_million_tokens_usd(prompts.time_s, B * prompt, dep.n_chips, price))
+        if price is not None
+        else None
+    )
+    parts = np.stack([step.compute_s, step.memory_s, step.communication_s])
+    bound = np.array(["compute", "memory", "network"])[np.argmax(parts, axis=0)]
+    missing = np.maximum(step.hbm_needed_bytes - dep.hbm_bytes, 0.0)
+    rows = []
+    for i, b in enumerate(B):
+        rows.append(
+            {
+                "batch": b,
+                "floor_s": step.floor_s[i],
+                "serial_s": step.serial_s[i],
+                "time_s": step.time_s[i],
+                "compute_s": step.compute_s[i],
+                "memory_s": step.memory_s[i],
+                "communication_s": step.communication_s[i],
+                "bottleneck": str(bound[i]),
+                "tokens_per_s": step.tokens_per_s[i],
+                "tokens_per_s_per_chip": step.tokens_per_s_per_chip[i],
+                "tokens_per_s_per_user": step.tokens_per_s_per_user[i],
+                "usd_per_million_output": None if output_cost is None else output_cost[i],
+                "usd_per_million_input": None if input_cost is None else input_cost[i],
+                "fits": bool(step.fits[i]),
+                "missing_bytes": missing[i],
+            }
+        )
+    data = {
+        "command": "serve",
+        **settings(dep, overlap),
+        "context": context,
+        "prompt_tokens": prompt,
+        "ttft_s": ttft,
+        "rows": rows,
+    }
+    report = Report(data)
+    heading(report, dep)
+    report.add(
+        f"  context  {count(context)} tokens cached per sequence; TTFT of one "
+        f"{count(prompt)}-token prompt alone: {ms(ttft)} ms",
+        "",
+        table(
+            [
+                "batch",
+                "floor ms",
+                "serial ms",
+                "compute ms",
+                "memory ms",
+                "network ms",
+                "bound",
+                "tok/s/chip",
+                "tok/s/user",
+                "$/M out",
+                "$/M in",
+                "fits",
+            ],
+            [_serve_row(row) for row in rows],
+        ),
+        "",
+        "Rates and costs use the "
+        + ("floor" if overlap == "perfect" else "serial estimate")
+        + "; $/M in is the prefill of one prompt per sequence of the batch.",
+        floor_note(dep, overlap),
+    )
+    return report
+
+
+def _serve_row(row: dict[str, Any]) -> list[str]:
+    fits = "yes" if row["fits"] else f"no: {si(row['missing_bytes'], 'B')} short"
+    return [
+        count(row["batch"]),
+        ms(row["floor_s"]),
+        ms(row["serial_s"]),
+        ms(row["compute_s"]),
+        ms(row["memory_s"]),
+        ms(row["communication_s"]),
+        row["bottleneck"],
+        count(row["tokens_per_s_per_chip"]),
+        sig(row["tokens_per_s_per_user"]),
+        usd(row["usd_per_million_output"]),
+        usd(row["usd_per_million_input"]),
+        fits,
+    ]
+
+
+# ---- fit ------------------------------------------------------------------------------------
+def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
+    """The most sequences at each context, and the longest context at each batch."""
+    T = np.asarray(contexts, dtype=np.float64)
+    B = np.asarray(batches, dtype=np.float64)
+    most = np.atleast_1d(np.asarray(batching.max_batch(dep, T), dtype=np.float64))
+    longest = np.atleast_1d(np.asarray(kv_cache.max_context(dep, B), dtype=np.float64))
+    data = {
+        "command": "fit",
+        **settings(dep, "perfect"),
+        "weight_bytes_per_chip": dep.weight_bytes_per_chip,
+        "kv_budget_bytes": dep.kv_budget_bytes,
+        "kv_bytes_per_token": dep.kv_bytes_per_token,
+        "kv_bytes_held_per_token": dep.kv_bytes_held_per_token,
+        "max_batch": [{"context": t, "max_batch": m} for t, m in zip(T, most, strict=True)],
+        "max_context": [{"batch": b, "max_context": c} for b, c in zip(B, longest, strict=True)],
+    }
+    report = Report(data)
+    heading(report, dep)
+    held = dep.kv_bytes_held_per_token
+    report.add(
+        f"  room     {si(dep.kv_budget_bytes, 'B')} of HBM left for KV caches; a cached token "
+        f"holds {si(held, 'B')}"
+        + (
+            " (KV copies and pipeline batches in flight included)"
+            if held != dep.kv_bytes_per_token
+            else ""
+        ),
+        "",
+        table(
+            ["context", "max batch", "KV at it"],
+            [[count(t), count(m), si(m * t * held, "B")] for t, m in zip(T, most, strict=True)],
+        ),
+        "",
+        table(
+            ["batch", "max context", "limit"],
+            [
+                [count(b), count(c), "model" if c >= dep.model.max_context else "memory"]
+                for b, c in zip(B, longest, strict=True)
+            ],
+        ),
+        "",
+        f"Weights and KV caches only: activations and fragmentation take more. The model's "
+        f"own context limit is {count(dep.model.max_context)} tokens.",
+    )
+    return report
+
+
+# ---- best -----------------------------------------------------------------------------------
+def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: str) -> Report:
+    """The cheapest layouts and batches whose time per output token meets ``latency_s``."""
+    found = best_layouts(dep, latency_s, context, overlap=overlap)
+    rows = [
+        {
+            "layout": str(c.layout),
+            "batch": c.batch,
+            "limited_by": c.limited_by,
+            "time_s": c.step.time_s,
+            "tokens_per_s_per_user": c.step.tokens_per_s_per_user,
+            "tokens_per_s_per_chip": c.step.tokens_per_s_per_chip,
+            "usd_per_million_output": c.cost_per_million_usd,
+            "tp_link": groups(c.layout, dep.chip)["TP"].link,
+        }
+        for c in found.candidates
+    ]
+    fastest = found.too_slow[0] if found.too_slow else None
+    data = {
+        "command": "best",
+        **settings(dep, overlap),
+        "latency_s": latency_s,
+        "context": context,
+        "candidates": rows,
+        "too_slow": len(found.too_slow),
+        "do_not_fit": [str(layout) for layout in found.do_not_fit],
+        "not_allowed": found.not_allowed,
+        "fastest_too_slow": None
+        if fastest is None
+        else {"layout": str(fastest.layout), "time_s": fastest.step.time_s},
+    }
+    report = Report(data)
+    heading(report, dep, layout=False)
+    report.add(
+        f"  target   {ms(latency_s)} ms per output token at {count(context)} tokens of context",
+        "",
+    )
+    if rows:
+        report.add(
+            table(
+                [
+                    "rank",
+                    "layout",
+                    "batch",
+                    "limit",
+                    "step ms",
+                    "tok/s/user",
+                    "tok/s/chip",
+                    "$/M out",
+                    "TP link",
+                ],
+                [
+                    [
+                        str(i + 1),
+                        str(c.layout),
+                        count(c.batch),
+                        c.limited_by,
+                        ms(float(c.step.time_s)),
+                        sig(float(c.step.tokens_per_s_per_user)),
+                        count(float(c.step.tokens_per_s_per_chip)),
+                        usd(c.cost_per_million_usd),
+                        groups(c.layout, dep.chip)["TP"].link,
+                    ]
+                    for i, c in enumerate(found.candidates[:top])
+                ],
+            ),
+            "",
+        )
+    else:
+        report.add("No layout meets the target.")
+    tried = len(found.candidates) + len(found.too_slow) + len(found.do_not_fit)
+    summary = f"{tried} layouts tried: {len(rows)} meet the target"
+    summary += f", {len(found.too_slow)} too slow even at batch 1"
+    if fastest is not None:
+        summary += f" (fastest {ms(float(fastest.step.time_s))} ms, {fastest.layout})"
+    summary += f", {len(found.do_not_fit)} do not fit"
+    if found.not_allowed:
+        summary += f"; {found.not_allowed} splits the model does not allow"
+    report.add(
+        summary + ".",
+        "Ranked by output tokens per second per chip (= by cost at any price); the batch is "
+        "the largest that meets the target and fits.",
+        floor_note(dep, overlap),
+    )
+    return report
+
+
+__all__ = ["best", "fit", "floor_note", "heading", "price_of", "serve", "settings"]
