@@ -17,7 +17,7 @@ from .chip_prices import cost_per_million_tokens_usd, list_example_prices
 from .cli_format import FLOOR_NOTE, Report, count, ms, params, si, sig, table, usd
 from .deployment import Deployment
 from .layout_search import best_layouts
-from .placement import groups
+from .placement import Layout, groups
 from .serving import decode_step, prefill
 
 
@@ -57,14 +57,19 @@ def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
         else "none: weights and KV spread evenly, no communication counted (try --layout tp8)"
     )
     price = price_of(dep)
+    weights = (
+        f"{si(dep.weight_bytes_per_chip, 'B')} per chip"
+        if layout
+        else f"{si(dep.weight_bytes, 'B')} in all"
+    )
     report.add(
         f"{model.name} ({size} parameters) on {dep.n_chips} x {dep.chip.full_name}",
         *([f"  layout   {split}"] if layout else []),
-        f"  weights  {dep.weight_dtype}, {si(dep.weight_bytes_per_chip, 'B')} per chip; "
-        f"KV cache {dep.kv_dtype}, {si(dep.kv_bytes_per_token, 'B')} per token; "
-        f"matmuls in {dep.compute_dtype}",
+        f"  weights  {dep.weight_dtype}, {weights}; KV cache {dep.kv_dtype}, "
+        f"{si(dep.kv_bytes_per_token, 'B')} per token; matmuls in {dep.compute_dtype}",
         f"  price    {usd(price)} per chip-hour"
-        + ("" if price is not None else " (no example price for this chip: pass --price)"),
+        if price is not None
+        else f"  price    none (no example price for {dep.chip.name}: pass --price)",
     )
 
 
@@ -95,27 +100,29 @@ def serve(
     parts = np.stack([step.compute_s, step.memory_s, step.communication_s])
     bound = np.array(["compute", "memory", "network"])[np.argmax(parts, axis=0)]
     missing = np.maximum(step.hbm_needed_bytes - dep.hbm_bytes, 0.0)
-    rows = []
-    for i, b in enumerate(B):
-        rows.append(
-            {
-                "batch": b,
-                "floor_s": step.floor_s[i],
-                "serial_s": step.serial_s[i],
-                "time_s": step.time_s[i],
-                "compute_s": step.compute_s[i],
-                "memory_s": step.memory_s[i],
-                "communication_s": step.communication_s[i],
-                "bottleneck": str(bound[i]),
-                "tokens_per_s": step.tokens_per_s[i],
-                "tokens_per_s_per_chip": step.tokens_per_s_per_chip[i],
-                "tokens_per_s_per_user": step.tokens_per_s_per_user[i],
-                "usd_per_million_output": None if output_cost is None else output_cost[i],
-                "usd_per_million_input": None if input_cost is None else input_cost[i],
-                "fits": bool(step.fits[i]),
-                "missing_bytes": missing[i],
-            }
-        )
+    columns: dict[str, list[Any]] = {
+        name: np.broadcast_to(value, B.shape).tolist()
+        for name, value in {
+            "batch": B,
+            "floor_s": step.floor_s,
+            "serial_s": step.serial_s,
+            "time_s": step.time_s,
+            "compute_s": step.compute_s,
+            "memory_s": step.memory_s,
+            "communication_s": step.communication_s,
+            "bottleneck": bound,
+            "tokens_per_s": step.tokens_per_s,
+            "tokens_per_s_per_chip": step.tokens_per_s_per_chip,
+            "tokens_per_s_per_user": step.tokens_per_s_per_user,
+            "usd_per_million_output": output_cost,
+            "usd_per_million_input": input_cost,
+            "fits": step.fits,
+            "missing_bytes": missing,
+        }.items()
+    }
+    rows = [
+        dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)
+    ]
     data = {
         "command": "serve",
         **settings(dep, overlap),
@@ -198,7 +205,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         f"  room     {si(dep.kv_budget_bytes, 'B')} of HBM left for KV caches; a cached token "
         f"holds {si(held, 'B')}"
         + (
-            " (KV copies and pipeline batches in flight included)"
+            "\n           (with the KV copies and the pipeline's batches in flight)"
             if held != dep.kv_bytes_per_token
             else ""
         ),
@@ -216,10 +223,17 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
             ],
         ),
         "",
-        f"Weights and KV caches only: activations and fragmentation take more. The model's "
-        f"own context limit is {count(dep.model.max_context)} tokens.",
+        "Weights and KV caches only: activations and fragmentation take more.",
+        f"The model's own context limit is {count(dep.model.max_context)} tokens.",
     )
     return report
+
+
+def links(layout: Layout, dep: Deployment) -> str:
+    """Which link each kind of model parallelism talks over, e.g. "TP scale-up"."""
+    placed = groups(layout, dep.chip)
+    used = [f"{kind} {placed[kind].link}" for kind in ("TP", "EP", "PP") if placed[kind].size > 1]
+    return ", ".join(used) or "none"
 
 
 # ---- best -----------------------------------------------------------------------------------
@@ -235,7 +249,7 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
             "tokens_per_s_per_user": c.step.tokens_per_s_per_user,
             "tokens_per_s_per_chip": c.step.tokens_per_s_per_chip,
             "usd_per_million_output": c.cost_per_million_usd,
-            "tp_link": groups(c.layout, dep.chip)["TP"].link,
+            "links": links(c.layout, dep),
         }
         for c in found.candidates
     ]
@@ -271,7 +285,7 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
                     "tok/s/user",
                     "tok/s/chip",
                     "$/M out",
-                    "TP link",
+                    "links",
                 ],
                 [
                     [
@@ -283,7 +297,7 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
                         sig(float(c.step.tokens_per_s_per_user)),
                         count(float(c.step.tokens_per_s_per_chip)),
                         usd(c.cost_per_million_usd),
-                        groups(c.layout, dep.chip)["TP"].link,
+                        links(c.layout, dep),
                     ]
                     for i, c in enumerate(found.candidates[:top])
                 ],
@@ -299,11 +313,11 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
         summary += f" (fastest {ms(float(fastest.step.time_s))} ms, {fastest.layout})"
     summary += f", {len(found.do_not_fit)} do not fit"
     if found.not_allowed:
-        summary += f"; {found.not_allowed} splits the model does not allow"
+        summary += f";\n{found.not_allowed} other splits of the chips the model does not allow"
     report.add(
         summary + ".",
-        "Ranked by output tokens per second per chip (= by cost at any price); the batch is "
-        "the largest that meets the target and fits.",
+        "Ranked by output tokens per second per chip (= by cost at any one price); each batch\n"
+        "is the largest that meets the target and fits.",
         floor_note(dep, overlap),
     )
     return report
