@@ -268,7 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-tokens", default="16M", help="tokens per step (default 16M)")
     train.add_argument("--microbatches", type=int, help="per replica (default 1, or 2*pp)")
     train.add_argument("--activations", choices=ACTIVATION_MODES, default="stored")
-    train.add_argument("--mfu", default="1.0", help="matmuls' share of peak FLOP/s")
+    train.add_argument(
+        "--mfu", default="1.0", help="matmuls' share of peak FLOP/s while they run (default 1)"
+    )
     chips = subs.add_parser("chips", help="chip presets with their sources")
     chips.add_argument("--chip-file")
     chips.add_argument("--json", action="store_true")

@@ -54,7 +54,8 @@ def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
     split = (
         str(dep.layout)
         if dep.layout is not None
-        else "none: weights and KV spread evenly, no communication counted (try --layout tp8)"
+        else "none: weights and KV spread evenly, no communication counted"
+        + (f" (try --layout tp{dep.n_chips})" if dep.n_chips > 1 else "")
     )
     price = price_of(dep)
     weights = (

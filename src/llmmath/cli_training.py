@@ -87,9 +87,10 @@ def train(
     )
     report.add(
         f"Training {model.name} ({params(model.total_params)} parameters) on "
-        f"{layout.n_gpus} x {chip.full_name}, {layout}",
+        f"{count(layout.n_gpus)} x {chip.full_name}, {layout}",
         f"  run      {short(tokens)} tokens in steps of {count(batch_tokens)} tokens, "
-        f"{microbatches} microbatch(es) per replica, activations {activations}",
+        f"{microbatches} microbatch{'es' if microbatches > 1 else ''} per replica, "
+        f"activations {activations}",
         f"  time     {sig(fast / SECONDS_PER_DAY)} days with communication hidden, "
         f"{sig(slow / SECONDS_PER_DAY)} with none hidden ({count(steps)} steps of "
         f"{ms(float(step.lower_s))}-{ms(float(step.upper_s))} ms)",
@@ -117,9 +118,9 @@ def train(
             ],
         ),
         "",
-        f"Floors, not promises: matmuls at {percent(mfu)} of the datasheet FLOP/s (--mfu),\n"
-        "collectives at full link speed, no stragglers or failures (Llama 3 405B measured "
-        "38-43% MFU).",
+        f"Floors, not promises: matmuls at {percent(mfu)} of the datasheet FLOP/s while they run "
+        "(--mfu; the\nstep's MFU comes out lower), collectives at full link speed, no "
+        "stragglers or failures.",
     )
     return report
 
