@@ -241,8 +241,25 @@ def _serving_options(sub: argparse.ArgumentParser) -> None:
                      help="perfect: the floor; none: the serial estimate")  # fmt: skip
 
 
+EPILOG = """examples:
+  llmmath serve Llama-3-70B H100x8 --layout tp8 --batch 1,16,64,256 --context 8192
+  llmmath fit path/to/config.json H200x8
+  llmmath best Mixtral-8x7B H100x8 --latency 30ms
+  llmmath train Llama-3.1-405B H100x8192 --layout tp8,pp16,dp64,zero1,emb --tokens 15.6T
+
+MODEL is a preset (llmmath models), a Hugging Face config.json or its folder, or
+file.toml[:NAME] in the package's format; CHIPxN a chip preset (llmmath chips) or
+one from --chip-file, and a count. Every time is a floor, not a promise.
+Exit status: 0 answered, 1 the weights do not fit, 2 bad input."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = _Parser(
+        prog=PROG,
+        description="The LLM Math course's model as a calculator for your model and chips.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     serve = subs.add_parser("serve", help="decode step, TTFT and cost per batch")
     _common(serve)
