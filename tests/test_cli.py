@@ -214,6 +214,10 @@ def test_a_chip_without_a_price_says_how_to_give_one(capsys: pytest.CaptureFixtu
         (["serve", str(CONFIGS / "README.md"), "H100x8"], "not valid JSON"),
         (["serve"], "the following arguments are required"),
         (["serve", "Llama-3-70B", "H100x8", "--overlap", "some"], "invalid choice"),
+        (["serve", "Llama-3-70B", "H100x8", "--batch", "1:1e9"], "at most 1,000,000"),
+        (["serve", "Llama-3-70B", "H100x8", "--price", "-2"], "must be finite and > 0"),
+        (["train", "Llama-3-8B", "H100x8", "--tokens", "1T", "--price", "0"], "--price must be"),
+        (["best", "Llama-3-8B", "H100x8", "--latency", "9ms", "--top", "0"], "--top must be"),
         (["frobnicate"], "invalid choice"),
     ],
 )  # fmt: skip

@@ -70,6 +70,12 @@ def test_family_details_are_read() -> None:
     assert any("multi-token" in note for note in notes)
 
 
+def test_a_null_field_takes_the_family_default() -> None:
+    # Hugging Face writes absent optional fields as null: K then defaults to N (MHA).
+    spec, _ = model_from_hf_config({**_config("Llama-3-8B"), "num_key_value_heads": None}, "x")
+    assert spec.n_kv_heads == spec.n_heads == 32
+
+
 def test_deepseek_v2_lite_has_no_query_latent() -> None:
     config = {**_config("DeepSeek-V3"), "model_type": "deepseek_v2", "q_lora_rank": None}
     spec, _ = model_from_hf_config(config, "no-q-latent")

@@ -36,6 +36,8 @@ from .serving import OVERLAP_RULES
 from .training_memory import ACTIVATION_MODES
 
 PROG = "llmmath"
+#: The most values one range (START:STOP) may expand to.
+MAX_VALUES = 1_000_000
 _UNITS_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
@@ -99,6 +101,10 @@ def parse_values(text: str, name: str) -> list[float]:
                 raise InputError(f"{name} range {part!r} is not START:STOP[:STEP]")
             start, stop, stride = bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else 1.0
             n = int((stop - start) // stride) + 1
+            if n > MAX_VALUES:
+                raise InputError(
+                    f"{name} range {part!r} gives {n:,} values; at most {MAX_VALUES:,}"
+                )
             values.extend(start + stride * i for i in range(max(n, 0)))
         else:
             values.append(parse_number(part, name))
@@ -203,6 +209,8 @@ def _fit(args: argparse.Namespace, dep: Deployment) -> Report:
 
 
 def _best(args: argparse.Namespace, dep: Deployment) -> Report:
+    if args.top < 1:
+        raise InputError(f"--top must be >= 1; got {args.top}")
     latency = parse_latency(args.latency)
     context = parse_number(args.context, "--context")
     return cli_commands.best(dep, latency, context, args.top, args.overlap)
@@ -214,6 +222,8 @@ def _train(args: argparse.Namespace, model: ModelConfig) -> Report:
     layout = checked_layout(args.layout or "", n, model)
     micro = args.microbatches or (1 if layout.pp == 1 else 2 * layout.pp)
     price = args.price
+    if price is not None and not price > 0:
+        raise InputError(f"--price must be > 0 USD per chip-hour; got {price}")
     if price is None and chip.name in list_example_prices():
         price = example_price(chip).usd_per_chip_hour
     return cli_training.train(

@@ -48,7 +48,8 @@ class _Reader:
         self.config, self.where = config, where
 
     def count(self, key: str, default: int | None = None) -> int:
-        value = self.config.get(key, default)
+        value = self.config.get(key)
+        value = default if value is None else value
         if value is None:
             raise ValueError(f"{self.where}: field {key!r} is missing (the course needs it)")
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
