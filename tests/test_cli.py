@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -171,19 +172,51 @@ def test_a_batch_range_sweeps_every_batch(capsys: pytest.CaptureFixture[str]) ->
 
 
 # ---- what people see ------------------------------------------------------------------------
-def test_tables_are_aligned(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(capsys, "serve", "Llama-3-70B", "H100x8", "--batch", "1,16,256")
+def _tables(out: str) -> list[tuple[str, str, list[str]]]:
+    """(header, rule, rows) of every table in ``out``: a rule is a line of dashes and spaces."""
     lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("batch"))
-    header, rule, *rows = lines[start : start + 5]
-    assert set(rule.replace(" ", "")) == {"-"}
-    ends = [i + 1 for i, (a, b) in enumerate(zip(rule, rule[1:] + " ", strict=True)) if a == "-"
-            and b == " "]  # fmt: skip
-    for row in rows[:3]:  # numbers end where their column's rule ends
-        for end in ends[:5]:
-            assert row[end - 1] != " ", (row, end)
-    assert "floor ms" in header and "$/M out" in header
-    assert "no example price" not in out
+    found = []
+    for i, line in enumerate(lines):
+        if line and set(line) <= {"-", " "}:
+            rows = []
+            for row in lines[i + 1 :]:
+                if not row:
+                    break
+                rows.append(row)
+            found.append((lines[i - 1], line, rows))
+    return found
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "Llama-3-70B", "H100x8", "--batch", "1,16,256"],
+        ["best", "Mixtral-8x7B", "H100x8", "--latency", "30ms"],
+        ["train", "Llama-3-8B", "H100x64", "--tokens", "15T", "--layout", "tp2,zero1"],
+    ],
+)
+def test_tables_are_aligned(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    _, out, _ = run(capsys, *argv)
+    tables = _tables(out)
+    assert tables
+    for header, rule, rows in tables:
+        columns = [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
+        assert len(columns) == len(header.split("  ")) - header.split("  ").count("")
+        for row in rows:
+            for start, end in columns:
+                cell = row[start:end].strip()
+                assert cell, (row, start, end)  # every cell sits under its rule
+                if re.fullmatch(r"[$]?[\d,.]+%?", cell):  # numbers end where the rule ends
+                    assert row[end - 1] != " ", (row, end)
+    assert all(len(line) <= 92 for line in out.splitlines()), "keep lines narrow"
+
+
+def test_serve_shows_both_tables_with_units(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "serve", "Llama-3-70B", "H100x8", "--batch", "1,256")
+    (step_header, _, _), (rate_header, _, rates) = _tables(out)
+    assert "floor ms" in step_header and "serial ms" in step_header
+    assert "$/M out" in rate_header and "tok/s/user" in rate_header
+    assert rates[1].endswith("no: 188 GB short") and "no example price" not in out
 
 
 def test_a_chip_without_a_price_says_how_to_give_one(capsys: pytest.CaptureFixture[str]) -> None:

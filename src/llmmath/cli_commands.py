@@ -134,46 +134,38 @@ def serve(
     }
     report = Report(data)
     heading(report, dep)
+    rule = "floor" if overlap == "perfect" else "serial estimate"
     report.add(
-        f"  context  {count(context)} tokens cached per sequence; TTFT of one "
-        f"{count(prompt)}-token prompt alone: {ms(ttft)} ms",
+        f"  context  {count(context)} tokens cached per sequence",
+        f"  TTFT     {ms(ttft)} ms to prefill one {count(prompt)}-token prompt alone",
         "",
+        "The step: its floor, the serial estimate, and the floor's parts (per chip)",
         table(
-            [
-                "batch",
-                "floor ms",
-                "serial ms",
-                "compute ms",
-                "memory ms",
-                "network ms",
-                "bound",
-                "tok/s/chip",
-                "tok/s/user",
-                "$/M out",
-                "$/M in",
-                "fits",
-            ],
-            [_serve_row(row) for row in rows],
+            ["batch", "floor ms", "serial ms", "compute ms", "memory ms", "network ms", "bound"],
+            [_step_row(row) for row in rows],
         ),
         "",
-        "Rates and costs use the "
-        + ("floor" if overlap == "perfect" else "serial estimate")
-        + "; $/M in is the prefill of one prompt per sequence of the batch.",
+        f"What it serves, at the {rule}",
+        table(
+            ["batch", "tok/s/chip", "tok/s/user", "$/M out", "$/M in", "fits in HBM"],
+            [_rate_row(row) for row in rows],
+        ),
+        "",
+        "$/M in prices the prefill of each sequence's prompt.",
         floor_note(dep, overlap),
     )
     return report
 
 
-def _serve_row(row: dict[str, Any]) -> list[str]:
+def _step_row(row: dict[str, Any]) -> list[str]:
+    times = ("floor_s", "serial_s", "compute_s", "memory_s", "communication_s")
+    return [count(row["batch"]), *(ms(row[name]) for name in times), row["bottleneck"]]
+
+
+def _rate_row(row: dict[str, Any]) -> list[str]:
     fits = "yes" if row["fits"] else f"no: {si(row['missing_bytes'], 'B')} short"
     return [
         count(row["batch"]),
-        ms(row["floor_s"]),
-        ms(row["serial_s"]),
-        ms(row["compute_s"]),
-        ms(row["memory_s"]),
-        ms(row["communication_s"]),
-        row["bottleneck"],
         count(row["tokens_per_s_per_chip"]),
         sig(row["tokens_per_s_per_user"]),
         usd(row["usd_per_million_output"]),
@@ -231,9 +223,13 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
 
 
 def links(layout: Layout, dep: Deployment) -> str:
-    """Which link each kind of model parallelism talks over, e.g. "TP scale-up"."""
+    """Which link each kind of model parallelism talks over: "up" (NVLink/ICI, the scale-up
+    domain), "out" (the scale-out network) or "up+out" (a two-level collective)."""
     placed = groups(layout, dep.chip)
-    used = [f"{kind} {placed[kind].link}" for kind in ("TP", "EP", "PP") if placed[kind].size > 1]
+    short = {"scale-up": "up", "scale-out": "out", "scale-up + scale-out": "up+out"}
+    used = [
+        f"{kind} {short[placed[kind].link]}" for kind in ("TP", "EP", "PP") if placed[kind].size > 1
+    ]
     return ", ".join(used) or "none"
 
 
@@ -283,7 +279,6 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
                     "batch",
                     "limit",
                     "step ms",
-                    "tok/s/user",
                     "tok/s/chip",
                     "$/M out",
                     "links",
@@ -295,7 +290,6 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
                         count(c.batch),
                         c.limited_by,
                         ms(float(c.step.time_s)),
-                        sig(float(c.step.tokens_per_s_per_user)),
                         count(float(c.step.tokens_per_s_per_chip)),
                         usd(c.cost_per_million_usd),
                         links(c.layout, dep),

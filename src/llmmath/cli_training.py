@@ -81,19 +81,21 @@ def train(
         "fits"
         if data["fits"]
         else (
-            f"does NOT fit: {si(total - chip.hbm_bytes, 'B')} over (try more --microbatches, "
-            "zero1-3 or pp in --layout, or --activations checkpointed)"
+            f"does NOT fit, {si(total - chip.hbm_bytes, 'B')} over\n           (try more "
+            "--microbatches, zero1-3 or pp in --layout, or --activations checkpointed)"
         )
     )
     report.add(
         f"Training {model.name} ({params(model.total_params)} parameters) on "
-        f"{count(layout.n_gpus)} x {chip.full_name}, {layout}",
-        f"  run      {short(tokens)} tokens in steps of {count(batch_tokens)} tokens, "
-        f"{microbatches} microbatch{'es' if microbatches > 1 else ''} per replica, "
+        f"{count(layout.n_gpus)} x {chip.full_name}",
+        f"  layout   {layout}",
+        f"  run      {short(tokens)} tokens in {count(steps)} steps of {count(batch_tokens)} "
+        f"tokens,",
+        f"           {microbatches} microbatch{'es' if microbatches > 1 else ''} per replica, "
         f"activations {activations}",
         f"  time     {sig(fast / SECONDS_PER_DAY)} days with communication hidden, "
-        f"{sig(slow / SECONDS_PER_DAY)} with none hidden ({count(steps)} steps of "
-        f"{ms(float(step.lower_s))}-{ms(float(step.upper_s))} ms)",
+        f"{sig(slow / SECONDS_PER_DAY)} with none hidden",
+        f"           ({ms(float(step.lower_s))}-{ms(float(step.upper_s))} ms per step)",
         f"  compute  {short(chip_hours)} chip-hours"
         + (f", {usd(chip_hours * price)} at {usd(price)} per chip-hour" if price else "")
         + f"; MFU {percent(float(step.mfu))} ({percent(float(step.mfu_no_overlap))} serial)",
@@ -103,14 +105,14 @@ def train(
         table(["memory per chip", "size"], [[k, si(v, "B")] for k, v in parts.items()]),
         "",
         table(
-            ["traffic", "collective", "link", "per chip per step", "time per step", "of compute"],
+            ["traffic", "collective", "link", "bytes/step", "ms/step", "of compute"],
             [
                 [
                     kind,
                     c.collective,
                     c.link,
                     si(float(c.bytes_per_gpu), "B"),
-                    f"{ms(float(c.time_s))} ms",
+                    ms(float(c.time_s)),
                     percent(float(c.time_s / step.compute_s)),
                 ]
                 for kind, c in step.communication.items()
