@@ -81,7 +81,7 @@ def train(
         "fits"
         if data["fits"]
         else (
-            f"does NOT fit, {si(total - chip.hbm_bytes, 'B')} over\n           (try more "
+            f"does NOT fit, {si(total - chip.hbm_bytes, 'B')} over\n           (try "
             "--microbatches, zero1-3 or pp in --layout, or --activations checkpointed)"
         )
     )
