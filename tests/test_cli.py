@@ -349,3 +349,13 @@ def test_train_gives_the_parallelism_lesson_s_llama3_run(
     assert data["step_s"] == pytest.approx(float(lesson_run.lower_s), rel=1e-12)
     assert data["bubble_fraction"] == pytest.approx(15 / (32 + 15))
     assert data["fits"] is True
+
+
+def test_models_lists_config_files_with_their_notes(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(CONFIGS / name / "config.json") for name in ("gemma-2-9b", "Mixtral-8x7B")]
+    code, out, err = run(capsys, "models", *files)
+    assert code == 0 and "note: gemma-2-9b: sliding_window=4096" in err
+    gemma = next(line for line in out.splitlines() if line.startswith("gemma-2-9b"))
+    assert "9.24B" in gemma and "Sources:" in out
+    data = as_json(capsys, "models", *files)
+    assert [m["total_params"] for m in data["models"]] == [9_241_404_928, 46_702_792_704]

@@ -315,7 +315,8 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
         return cli_training.chips({n: hardware.get_chip(n) for n in names}), []
     if args.command == "models":
         resolved = [resolve_model(m) for m in args.model or list_models()]
-        return cli_training.models([m for m, _ in resolved]), [n for _, ns in resolved for n in ns]
+        notes = [f"{m.name}: {note}" for m, ns in resolved for note in ns]
+        return cli_training.models([m for m, _ in resolved]), notes
     model, notes = resolve_model(args.model)
     if args.command == "train":
         return _train(args, model), notes

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,12 +79,9 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _numeric(cell: str) -> bool:
-    stripped = cell.replace(",", "").replace("%", "").replace("$", "").strip()
-    try:
-        float(stripped.split()[0] if stripped else "x")
-    except ValueError:
-        return cell in ("-", "inf")
-    return True
+    """A number, maybe with a currency sign, separators and a unit: ``$1.89``, ``8.03B``,
+    ``131 kB``, ``12.5%`` (right-aligned in a table)."""
+    return cell in ("-", "inf") or re.fullmatch(r"\$?-?[\d,]*\.?\d+ ?[A-Za-z%]*", cell) is not None
 
 
 def sig(value: float, digits: int = 3) -> str:
