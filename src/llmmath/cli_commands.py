@@ -14,7 +14,7 @@ import numpy as np
 
 from . import batching, kv_cache
 from .chip_prices import cost_per_million_tokens_usd, list_example_prices
-from .cli_format import FLOOR_NOTE, Report, count, ms, params, si, sig, table, usd
+from .cli_format import FLOOR_NOTE, LINK_NAMES, Report, count, ms, params, si, sig, table, usd
 from .deployment import Deployment
 from .layout_search import best_layouts
 from .placement import Layout, groups
@@ -54,8 +54,8 @@ def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
     split = (
         str(dep.layout)
         if dep.layout is not None
-        else "none: weights and KV spread evenly, no communication counted"
-        + (f" (try --layout tp{dep.n_chips})" if dep.n_chips > 1 else "")
+        else "none (weights and KV spread evenly, no communication counted)"
+        + (f"\n           try --layout tp{dep.n_chips} for a real split" if dep.n_chips > 1 else "")
     )
     price = price_of(dep)
     weights = (
@@ -75,7 +75,7 @@ def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
 
 
 def floor_note(dep: Deployment, overlap: str) -> str:
-    rule = "perfect overlap" if overlap == "perfect" else "no overlap (serial)"
+    rule = "perfect overlap" if overlap == "perfect" else "the serial estimate"
     return FLOOR_NOTE.format(
         rule=rule, flops=dep.flops_efficiency, bandwidth=dep.bandwidth_efficiency
     )
@@ -226,7 +226,7 @@ def links(layout: Layout, dep: Deployment) -> str:
     """Which link each kind of model parallelism talks over: "up" (NVLink/ICI, the scale-up
     domain), "out" (the scale-out network) or "up+out" (a two-level collective)."""
     placed = groups(layout, dep.chip)
-    short = {"scale-up": "up", "scale-out": "out", "scale-up + scale-out": "up+out"}
+    short = LINK_NAMES
     used = [
         f"{kind} {short[placed[kind].link]}" for kind in ("TP", "EP", "PP") if placed[kind].size > 1
     ]
@@ -312,7 +312,8 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
     report.add(
         summary + ".",
         "Ranked by output tokens per second per chip (= by cost at any one price); each batch\n"
-        "is the largest that meets the target and fits.",
+        "is the largest that meets the target and fits. links: up = within a scale-up domain,\n"
+        "out = over the scale-out network.",
         floor_note(dep, overlap),
     )
     return report

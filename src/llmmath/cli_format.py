@@ -22,10 +22,12 @@ from typing import Any
 
 #: Said under every table of times: the model's numbers are lower bounds.
 FLOOR_NOTE = (
-    "Floors, not promises: every time assumes {rule} at {flops:.0%} of the datasheet FLOP/s\n"
-    "and {bandwidth:.0%} of its bandwidth; measured systems are slower (lower --efficiency to "
-    "model them)."
+    "Floors, not promises: {rule} at {flops:.0%} of the datasheet FLOP/s and {bandwidth:.0%} "
+    "of its\nbandwidth. Measured systems are slower: lower --efficiency to model them."
 )
+
+#: Short names of the links a collective crosses (see llmmath.placement.Group.link).
+LINK_NAMES = {"scale-up": "up", "scale-out": "out", "scale-up + scale-out": "up+out"}
 
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
 
@@ -135,6 +137,7 @@ def percent(share: float) -> str:
 
 __all__ = [
     "FLOOR_NOTE",
+    "LINK_NAMES",
     "Report",
     "count",
     "ms",

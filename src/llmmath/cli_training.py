@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from .chip_prices import example_price, list_example_prices
-from .cli_format import Report, count, ms, params, percent, short, si, sig, table, usd
+from .cli_format import LINK_NAMES, Report, count, ms, params, percent, short, si, sig, table, usd
 from .hardware import Chip
 from .models import ModelConfig
 from .placement import Layout
@@ -82,7 +82,7 @@ def train(
         if data["fits"]
         else (
             f"does NOT fit, {si(total - chip.hbm_bytes, 'B')} over\n           (try "
-            "--microbatches, zero1-3 or pp in --layout, or --activations checkpointed)"
+            "--microbatches, zero1-3 or pp, or --activations checkpointed)"
         )
     )
     report.add(
@@ -110,7 +110,7 @@ def train(
                 [
                     kind,
                     c.collective,
-                    c.link,
+                    LINK_NAMES.get(c.link, c.link),
                     si(float(c.bytes_per_gpu), "B"),
                     ms(float(c.time_s)),
                     percent(float(c.time_s / step.compute_s)),
@@ -119,10 +119,11 @@ def train(
                 if float(c.bytes_per_gpu) > 0
             ],
         ),
+        "link: up = within a scale-up domain (NVLink, ICI), out = over the scale-out network",
         "",
-        f"Floors, not promises: matmuls at {percent(mfu)} of the datasheet FLOP/s while they run "
-        "(--mfu; the\nstep's MFU comes out lower), collectives at full link speed, no "
-        "stragglers or failures.",
+        f"Floors, not promises: matmuls at {mfu:.0%} of peak FLOP/s while they run (--mfu), "
+        "collectives\nat full link speed, no stragglers or failures; the step's MFU comes out "
+        "lower.",
     )
     return report
 
