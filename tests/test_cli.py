@@ -208,7 +208,7 @@ def test_tables_are_aligned(capsys: pytest.CaptureFixture[str], argv: list[str])
                 assert cell, (row, start, end)  # every cell sits under its rule
                 if re.fullmatch(r"[$]?[\d,.]+%?", cell):  # numbers end where the rule ends
                     assert row[end - 1] != " ", (row, end)
-    assert all(len(line) <= 88 for line in out.splitlines()), "keep lines narrow"
+    assert all(len(line) <= 84 for line in out.splitlines()), "keep lines narrow"
 
 
 def test_serve_shows_both_tables_with_units(capsys: pytest.CaptureFixture[str]) -> None:

@@ -66,8 +66,8 @@ def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
     report.add(
         f"{model.name} ({size} parameters) on {dep.n_chips} x {dep.chip.full_name}",
         *([f"  layout   {split}"] if layout else []),
-        f"  weights  {dep.weight_dtype}, {weights}; KV cache {dep.kv_dtype}, "
-        f"{si(dep.kv_bytes_per_token, 'B')} per token; matmuls in {dep.compute_dtype}",
+        f"  weights  {dep.weight_dtype}, {weights}; matmuls in {dep.compute_dtype}",
+        f"  KV cache {dep.kv_dtype}, {si(dep.kv_bytes_per_token, 'B')} per token",
         f"  price    {usd(price)} per chip-hour"
         if price is not None
         else f"  price    none (no example price for {dep.chip.name}: pass --price)",
@@ -274,7 +274,7 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
         report.add(
             table(
                 [
-                    "rank",
+                    "#",
                     "layout",
                     "batch",
                     "limit",

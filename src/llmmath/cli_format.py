@@ -22,8 +22,8 @@ from typing import Any
 
 #: Said under every table of times: the model's numbers are lower bounds.
 FLOOR_NOTE = (
-    "Floors, not promises: {rule} at {flops:.0%} of the datasheet FLOP/s and {bandwidth:.0%} "
-    "of its\nbandwidth. Measured systems are slower: lower --efficiency to model them."
+    "Floors, not promises: at {flops:.0%} of the datasheet FLOP/s and {bandwidth:.0%} of its "
+    "bandwidth,\nwith {rule}. Real systems are slower: lower --efficiency to model them."
 )
 
 #: Short names of the links a collective crosses (see llmmath.placement.Group.link).

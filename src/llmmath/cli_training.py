@@ -98,7 +98,8 @@ def train(
         f"           ({ms(float(step.lower_s))}-{ms(float(step.upper_s))} ms per step)",
         f"  compute  {short(chip_hours)} chip-hours"
         + (f", {usd(chip_hours * price)} at {usd(price)} per chip-hour" if price else "")
-        + f"; MFU {percent(float(step.mfu))} ({percent(float(step.mfu_no_overlap))} serial)",
+        + f";\n           MFU {percent(float(step.mfu))} ({percent(float(step.mfu_no_overlap))} "
+        "serial)",
         f"  bubble   {percent(bubble)} of each step idle in the pipeline",
         f"  memory   {si(total, 'B')} per chip of {si(chip.hbm_bytes, 'B')}: {fits}",
         "",
@@ -121,9 +122,8 @@ def train(
         ),
         "link: up = within a scale-up domain (NVLink, ICI), out = over the scale-out network",
         "",
-        f"Floors, not promises: matmuls at {mfu:.0%} of peak FLOP/s while they run (--mfu), "
-        "collectives\nat full link speed, no stragglers or failures; the step's MFU comes out "
-        "lower.",
+        f"Floors, not promises: matmuls at {mfu:.0%} of peak FLOP/s while they run (--mfu),\n"
+        "collectives at full link speed, no stragglers or failures (the step's MFU is lower).",
     )
     return report
 
