@@ -14,7 +14,7 @@ import jupytext
 import numpy as np
 import pytest
 
-from llmmath import batching, cli, serving
+from llmmath import batching, cli, hardware, serving
 from llmmath.deployment import Deployment
 from llmmath.models import get_model, load_models
 from llmmath.placement import Layout
@@ -23,6 +23,12 @@ from llmmath.training import training_step
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 FLOOR = "Floors, not promises"
+
+
+@pytest.fixture(autouse=True)
+def private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of the chip registry, so a --chip-file in one test cannot leak into another."""
+    monkeypatch.setattr(hardware, "_CHIPS", dict(hardware._CHIPS))
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -121,8 +127,13 @@ def test_a_toml_model_and_a_chip_file(capsys: pytest.CaptureFixture[str], tmp_pa
     assert data["kv_budget_bytes"] == pytest.approx(2 * 40e9 - weights)
     _, out, _ = run(capsys, "chips", "--chip-file", str(chip_file))
     assert "Half" in out and "a made-up chip" not in out.splitlines()[0]
+
     code, _, err = run(capsys, "fit", str(models), "H100")
     assert code == 2 and "pick one as" in err
+
+
+def test_a_chip_file_does_not_outlive_its_test() -> None:
+    assert "Half" not in hardware.list_chips()
 
 
 # ---- --json round trips -------------------------------------------------------------------
