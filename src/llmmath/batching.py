@@ -76,11 +76,13 @@ def step_critical_batch(deployment: Deployment) -> float:
 
 def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     """The most sequences of ``context`` tokens whose KV caches fit beside the weights:
-    ``floor((n HBM - weights) / (T kv))`` (infinite at context 0)."""
+    ``floor((n HBM - weights) / (T kv))`` (infinite at context 0). With a layout ``kv`` is
+    :attr:`~llmmath.deployment.Deployment.kv_bytes_held_per_token` (copies of KV heads
+    under wide TP, ``pp`` batches in flight), as the decode step's capacity check counts."""
     dep = deployment
     T = check_context(dep.model, context)
     with np.errstate(divide="ignore"):
-        room = np.floor(dep.kv_budget_bytes / (T * dep.kv_bytes_per_token))
+        room = np.floor(dep.kv_budget_bytes / (T * dep.kv_bytes_held_per_token))
     return as_output(room)
 
 

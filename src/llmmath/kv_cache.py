@@ -88,7 +88,7 @@ def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     ``min(floor((n HBM - weights) / (B kv)), max_context of the model)``."""
     dep = deployment
     B = positive("batch", batch)
-    room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_per_token))
+    room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_held_per_token))
     return as_output(np.minimum(room, float(dep.model.max_context)))
 
 
