@@ -2,7 +2,7 @@
 (no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
 the same code, so the book and the notebook always agree."""
 
-from . import batching, kv_cache, moe, parallelism, pricing, roofline, validation
+from . import batching, kv_cache, moe, overtraining_pricing, parallelism, roofline, validation
 from .common import figure_and_axes, figure_png
 
 __all__ = [
@@ -11,8 +11,8 @@ __all__ = [
     "figure_png",
     "kv_cache",
     "moe",
+    "overtraining_pricing",
     "parallelism",
-    "pricing",
     "roofline",
     "validation",
 ]

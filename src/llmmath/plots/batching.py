@@ -405,10 +405,3 @@ class BatchingExplorer(FastFigure):
             artist.set_visible(False)
         self.message.set_text(text)
         self.ax_pareto.set_title(" ", fontsize=10)  # not "": the frozen layout keeps title room
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The explorer's figure for one setting (see :meth:`BatchingExplorer.update`)."""
-    explorer = BatchingExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()

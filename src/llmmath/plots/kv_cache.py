@@ -427,10 +427,3 @@ class TierExplorer(FastFigure):
             f"hold {hold_s:g} s, r = {self.reuses:g}: {OPTION_LABELS[best]}, "
             f"${float(pc.cheapest_usd):.2g}{back}"
         )
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The capacity/bandwidth explorer's figure for one setting."""
-    explorer = KVCacheExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()

@@ -26,7 +26,6 @@ from .common import (
 
 COMMS_COLOUR = "#7570b3"
 SPILL_COLOUR = "#e7298a"
-BATCHES = (64, 512, 4096, 32768)  # the static explorer's batch stops
 _BATCH_SWEEP = np.logspace(0, np.log10(2.0**17), 120)
 _MODEL_COLOURS = ("#1f78b4", "#e6ab02", "#666666", "#a6761d")
 
@@ -305,13 +304,6 @@ class MoEExplorer(FastFigure):
         self.ax_batch.set_title(
             f"EP={G}, {fits}: compute-bound above B~{bound:,.0f}", fontsize=9, y=1.0
         )
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The explorer's figure for one setting (see :meth:`MoEExplorer.update`)."""
-    explorer = MoEExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()
 
 
 def _powers_of_two(top: float) -> list[int]:

@@ -34,7 +34,6 @@ MEMORY_COLOURS = {
 KIND_COLOURS = {"DP": "#7570b3", "TP": "#e7298a", "PP": "#66a61e", "EP": "#e6ab02"}
 BUBBLE_COLOUR = "#bbbbbb"
 SCALE_OUT_HATCH = "///"
-MICROBATCHES = (1, 2, 4, 8, 16, 32, 64)  # the static explorer's slider stops
 _BUBBLE_SWEEP = np.arange(1, 129, dtype=float)
 
 
@@ -292,13 +291,6 @@ class ParallelismExplorer(FastFigure):
         )
         self.bubble_point.set_data([microbatches], [here])
         self.bubble_title.set_text(f"PP{layout.pp}, {microbatches} microbatches: {here:.0%}")
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The explorer's figure for one setting (see :meth:`ParallelismExplorer.update`)."""
-    explorer = ParallelismExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()
 
 
 # ---- the bubble -------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from ..measure import MachineRoofline
 from ..models import ModelConfig, get_model
 from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
 
-BATCHES = 2.0 ** np.arange(0, 13)  # 1 ... 4096 tokens, the static book's slider stops
 _INTENSITY = np.logspace(-1, 4, 200)
 _SWEEP = np.logspace(0, np.log10(8192), 120)
 
@@ -103,13 +102,6 @@ class RooflineExplorer(FastFigure):
         self.ax_roof.set_title(f"{spec.name}, {compute} FLOPs, {weights} weights", fontsize=10)
         self.ax_time.set_ylim(sweep.compute_s.min() / 2, sweep.upper_s.max() * 2)
         self.ax_time.set_title(f"{model.name}: one decode step on one chip", fontsize=10)
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The explorer's figure for one setting (see :meth:`RooflineExplorer.update`)."""
-    explorer = RooflineExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()
 
 
 def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:

@@ -15,12 +15,6 @@ from ..hardware import get_chip
 from ..models import get_model
 from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
 
-#: Lifetime inference tokens the static explorer steps through (0, then 1e11 ... 1e15).
-DEMANDS = (0.0, 1e11, 3e11, 1e12, 3e12, 1e13, 3e13, 1e14, 3e14, 1e15)
-#: Target losses of the static explorer (Chinchilla 70B / 1.4T is 1.937 under the fit).
-TARGET_LOSSES = (1.9, 1.937, 2.0)
-#: Decode batches of the static serving explorer.
-SERVING_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _DEMAND_CURVES = (0.0, 1e12, 1e13, 1e14)
 _BATCH_SWEEP = np.unique(np.round(np.logspace(0, np.log10(1024), 80)))
 
@@ -222,20 +216,6 @@ class ServingExplorer(FastFigure):
         self.ax_ratio.set_title(
             f"{chip.name}: dotted line = critical batch (cost ratio ~ B*/B below it)", fontsize=9
         )
-
-
-def overtraining_figure(**settings: float) -> Figure:
-    """The over-training explorer's figure for one setting."""
-    explorer = OvertrainingExplorer()
-    explorer.update(**settings)
-    return explorer.as_figure()
-
-
-def serving_figure(**settings: object) -> Figure:
-    """The serving explorer's figure for one setting (see :meth:`ServingExplorer.update`)."""
-    explorer = ServingExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()
 
 
 def price_sheet_ratios(ax: Axes | None = None) -> Figure:
