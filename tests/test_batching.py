@@ -634,7 +634,7 @@ def png_image(data: bytes | memoryview) -> Image.Image:
 
 
 def test_cost_curves_are_the_step_costs_where_the_batch_fits(llama: Deployment) -> None:
-    curves = batching_plots.cost_curves(llama, 8192)
+    curves = batching.cost_curves(llama, 8192)
     assert curves.batch.max() <= 185 and curves.max_batch == 185
     step = batching.decode_step(llama, curves.batch, 8192)
     np.testing.assert_allclose(curves.total, step.cost_per_million_tokens_usd())
@@ -654,7 +654,7 @@ def test_pareto_and_prefill_figures(llama: Deployment) -> None:
     pareto = batching_plots.pareto_figure(llama, (512, 8192))
     (ax,) = pareto.axes
     curve = ax.lines[0]
-    step = batching.decode_step(llama, batching_plots.cost_curves(llama, 512).batch, 512)
+    step = batching.decode_step(llama, batching.cost_curves(llama, 512).batch, 512)
     np.testing.assert_allclose(curve.get_xdata(), 1e3 * step.time_s)
     np.testing.assert_allclose(curve.get_ydata(), step.tokens_per_s_per_chip)
     prefill = batching_plots.prefill_decode_figure(llama)
@@ -704,7 +704,7 @@ def test_explorer_says_what_does_not_fit() -> None:
     assert "GB of weights missing" in explorer.message.get_text()
     png_image(explorer.png())
     explorer.update()  # and recovers
-    assert explorer.message.get_text() == "" and len(explorer.total_line.get_xdata()) > 0
+    assert explorer.message.get_text() == "" and len(explorer.cost.total_line.get_xdata()) > 0
 
 
 def test_explorer_figure_is_a_figure() -> None:
