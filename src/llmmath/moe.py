@@ -499,16 +499,59 @@ def _root(excess: Callable[[FloatArray], FloatArray], low: float, high: float) -
     return float(np.exp(0.5 * (lo + hi)))
 
 
+# ---- curves the figures draw ----------------------------------------------------------------
+@dataclass(frozen=True)
+class EPWidthCurves:
+    """One MoE layer's floors per GPU against the expert-parallel width, at one batch."""
+
+    width: FloatArray
+    compute_s: FloatArray
+    weight_read_s: FloatArray
+    all_to_all_s: FloatArray
+    lower_s: FloatArray
+
+
+def ep_width_curves(
+    model: str | ModelConfig,
+    batch: float,
+    chip: str | Chip | ScaleUpDomain,
+    widths: list[int],
+    *,
+    activation_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> EPWidthCurves:
+    """:func:`expert_parallel_step` of ``batch`` tokens at each EP width in ``widths``."""
+    steps = [
+        expert_parallel_step(
+            model, batch, G, chip, activation_dtype=activation_dtype, weight_dtype=weight_dtype
+        )
+        for G in widths
+    ]
+
+    def part(name: str) -> FloatArray:
+        return np.array([float(getattr(step, name)) for step in steps])
+
+    return EPWidthCurves(
+        width=np.asarray(widths, dtype=float),
+        compute_s=part("compute_s"),
+        weight_read_s=part("weight_read_s"),
+        all_to_all_s=part("all_to_all_s"),
+        lower_s=part("lower_s"),
+    )
+
+
 __all__ = [
     "DOMAIN_PRESETS",
     "LECTURE_SPARSITY",
     "SPARSITY_DEFINITIONS",
+    "EPWidthCurves",
     "ExpertLayerStep",
     "MoEParams",
     "ScaleUpDomain",
     "all_to_all_bytes_per_gpu",
     "compute_bound_batch",
     "compute_bound_batch_rule",
+    "ep_width_curves",
     "ep_widths",
     "expected_experts_touched",
     "expert_bytes_per_gpu",
