@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import ipywidgets as w
 from matplotlib.figure import Figure
@@ -36,12 +36,6 @@ Look = Literal["menu", "buttons", "slider"]
 def static_mode() -> bool:
     """True while the book is built: controls must work without a kernel."""
     return os.environ.get(STATIC_ENV, "") == "1"
-
-
-class View(Protocol):
-    """What an explorer drives: a ``FastFigure`` (``png``) or an HTML panel (``html``)."""
-
-    def update(self, **settings: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -108,6 +102,9 @@ class Control:
 @dataclass(frozen=True)
 class Explorer:
     """An explorer, declared once: the view it drives and its controls.
+
+    ``view`` makes what the controls drive: an object with ``update(**settings)`` and either
+    ``png()`` (a ``FastFigure``) or ``html()`` (a panel of text).
 
     ``settings`` turns the values of one flavour's controls (a dict keyed by control name,
     holding only that flavour's controls) into the view's ``update()`` keywords. ``rows`` lays

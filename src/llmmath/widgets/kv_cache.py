@@ -4,6 +4,7 @@ time, reuses)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
@@ -46,7 +47,7 @@ def _deployment_controls(model: str) -> tuple[Control, ...]:
     )
 
 
-def _bound_by_model(slider: str) -> Any:
+def _bound_by_model(slider: str) -> Callable[[LiveControls], None]:
     """A ``wire``: a new model bounds ``slider`` by its longest context."""
 
     def wire(controls: LiveControls) -> None:
