@@ -112,11 +112,11 @@ def declaration(model: str = "Llama-3-70B", chip: str = "H100") -> Explorer:
             ),
         ),
         rows=(
-            ("setup", "model", "chip", "n_chips"),
+            ("model", "chip", "n_chips"),
             ("batch", "context"),
-            ("efficiency",),
             ("flops_efficiency", "bandwidth_efficiency", "usd_per_chip_hour"),
         ),
+        static_rows=(("setup", "batch"), ("context",), ("efficiency",)),
         settings=_settings,
         # Batch innermost: its frames share one scene, so each is a quick blit of two markers.
         nesting=("setup", "context", "efficiency", "batch"),

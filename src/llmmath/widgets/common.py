@@ -108,7 +108,8 @@ class Explorer:
 
     ``settings`` turns the values of one flavour's controls (a dict keyed by control name,
     holding only that flavour's controls) into the view's ``update()`` keywords. ``rows`` lays
-    the controls out (names; a row whose controls are all absent is dropped). ``wire`` couples
+    the controls out (names; a row whose controls are all absent is dropped), and
+    ``static_rows``, if given, lays out the static flavour's. ``wire`` couples
     live controls (a model change moving a slider's maximum ...); ``status`` writes the line
     under the live controls after a redraw.
     """
@@ -123,6 +124,7 @@ class Explorer:
     #: Put the control that only moves a marker last: its frames reuse one scene.
     nesting: tuple[str, ...] = ()
     static_view: Callable[[], Any] | None = None
+    static_rows: tuple[tuple[str, ...], ...] = ()
     wire: Callable[[LiveControls], None] | None = None
     status: Callable[[Settings], str] | None = None
 
@@ -163,8 +165,8 @@ def _leaf(view: Any) -> w.Widget:
     return w.HTML(view.html())
 
 
-def _rows(spec: Explorer, made: Mapping[str, w.Widget]) -> list[w.Widget]:
-    rows = [[made[name] for name in row if name in made] for row in spec.rows]
+def _rows(rows: Sequence[Sequence[str]], made: Mapping[str, w.Widget]) -> list[w.Widget]:
+    rows = [[made[name] for name in row if name in made] for row in rows]
     return [row[0] if len(row) == 1 else w.HBox(row) for row in rows if row]
 
 
@@ -204,7 +206,7 @@ def static_explorer(spec: Explorer) -> w.VBox:
 
     stacks = nested_stacks([list(c.stops) for c in order], frame, [made[c.name] for c in order])
     caption = [w.HTML(f"<small>{spec.caption}</small>")] if spec.caption else []
-    box = w.VBox([*_rows(spec, made), stacks, *caption])
+    box = w.VBox([*_rows(spec.static_rows or spec.rows, made), stacks, *caption])
     box.controls, box.stacks = made, stacks
     return box
 
@@ -292,7 +294,7 @@ def live_explorer(spec: Explorer) -> w.VBox:
         widget.observe(redraw, names="value")
     redraw()
     note = [w.HTML(f"<small>{spec.note}</small>")] if spec.note else []
-    box = w.VBox([*_rows(spec, controls.widgets), status, shown, *note])
+    box = w.VBox([*_rows(spec.rows, controls.widgets), status, shown, *note])
     box.redraw = redraw  # the benchmark times this
     box.controls = controls.widgets
     return box

@@ -115,7 +115,8 @@ def tier_declaration(model: str = "Llama-3-70B") -> Explorer:
                 "hold_s", "hold (s)", 60, STATIC_HOLDS_S, live=Range(0.1, 1e7, 0.1, log_base=10)
             ),
         ),
-        rows=(("setup", "model", "n_chips", "dtype"), ("prefix_tokens", "reuses"), ("hold_s",)),
+        rows=(("model", "n_chips"), ("dtype",), ("prefix_tokens", "reuses"), ("hold_s",)),
+        static_rows=(("setup", "prefix_tokens"), ("reuses", "hold_s")),
         settings=_settings,
         caption="Precomputed frames in bf16 at the example prices of data/memory_tiers.toml. "
         "In JupyterLab every control redraws live, dtype and chips included.",

@@ -98,7 +98,8 @@ def declaration(model: str = SHAPE_MODEL) -> Explorer:
                 live=Options(moe.ep_widths(spec.n_experts), "slider"),
             ),
         ),
-        rows=(("model", "domain", "batch"), ("n_experts", "experts_per_token"), ("ep_width",)),
+        rows=(("model", "domain"), ("n_experts", "experts_per_token"), ("ep_width", "batch")),
+        static_rows=(("domain", "batch"), ("n_experts",), ("experts_per_token",)),
         settings=settings,
         nesting=("domain", "n_experts", "experts_per_token", "batch"),
         caption=f"One MoE layer of {model}'s shape (d_model, expert width, one shared expert) "

@@ -51,6 +51,7 @@ def overtraining_declaration() -> Explorer:
             Control("rl_rollout_tokens", "RL tok", 1e10, live=Range(1e10, 1e15, log_base=10)),
         ),
         rows=(("target_loss", "inference_tokens", "rl_rollout_tokens"),),
+        static_rows=(("target_loss",), ("inference_tokens",)),
         caption="Lifetime inference tokens include RL rollouts; precomputed frames.",
     )
 

@@ -102,6 +102,7 @@ def declaration(model: str = STATIC_MODEL) -> Explorer:
             ("zero", "activations"),
             ("microbatches", "global_batch_tokens", "flops_efficiency"),
         ),
+        static_rows=(("layout", "activations"), ("microbatches",)),
         settings=_settings,
         nesting=("layout", "microbatches", "activations"),
         caption=f"{STATIC_MODEL} on {STATIC_GPUS:,} {STATIC_CHIP}, "
