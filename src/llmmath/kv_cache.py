@@ -417,6 +417,24 @@ def step_time_curve(
     )
 
 
+#: Hold times (s) and expected reuses of the "which tier?" map, log-spaced.
+MAP_HOLDS_S = np.logspace(-1, 7, 81)
+MAP_REUSES = np.logspace(-1, 3, 41)
+
+
+def tier_map(
+    deployment: Deployment, prefix_tokens: float, usd_per_chip_hour: float | None = None
+) -> PrefixCache:
+    """:func:`prefix_cache` over the map's grid: reuses on axis 0, hold times on axis 1."""
+    return prefix_cache(
+        deployment,
+        prefix_tokens,
+        MAP_HOLDS_S[np.newaxis, :],
+        MAP_REUSES[:, np.newaxis],
+        usd_per_chip_hour=usd_per_chip_hour,
+    )
+
+
 __all__ = [
     "RECOMPUTE",
     "CapacityCurve",
@@ -444,4 +462,5 @@ __all__ = [
     "mha_kv_bytes_per_token",
     "prefix_cache",
     "step_time_curve",
+    "tier_map",
 ]

@@ -36,9 +36,7 @@ OPTION_LABELS = {
     "networked_disk": "networked disk",
     kv_cache.RECOMPUTE: "recompute (prefill)",
 }
-#: Hold times (s) and expected reuses of the tier map, log-spaced.
-HOLDS_S = np.logspace(-1, 7, 81)
-REUSES = np.logspace(-1, 3, 41)
+HOLDS_S, REUSES = kv_cache.MAP_HOLDS_S, kv_cache.MAP_REUSES
 CONTEXTS = kv_cache.CURVE_CONTEXTS
 
 
@@ -182,19 +180,6 @@ def step_time_figure(
     return figure
 
 
-def tier_map(
-    deployment: Deployment, prefix_tokens: float, usd_per_chip_hour: float | None = None
-) -> kv_cache.PrefixCache:
-    """The prefix cache over the map's grid: reuses on axis 0, hold times on axis 1."""
-    return kv_cache.prefix_cache(
-        deployment,
-        prefix_tokens,
-        HOLDS_S[np.newaxis, :],
-        REUSES[:, np.newaxis],
-        usd_per_chip_hour=usd_per_chip_hour,
-    )
-
-
 def _option_cmap() -> tuple[ListedColormap, BoundaryNorm]:
     cmap = ListedColormap(list(OPTION_COLOURS))
     return cmap, BoundaryNorm(np.arange(-0.5, len(OPTION_COLOURS)), cmap.N)
@@ -236,7 +221,7 @@ def tier_map_figure(
     """Which tier? The cheapest place for a cached prefix of ``prefix_tokens`` against hold
     time and expected reuses (keeping + reloading vs recomputing by prefill)."""
     figure, ax = figure_and_axes(ax)
-    pc = tier_map(deployment, prefix_tokens)
+    pc = kv_cache.tier_map(deployment, prefix_tokens)
     _draw_tier_map(ax, pc)
     gb = float(pc.prefix_bytes.ravel()[0]) / 1e9
     ax.set_title(
@@ -416,7 +401,7 @@ class TierExplorer(FastFigure):
         self.message.set_text("")
         S = min(self.prefix_tokens, float(model.max_context))
         self.prefix_tokens = S
-        self._map_artists = _draw_tier_map(self.ax_map, tier_map(dep, S))
+        self._map_artists = _draw_tier_map(self.ax_map, kv_cache.tier_map(dep, S))
         line_pc = kv_cache.prefix_cache(dep, S, HOLDS_S, self.reuses)
         costs = line_pc.option_usd
         finite = costs[np.isfinite(costs)]
