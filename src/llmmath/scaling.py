@@ -29,6 +29,7 @@ T lifetime inference tokens. Three results:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -356,32 +357,44 @@ def size_sweep(target_loss: float) -> FloatArray:
 @dataclass(frozen=True)
 class LifetimeCurve:
     """Training + lifetime inference FLOPs of every size in :func:`size_sweep` that reaches
-    one target loss, at one lifetime demand, and the cheapest size."""
+    one target loss, at one lifetime demand; the cheapest size is found only when asked."""
 
+    target_loss: float
     inference_tokens: float
     params: FloatArray
     total_flops: FloatArray
-    best_params: float
-    best_tokens: float
-    best_total_flops: float
-    best_training_flops: float
-    best_tokens_per_param: float
+
+    @cached_property
+    def optimum(self) -> LifetimeCompute:
+        """:func:`inference_aware_optimum` at this loss and demand."""
+        return inference_aware_optimum(self.target_loss, self.inference_tokens)
+
+    @property
+    def best_params(self) -> float:
+        return float(self.optimum.params)
+
+    @property
+    def best_tokens(self) -> float:
+        return float(self.optimum.tokens)
+
+    @property
+    def best_total_flops(self) -> float:
+        return float(self.optimum.total_flops)
+
+    @property
+    def best_training_flops(self) -> float:
+        return float(self.optimum.training_flops)
+
+    @property
+    def best_tokens_per_param(self) -> float:
+        return float(self.optimum.tokens_per_param)
 
 
 def lifetime_curve(target_loss: float, inference_tokens: float) -> LifetimeCurve:
-    """:func:`lifetime_compute` over :func:`size_sweep`, with :func:`inference_aware_optimum`."""
+    """:func:`lifetime_compute` over :func:`size_sweep`."""
     sizes = size_sweep(target_loss)
-    best = inference_aware_optimum(target_loss, inference_tokens)
-    return LifetimeCurve(
-        inference_tokens=float(inference_tokens),
-        params=sizes,
-        total_flops=np.asarray(lifetime_compute(sizes, target_loss, inference_tokens).total_flops),
-        best_params=float(best.params),
-        best_tokens=float(best.tokens),
-        best_total_flops=float(best.total_flops),
-        best_training_flops=float(best.training_flops),
-        best_tokens_per_param=float(best.tokens_per_param),
-    )
+    total = lifetime_compute(sizes, target_loss, inference_tokens).total_flops
+    return LifetimeCurve(float(target_loss), float(inference_tokens), sizes, np.asarray(total))
 
 
 @dataclass(frozen=True)

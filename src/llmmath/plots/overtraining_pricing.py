@@ -54,7 +54,7 @@ class LifetimePanel:
             note.xy = (curve.best_params, curve.best_total_flops)
             note.set_text(f"{curve.best_tokens_per_param:.0f} tok/param")
         sizes = curves[0].params
-        bottom = min(c.best_total_flops for c in curves)
+        bottom = min(float(c.total_flops.min()) for c in curves)
         top = max(float(c.total_flops.max()) for c in curves)
         self.ax.set_xlim(sizes[0], sizes[-1])
         self.ax.set_ylim(bottom / 2, top * 2)
