@@ -23,6 +23,7 @@ import numpy as np
 
 from llmmath import batching, roofline, serving, widgets
 from llmmath.placement import Layout
+from llmmath.widgets.common import live_explorer, static_explorer
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -31,9 +32,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def bench_widget_update(repeats: int = 60) -> dict[str, float]:
     """Live explorer: a batch-slider move (markers only) and a chip change (whole scene)."""
-    box = widgets.roofline.live_roofline_explorer()
-    slider = box.children[1].children[1]
-    chip = box.children[0].children[0]
+    box = live_explorer(widgets.roofline.declaration())
+    slider, chip = box.controls["batch"], box.controls["chip"]
     moves, scenes = [], []
     for i in range(repeats):
         start = time.perf_counter()
@@ -128,12 +128,10 @@ def bench_decode_sweep(points: int = 1000, repeats: int = 20) -> dict[str, float
 
 
 def bench_static_frames() -> dict[str, float]:
+    spec = widgets.roofline.declaration()
     start = time.perf_counter()
-    widgets.roofline.static_roofline_explorer()
-    return {
-        "seconds": time.perf_counter() - start,
-        "frames": float(len(widgets.roofline.STATIC_CHIPS) * 26),
-    }
+    static_explorer(spec)
+    return {"seconds": time.perf_counter() - start, "frames": float(spec.frame_count())}
 
 
 SERVE = ["serve", "Llama-3-70B", "H100x8", "--layout", "tp8", "--context", "2048"]
@@ -141,14 +139,17 @@ SERVE = ["serve", "Llama-3-70B", "H100x8", "--layout", "tp8", "--context", "2048
 
 def main() -> None:
     live = {
-        "batching": widgets.batching.live_batching_explorer,
-        "moe": widgets.moe.live_moe_explorer,
-        "parallelism": widgets.parallelism.live_parallelism_explorer,
-        "overtraining": widgets.pricing.live_overtraining_explorer,
+        "batching": widgets.batching.declaration,
+        "moe": widgets.moe.declaration,
+        "parallelism": widgets.parallelism.declaration,
+        "overtraining": widgets.overtraining_pricing.overtraining_declaration,
     }
     results = {
         "widget_update": bench_widget_update(),
-        **{f"{name}_slider": bench_live_explorer(make) for name, make in live.items()},
+        **{
+            f"{name}_slider": bench_live_explorer(lambda d=declare: live_explorer(d()))
+            for name, declare in live.items()
+        },
         "batching_grid_1000x100": bench_batching_grid(),
         "sweep_1e6_points": bench_sweep(),
         "static_explorer": bench_static_frames(),

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 from . import collectives
 from ._checks import FloatArray, as_output, choice, fraction, positive, positive_int
 from .dtypes import bytes_per_element
-from .hardware import Chip, get_chip, list_chips
+from .hardware import Chip
 from .models import (
     ModelConfig,
     _check_k_le_e,
@@ -36,6 +36,7 @@ from .models import (
     get_model,
     weight_params_read,
 )
+from .racks import DOMAIN_PRESETS, ScaleUpDomain, get_domain, list_domains
 from .roofline import critical_batch, decode_weight_time, roofline_time
 
 #: The two definitions of "sparsity". The lecture's "batch ~ 300 x sparsity" is the
@@ -300,74 +301,7 @@ def max_ep_width(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
     return ep_widths(n_experts, get_domain(chip).n_chips)[-1]
 
 
-# ---- racks: scale-up domains as data --------------------------------------------------------
-#: The scale-up domains of the course, each the preset chip of ``data/hardware.toml`` whose
-#: ``scale_up_domain_size`` and link bandwidths describe it.
-DOMAIN_PRESETS: dict[str, str] = {
-    "HGX A100 (8 GPUs)": "A100",
-    "HGX H100 (8 GPUs)": "H100",
-    "HGX B200 (8 GPUs)": "B200",
-    "GB200 NVL72 (72 GPUs)": "GB200-NVL72",
-    "TPU v5e pod (256 chips)": "TPU-v5e",
-    "TPU v5p pod (8,960 chips)": "TPU-v5p",
-}
-
-
-@dataclass(frozen=True)
-class ScaleUpDomain:
-    """One scale-up domain: ``n_chips`` chips joined by fast links, and the slower
-    scale-out network every chip has to the world outside it."""
-
-    name: str
-    chip: Chip
-
-    @property
-    def n_chips(self) -> int:
-        return self.chip.scale_up_domain_size
-
-    @property
-    def hbm_bytes(self) -> float:
-        """HBM of the whole domain."""
-        return self.n_chips * self.chip.hbm_bytes
-
-    @property
-    def scale_up_bandwidth_bytes_per_s(self) -> float:
-        """Per chip, one direction (NVLink, ICI)."""
-        return self.chip.scale_up_bandwidth_bytes_per_s
-
-    @property
-    def scale_out_bandwidth_bytes_per_s(self) -> float:
-        """Per chip, one direction (InfiniBand/Ethernet NICs, TPU DCN)."""
-        return self.chip.scale_out_bandwidth_bytes_per_s
-
-    @property
-    def bandwidth_ratio(self) -> float:
-        """How many times faster a chip talks inside the domain than out of it."""
-        return self.chip.scale_up_to_scale_out_ratio
-
-    def peak_flop_per_s(self, dtype: str = "bf16") -> float:
-        """Dense peak of the whole domain."""
-        return self.n_chips * self.chip.peak(dtype)
-
-
-def list_domains() -> list[str]:
-    """Names of the scale-up domain presets."""
-    return list(DOMAIN_PRESETS)
-
-
-def get_domain(domain: str | Chip | ScaleUpDomain) -> ScaleUpDomain:
-    """A domain by preset name (``"GB200 NVL72 (72 GPUs)"``), by chip name (``"H100"``), from
-    a :class:`~llmmath.hardware.Chip`, or passed straight through."""
-    if isinstance(domain, ScaleUpDomain):
-        return domain
-    if isinstance(domain, Chip):
-        return ScaleUpDomain(f"{domain.name} ({domain.scale_up_domain_size:,} per domain)", domain)
-    name = choice("domain", domain, [*DOMAIN_PRESETS, *list_chips()])
-    if name in DOMAIN_PRESETS:
-        return ScaleUpDomain(name, get_chip(DOMAIN_PRESETS[name]))
-    return get_domain(get_chip(name))
-
-
+# ---- what fits in a rack (the domains themselves: llmmath.racks) ---------------------------
 def max_expert_layer_params(
     domain: str | Chip | ScaleUpDomain,
     weight_dtype: str = "bf16",
@@ -449,16 +383,59 @@ def _root(excess: Callable[[FloatArray], FloatArray], low: float, high: float) -
     return float(np.exp(0.5 * (lo + hi)))
 
 
+# ---- curves the figures draw ----------------------------------------------------------------
+@dataclass(frozen=True)
+class EPWidthCurves:
+    """One MoE layer's floors per GPU against the expert-parallel width, at one batch."""
+
+    width: FloatArray
+    compute_s: FloatArray
+    weight_read_s: FloatArray
+    all_to_all_s: FloatArray
+    lower_s: FloatArray
+
+
+def ep_width_curves(
+    model: str | ModelConfig,
+    batch: float,
+    chip: str | Chip | ScaleUpDomain,
+    widths: list[int],
+    *,
+    activation_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> EPWidthCurves:
+    """:func:`expert_parallel_step` of ``batch`` tokens at each EP width in ``widths``."""
+    steps = [
+        expert_parallel_step(
+            model, batch, G, chip, activation_dtype=activation_dtype, weight_dtype=weight_dtype
+        )
+        for G in widths
+    ]
+
+    def part(name: str) -> FloatArray:
+        return np.array([float(getattr(step, name)) for step in steps])
+
+    return EPWidthCurves(
+        width=np.asarray(widths, dtype=float),
+        compute_s=part("compute_s"),
+        weight_read_s=part("weight_read_s"),
+        all_to_all_s=part("all_to_all_s"),
+        lower_s=part("lower_s"),
+    )
+
+
 __all__ = [
     "DOMAIN_PRESETS",
     "LECTURE_SPARSITY",
     "SPARSITY_DEFINITIONS",
+    "EPWidthCurves",
     "ExpertLayerStep",
     "MoEParams",
     "ScaleUpDomain",
     "all_to_all_bytes_per_gpu",
     "compute_bound_batch",
     "compute_bound_batch_rule",
+    "ep_width_curves",
     "ep_widths",
     "expected_experts_touched",
     "expert_bytes_per_gpu",
