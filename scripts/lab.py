@@ -139,8 +139,9 @@ def start_page(root: Path, learner: Path) -> str:
         "",
         "## Lessons",
         "",
-        "Open one, then **Run → Run All Cells**. The lessons are the course's own files: "
-        "experiment in them freely, but keep anything you want to keep in this folder.",
+        "Open one, then **Run → Run All Cells**. The lessons are the course's own files and "
+        "open read-only: to keep a version of your own, **File → Save Notebook As…** into "
+        "this folder.",
         "",
     ]
     for i, lesson in enumerate(lessons(root), 1):
