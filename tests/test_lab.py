@@ -282,7 +282,7 @@ def test_instructor_role_has_nbgrader_tools_and_writable_lessons(
             menu = page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Nbgrader$"))
             menu.wait_for(timeout=STARTUP_S * 1000)
             menu.click()
-            page.locator(".lm-Menu-item", has_text="Formgrader").wait_for()
+            page.locator('.lm-Menu-item[data-command="nbgrader:open-formgrader"]').wait_for()
             assert page.get_by_text("Create Assignment").count() >= 1
         finally:
             page.close()
@@ -488,7 +488,7 @@ def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
     learner = Learner(browser, lab, "start")
     page = learner.page
     page.goto(f"{lab.url}/lab?token={lab.token}")  # what `make lab` prints: no reset
-    start = page.locator(".jp-MarkdownViewer .jp-RenderedMarkdown")
+    start = page.locator(".jp-MarkdownViewer .jp-RenderedMySTMarkdown")  # jupyterlab-myst
     start.locator("h1", has_text="LLM Math in JupyterLab").wait_for(timeout=STARTUP_S * 1000)
     learner.shot("start-page")
     assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").all_inner_texts()
