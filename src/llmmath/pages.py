@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ def source(function: Callable[..., Any] | property) -> Markdown:
     code = function.fget if isinstance(function, property) else function
     if code is None:
         raise ValueError("a property without a getter has no source to show")
-    return _markdown(f"```python\n{inspect.getsource(code).rstrip()}\n```")
+    return _markdown(f"```python\n{textwrap.dedent(inspect.getsource(code)).rstrip()}\n```")
 
 
 def exercise_path(assignment: str) -> str:
