@@ -1,4 +1,4 @@
-"""Dump every value a page shows inline (``glue`` and ``{eval}``), to diff before and after a change.
+"""Dump every value a page shows inline (glue and {eval}), to diff before and after a change.
 
     python scripts/dump_values.py --out values.json            # every page in _toc.yml
     python scripts/dump_values.py --out new.json --compare old.json
@@ -60,7 +60,9 @@ def dump_page(page: Path) -> dict[str, Any]:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             source = "\n".join(
-                line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+                line
+                for line in cell.source.splitlines()
+                if not line.lstrip().startswith(("%", "!"))
             )
             exec(compile(source, f"{page.name}", "exec"), namespace)
     for cell in notebook.cells:

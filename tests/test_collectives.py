@@ -7,10 +7,35 @@ import pytest
 
 from llmmath import collectives, get_chip
 
+# Per-step latencies of the H100 preset (NCCL's ring/LL cost model, data/hardware.toml).
+NVLINK_ALPHA = 0.47e-6
+NETWORK_ALPHA = 2.7e-6
+
 
 def test_ring_all_gather_inside_a_node() -> None:
-    # S (n-1) / (n W): 1 GB over 8 H100 at 450 GB/s = 1e9 * 7/8 / 450e9 s.
-    assert collectives.all_gather_time_s(1e9, 8, "H100") == pytest.approx(1e9 * 7 / 8 / 450e9)
+    # (n-1) alpha + S (n-1) / (n W): 1 GB over 8 H100 at 450 GB/s, 7 ring steps.
+    assert collectives.all_gather_time_s(1e9, 8, "H100") == pytest.approx(
+        7 * NVLINK_ALPHA + 1e9 * 7 / 8 / 450e9
+    )
+
+
+def test_small_messages_are_latency_bound() -> None:
+    # Tensor-parallel decode at batch 1: an all-reduce of one token's activations (8,192 bf16
+    # values) over TP8 is 14 ring steps; their latency is ~30x the bytes' time.
+    message = 8192 * 2
+    bandwidth = 2 * message * 7 / 8 / 450e9
+    time = collectives.all_reduce_time_s(message, 8, "H100")
+    assert time == pytest.approx(14 * NVLINK_ALPHA + bandwidth)
+    assert time > 30 * bandwidth
+    # 160 of them per token (2 per layer, 80 layers): about a millisecond, where measured tools
+    # charge 1.3-3 ms and a bandwidth-only model 10 us.
+    assert 160 * time == pytest.approx(1.06e-3, rel=0.01)
+
+
+def test_an_empty_message_costs_nothing() -> None:
+    assert collectives.all_reduce_time_s(0.0, 8, "H100") == 0.0
+    assert collectives.point_to_point_time_s(0.0, "H100") == 0.0
+    assert collectives.all_to_all_time_s(0.0, 16, "H100") == 0.0
 
 
 def test_all_reduce_is_reduce_scatter_plus_all_gather() -> None:
@@ -20,20 +45,20 @@ def test_all_reduce_is_reduce_scatter_plus_all_gather() -> None:
 
 
 def test_a_ring_that_leaves_the_node_runs_at_scale_out_speed() -> None:
-    inside = collectives.all_gather_time_s(1e9, 8, "H100")
-    across = collectives.all_gather_time_s(1e9, 16, "H100")
-    # 450 vs 50 GB/s, and (15/16) / (7/8) more of the array per chip.
-    assert across / inside == pytest.approx(9 * (15 / 16) / (7 / 8))
+    S = 1e9
+    across = collectives.all_gather_time_s(S, 16, "H100")
+    # 50 GB/s instead of 450, and every one of the 15 steps at the network's latency.
+    assert across == pytest.approx(15 * NETWORK_ALPHA + S * 15 / 16 / 50e9)
     assert collectives.link_bandwidth_bytes_per_s(72, "GB200-NVL72") == 900e9
 
 
 def test_all_to_all_inside_and_across_the_domain() -> None:
     h100 = get_chip("H100")
     inside = collectives.all_to_all_time_s(8e9, 8, h100)
-    assert inside == pytest.approx(8e9 * 7 / 8 / 450e9)
+    assert inside == pytest.approx(NVLINK_ALPHA + 8e9 * 7 / 8 / 450e9)
     # 16 chips: half the bytes leave the node over 50 GB/s, which dominates.
     across = collectives.all_to_all_time_s(8e9, 16, h100)
-    assert across == pytest.approx(8e9 * 8 / 16 / 50e9)
+    assert across == pytest.approx(NETWORK_ALPHA + 8e9 * 8 / 16 / 50e9)
     assert across > 5 * inside
 
 
@@ -43,9 +68,9 @@ def test_one_chip_needs_no_communication() -> None:
 
 
 def test_point_to_point_uses_the_link_asked_for() -> None:
-    assert collectives.point_to_point_time_s(450e9, "H100") == pytest.approx(1.0)
+    assert collectives.point_to_point_time_s(450e9, "H100") == pytest.approx(1.0 + NVLINK_ALPHA)
     assert collectives.point_to_point_time_s(50e9, "H100", across_domains=True) == pytest.approx(
-        1.0
+        1.0 + NETWORK_ALPHA
     )
 
 
@@ -70,25 +95,26 @@ def test_hierarchical_all_gather_across_nodes_runs_at_the_node_egress() -> None:
     # 8 NICs x 50 GB/s = 400 GB/s. 16 nodes: each GPU sends (S/8)(15/16) over its own NIC,
     # which is slower than the S (7/8) over NVLink.
     S = 1e9
+    # The two levels' ring steps add their latencies: 7 inside, 15 across.
+    latency = 7 * NVLINK_ALPHA + 15 * NETWORK_ALPHA
     assert collectives.hierarchical_all_gather_time_s(S, 128, "H100") == pytest.approx(
-        S * 15 / 16 / 400e9
+        S * 15 / 16 / 400e9 + latency
     )
     # Two nodes: (S/8)(1/2)/50e9 = S/800e9 across, S (7/8)/450e9 = S/514e9 inside: NVLink
     # is the bottleneck (the book's question 5).
     assert collectives.hierarchical_all_gather_time_s(S, 16, "H100") == pytest.approx(
-        S * 7 / 8 / 450e9
+        S * 7 / 8 / 450e9 + 7 * NVLINK_ALPHA + NETWORK_ALPHA
     )
     # Eight times faster than a flat ring that runs every byte at one NIC's speed.
-    flat = collectives.all_gather_time_s(S, 128, "H100")
-    assert flat / collectives.hierarchical_all_gather_time_s(S, 128, "H100") == pytest.approx(
-        8 * (127 / 128) / (15 / 16)
-    )
+    flat = collectives.all_gather_time_s(S, 128, "H100") - 127 * NETWORK_ALPHA
+    hierarchical = collectives.hierarchical_all_gather_time_s(S, 128, "H100") - latency
+    assert flat / hierarchical == pytest.approx(8 * (127 / 128) / (15 / 16))
 
 
 def test_all_to_all_of_a_strided_group() -> None:
     # 8 chips, one per node (e.g. expert parallelism outside TP8): everything leaves the node.
     strided = collectives.all_to_all_time_s(8e9, 8, "H100", per_domain=1)
-    assert strided == pytest.approx(8e9 * 7 / 8 / 50e9)
+    assert strided == pytest.approx(NETWORK_ALPHA + 8e9 * 7 / 8 / 50e9)
     assert collectives.all_to_all_time_s(8e9, 8, "H100", per_domain=8) == pytest.approx(
         collectives.all_to_all_time_s(8e9, 8, "H100")
     )

@@ -27,6 +27,9 @@ CUSTOM_TOML = textwrap.dedent(
     scale_up_bandwidth_bytes_per_s = 400e9
     scale_up_domain_size = 16
     scale_out_bandwidth_bytes_per_s = 25e9
+    scale_up_latency_s = 1e-6
+    scale_out_latency_s = 5e-6
+    latency_source = "made up for the tests"
     source = "made up for the tests"
     source_date = "2026-01"
     """
@@ -43,6 +46,9 @@ def chip_fields(**overrides: object) -> dict[str, object]:
         "scale_up_bandwidth_bytes_per_s": 400e9,
         "scale_up_domain_size": 16,
         "scale_out_bandwidth_bytes_per_s": 25e9,
+        "scale_up_latency_s": 1e-6,
+        "scale_out_latency_s": 5e-6,
+        "latency_source": "made up for the tests",
         "source": "made up for the tests",
         "source_date": "2026-01",
     }

@@ -262,8 +262,11 @@ def test_expert_parallel_step_inside_one_hgx_node_by_hand() -> None:
     B, G = 8192.0, 8
     step = moe.expert_parallel_step("DeepSeek-V3", B, G, "H100")
     one_way = B / G * 8 * 7168 * 2
-    # Dispatch and combine: each sends 7/8 of its bytes to the other 7 GPUs over NVLink.
-    assert float(step.all_to_all_s) == pytest.approx(2 * one_way * 7 / 8 / 450e9, rel=1e-12)
+    # Dispatch and combine: each sends 7/8 of its bytes to the other 7 GPUs over NVLink, after
+    # one step of NVLink latency (0.47 us).
+    assert float(step.all_to_all_s) == pytest.approx(
+        2 * (one_way * 7 / 8 / 450e9 + 0.47e-6), rel=1e-12
+    )
     # 8192 x 8 / 8 token-experts per GPU plus its 1024 tokens through the shared expert.
     flops = 2 * DEEPSEEK_EXPERT * (B * 8 + B * 1) / G
     assert float(step.compute_s) == pytest.approx(flops / H100_BF16, rel=1e-12)
@@ -286,7 +289,9 @@ def test_all_to_all_time_jumps_where_ep_leaves_the_hgx_node() -> None:
     # Half the bytes per GPU, but half of them now cross 50 GB/s NICs: 8192/16 x 8 x 7168 x 2
     # bytes each way, 8/16 of it out of the node.
     one_way = 8192 / 16 * 8 * 7168 * 2
-    assert float(outside.all_to_all_s) == pytest.approx(2 * one_way * 8 / 16 / 50e9, rel=1e-12)
+    assert float(outside.all_to_all_s) == pytest.approx(
+        2 * (one_way * 8 / 16 / 50e9 + 2.7e-6), rel=1e-12
+    )
     assert float(outside.all_to_all_s) > 2 * float(inside.all_to_all_s)
     assert bool(outside.communication_bound) and not bool(inside.communication_bound)
 
@@ -518,8 +523,11 @@ def test_leaving_the_domain_multiplies_communication_per_unit_of_work(
     inside = moe.expert_parallel_step(model, B, d, spec)
     outside = moe.expert_parallel_step(model, B, 2 * d, spec)
     assert inside.in_one_domain and not outside.in_one_domain
-    ratio_in = float(inside.all_to_all_s) / float(inside.compute_s)
-    ratio_out = float(outside.all_to_all_s) / float(outside.compute_s)
+    # Dispatch and combine each pay one step of latency; the bytes' share is what jumps.
+    bytes_in = float(inside.all_to_all_s) - 2 * spec.scale_up_latency_s
+    bytes_out = float(outside.all_to_all_s) - 2 * spec.scale_out_latency_s
+    ratio_in = bytes_in / float(inside.compute_s)
+    ratio_out = bytes_out / float(outside.compute_s)
     jump = spec.scale_up_to_scale_out_ratio / 2 * d / (d - 1)
     assert ratio_out == pytest.approx(jump * ratio_in, rel=1e-9)
     assert ratio_out > 4 * ratio_in  # every GPU preset's links are >= 9x its NIC

@@ -332,7 +332,10 @@ def test_tp_critical_degree_is_where_tp_traffic_equals_compute() -> None:
     for tp in (8, 16, 32):
         step = parallelism.training_step(LLAMA_70B, Layout(tp=tp), wide, 2**20)
         ratio = float(step.communication["TP"].time_s / step.compute_s)
-        assert ratio == pytest.approx((tp - 1) / (critical - 1), rel=1e-9)
+        # The degree is where the bytes' time equals compute; each all-reduce's ring latency
+        # (2 (t-1) steps of 0.47 us) adds a little on top at this batch.
+        bytes_only = (tp - 1) / (critical - 1)
+        assert bytes_only < ratio < bytes_only * (1 + 1e-3)
     # Same order as the scaling book's MLP-only rule F W / C (~13 on H100 NVLink), larger
     # because attention and the backward pass add compute to hide the traffic under.
     mlp_rule = 28672 * 450e9 / 989e12
@@ -361,7 +364,8 @@ def test_pp_sends_activations_point_to_point() -> None:
     layout = Layout(dp=16, tp=8, pp=8)
     comm = parallelism.training_communication(LLAMA_70B, layout, "H100", BATCH_4M, microbatches=16)
     message = BATCH_4M / 16 / 16 * 8192 * 2 / 8
-    assert float(comm["PP"].time_s) == pytest.approx(2 * 16 * message / 50e9)
+    # 2 sends per microbatch, each one step of network latency (2.7 us) plus its bytes.
+    assert float(comm["PP"].time_s) == pytest.approx(2 * 16 * (message / 50e9 + 2.7e-6))
     assert comm["PP"].link == "scale-out"
     # PP sends a tiny fraction of what DP and TP move.
     assert float(comm["PP"].bytes_per_gpu) < 0.05 * float(comm["TP"].bytes_per_gpu)

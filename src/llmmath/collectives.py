@@ -3,13 +3,21 @@
 A group of ``n_chips`` that fits in one scale-up domain (an NVLink node or rack, a TPU ICI
 pod) talks over the scale-up links; a larger group also crosses the scale-out network
 (InfiniBand/Ethernet NICs, TPU DCN), which is several times slower. Times are floors:
-bandwidth-optimal algorithms at full link speed, no latency term, no congestion.
+bandwidth-optimal algorithms at full link speed, no congestion. Each step of a collective also
+pays the link's latency alpha (``Chip.scale_up_latency_s`` / ``scale_out_latency_s``, from
+NCCL's own cost model): a ring over ``n`` chips takes ``n - 1`` steps per gather, so many small
+messages (tensor-parallel decode at batch 1) are latency-bound, not bandwidth-bound. Switch-
+reduced (NVLS) and one-shot all-reduces take fewer steps for tiny messages, so there the latency
+term is NCCL's default ring cost rather than a hard limit. A message of zero bytes is not sent
+and costs nothing.
 
 Sizes follow the scaling book: ``array_bytes`` is the size of the whole (unsharded) array.
 
 >>> from llmmath import collectives
->>> round(collectives.all_reduce_time_s(1e9, 8, "H100") * 1e3, 2)   # 1 GB over NVLink
-3.89
+>>> round(collectives.all_reduce_time_s(1e9, 8, "H100") * 1e3, 3)   # 1 GB over NVLink
+3.895
+>>> round(collectives.all_reduce_time_s(16384, 8, "H100") * 1e6, 1)  # one token: latency
+6.6
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import FloatArray, as_output, positive, positive_int
+from ._checks import FloatArray, as_output, positive, positive_int
 from .hardware import Chip, get_chip
 
 
@@ -34,12 +42,26 @@ def link_bandwidth_bytes_per_s(n_chips: int, chip: str | Chip) -> float:
     return spec.scale_out_bandwidth_bytes_per_s
 
 
+def link_latency_s(n_chips: int, chip: str | Chip) -> float:
+    """Latency of one step of a ring over ``n_chips``: the slowest link it crosses."""
+    spec = get_chip(chip)
+    if fits_in_scale_up(n_chips, spec):
+        return spec.scale_up_latency_s
+    return spec.scale_out_latency_s
+
+
+def _sent(size: FloatArray, seconds: FloatArray) -> FloatArray:
+    """``seconds`` where a message is sent, 0 where it has no bytes."""
+    return np.where(size > 0, seconds, 0.0)
+
+
 def all_gather_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) -> float | FloatArray:
     """AllGather (or ReduceScatter) of an array of ``array_bytes``: each chip sends and
-    receives ``(n-1)/n`` of it, ``S (n-1) / (n W)``."""
+    receives ``(n-1)/n`` of it in ``n - 1`` ring steps, ``(n-1) alpha + S (n-1) / (n W)``."""
     n = positive_int("n_chips", n_chips)
     size = positive("array_bytes", array_bytes, allow_zero=True)
-    return as_output(size * (n - 1) / (n * link_bandwidth_bytes_per_s(n, chip)))
+    bandwidth = size * (n - 1) / (n * link_bandwidth_bytes_per_s(n, chip))
+    return as_output(_sent(size, (n - 1) * link_latency_s(n, chip) + bandwidth))
 
 
 def reduce_scatter_time_s(
@@ -50,7 +72,7 @@ def reduce_scatter_time_s(
 
 
 def all_reduce_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) -> float | FloatArray:
-    """AllReduce = ReduceScatter + AllGather: ``2 S (n-1) / (n W)``."""
+    """AllReduce = ReduceScatter + AllGather: ``2 (n-1) alpha + 2 S (n-1) / (n W)``."""
     return as_output(2.0 * np.asarray(all_gather_time_s(array_bytes, n_chips, chip)))
 
 
@@ -65,7 +87,8 @@ def all_to_all_time_s(
 
     Inside one scale-up domain of ``d`` chips a chip sends ``(d-1)/n`` of its bytes over
     scale-up links; the ``(n-d)/n`` bound for other domains go over its scale-out NIC. The
-    two proceed in parallel, so the slower sets the time. ``d`` is ``min(n, domain size)`` for
+    two proceed in parallel, so the slower sets the time; each pays one step of its link's
+    latency (the messages to every peer leave at once). ``d`` is ``min(n, domain size)`` for
     a group of consecutive chips; pass ``per_domain`` for a group spread out with a stride
     (e.g. ``per_domain=1`` when every member sits in a different node).
     """
@@ -75,21 +98,23 @@ def all_to_all_time_s(
     domain = members_per_domain(n, spec, per_domain)
     inside = sent * (domain - 1) / n / spec.scale_up_bandwidth_bytes_per_s
     outside = sent * (n - domain) / n / spec.scale_out_bandwidth_bytes_per_s
-    return as_output(np.maximum(inside, outside))
+    inside = inside + (spec.scale_up_latency_s if domain > 1 else 0.0)
+    outside = outside + (spec.scale_out_latency_s if n > domain else 0.0)
+    return as_output(_sent(sent, np.maximum(inside, outside)))
 
 
 def point_to_point_time_s(
     message_bytes: ArrayLike, chip: str | Chip, across_domains: bool = False
 ) -> float | FloatArray:
-    """One chip sends ``message_bytes`` to one other (pipeline stages pass activations)."""
+    """One chip sends ``message_bytes`` to one other (pipeline stages pass activations):
+    one step of the link's latency plus the bytes at its bandwidth."""
     spec = get_chip(chip)
     size = positive("message_bytes", message_bytes, allow_zero=True)
-    bandwidth = (
-        spec.scale_out_bandwidth_bytes_per_s
-        if across_domains
-        else spec.scale_up_bandwidth_bytes_per_s
-    )
-    return as_output(size / bandwidth)
+    if across_domains:
+        latency, bandwidth = spec.scale_out_latency_s, spec.scale_out_bandwidth_bytes_per_s
+    else:
+        latency, bandwidth = spec.scale_up_latency_s, spec.scale_up_bandwidth_bytes_per_s
+    return as_output(_sent(size, latency + size / bandwidth))
 
 
 def members_per_domain(n_chips: int, chip: str | Chip, per_domain: int | None = None) -> int:
@@ -126,7 +151,9 @@ def hierarchical_all_gather_time_s(
     gathers the rest, ``S(g-1)/g`` bytes over scale-up links. Chunks are pipelined through the
     two levels, so the slower one sets the time:
 
-        T = max(S (g-1) / (g W_up), (S/g) (m-1) / (m W_out)).
+        T = max(S (g-1) / (g W_up), (S/g) (m-1) / (m W_out)) + (g-1) a_up + (m-1) a_out,
+
+    the two levels' ring steps adding their latencies.
 
     A group inside one domain (m = 1) gives :func:`all_gather_time_s`; one member per domain
     (g = 1) gives the flat ring over scale-out. Across nodes of 8 H100 the scale-out term is
@@ -137,9 +164,24 @@ def hierarchical_all_gather_time_s(
     g = members_per_domain(n, spec, per_domain)
     m = n // g
     size = positive("array_bytes", array_bytes, allow_zero=True)
-    inside = size * (g - 1) / g / spec.scale_up_bandwidth_bytes_per_s
-    across = size / g * (m - 1) / m / spec.scale_out_bandwidth_bytes_per_s
-    return as_output(np.maximum(inside, across))
+    per_byte = hierarchical_all_gather_s_per_byte(n, spec, per_domain=per_domain)
+    latency = (g - 1) * spec.scale_up_latency_s + (m - 1) * spec.scale_out_latency_s
+    return as_output(_sent(size, size * per_byte + latency))
+
+
+def hierarchical_all_gather_s_per_byte(
+    n_chips: int, chip: str | Chip, *, per_domain: int | None = None
+) -> float:
+    """Seconds per byte of array that :func:`hierarchical_all_gather_time_s` takes, its fixed
+    latency left out: ``max((g-1) / (g W_up), (m-1) / (m g W_out))``. For gradients, which are
+    far too many bytes for the latency to matter, this is the whole cost."""
+    spec = get_chip(chip)
+    n = positive_int("n_chips", n_chips)
+    g = members_per_domain(n, spec, per_domain)
+    m = n // g
+    inside = (g - 1) / g / spec.scale_up_bandwidth_bytes_per_s
+    across = (m - 1) / m / g / spec.scale_out_bandwidth_bytes_per_s
+    return max(inside, across)
 
 
 def hierarchical_reduce_scatter_time_s(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._validate import choice
+from ._checks import choice
 
 #: Bytes per element of each number format the course uses.
 BYTES_PER_ELEMENT: dict[str, float] = {

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ._validate import choice, positive, positive_int
+from . import data
+from ._checks import choice, positive, positive_int
 
 #: Set this to the path of a TOML file (same shape as data/hardware.toml) to add chips.
 EXTRA_HARDWARE_ENV = "LLMMATH_HARDWARE_FILE"
@@ -33,6 +33,10 @@ class Chip:
     scale_up_bandwidth_bytes_per_s: float
     scale_up_domain_size: int
     scale_out_bandwidth_bytes_per_s: float
+    #: Seconds one step of a collective takes on each link before any byte arrives (alpha).
+    scale_up_latency_s: float
+    scale_out_latency_s: float
+    latency_source: str
     source: str
     source_date: str
 
@@ -46,6 +50,8 @@ class Chip:
             "hbm_bandwidth_bytes_per_s",
             "scale_up_bandwidth_bytes_per_s",
             "scale_out_bandwidth_bytes_per_s",
+            "scale_up_latency_s",
+            "scale_out_latency_s",
         ):
             positive(f"chip {self.name!r} {attribute}", getattr(self, attribute))
         positive_int(f"chip {self.name!r} scale_up_domain_size", self.scale_up_domain_size)
@@ -90,8 +96,7 @@ def load_chips(path: str | os.PathLike[str]) -> dict[str, Chip]:
 
 
 def _preset_chips() -> dict[str, Chip]:
-    text = resources.files("llmmath").joinpath("data/hardware.toml").read_text()
-    return {name: chip_from_dict(name, spec) for name, spec in tomllib.loads(text).items()}
+    return {name: chip_from_dict(name, spec) for name, spec in data.table("hardware").items()}
 
 
 _CHIPS: dict[str, Chip] = _preset_chips()

@@ -30,21 +30,19 @@ every price is an EXAMPLE (``data/memory_tiers.toml``, each with its source and 
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
-from importlib import resources
+from functools import cache
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import batching
-from ._validate import FloatArray, as_output, choice, positive
-from .batching import Deployment, DoesNotFitError
+from . import batching, data
+from ._checks import FloatArray, as_output, choice, positive
+from .deployment import Deployment, DoesNotFitError, check_context
 from .dtypes import bytes_per_element
 from .models import ModelConfig, get_model
+from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
-SECONDS_PER_HOUR = 3600.0
-TOKENS_PER_MILLION = 1e6
 #: What a tier list calls recomputing the prefix by prefill.
 RECOMPUTE = "recompute"
 
@@ -90,7 +88,7 @@ def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     ``min(floor((n HBM - weights) / (B kv)), max_context of the model)``."""
     dep = deployment
     B = positive("batch", batch)
-    room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_per_token))
+    room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_held_per_token))
     return as_output(np.minimum(room, float(dep.model.max_context)))
 
 
@@ -122,7 +120,7 @@ def best_cost_per_million_tokens_usd(
     past ``B_max`` it does not fit). Infinite where not one sequence fits. Longer contexts fit
     fewer sequences and read more KV per token, so this rises with the context."""
     dep = deployment
-    T = np.asarray(batching._context(dep.model, context), dtype=np.float64)
+    T = np.asarray(check_context(dep.model, context), dtype=np.float64)
     room = np.asarray(batching.max_batch(dep, T), dtype=np.float64)
     B = np.minimum(float(math.ceil(batching.step_critical_batch(dep))), room)
     step = batching.decode_step(dep, np.maximum(B, 1.0), T, allow_overflow=True)
@@ -159,12 +157,12 @@ class PromptCachePrice:
     source_date: str
 
 
+@cache
 def _load_tiers() -> tuple[dict[str, MemoryTier], dict[str, PromptCachePrice]]:
-    text = resources.files("llmmath").joinpath("data/memory_tiers.toml").read_text()
-    data = tomllib.loads(text)
-    caches = data.pop("prompt_cache")
+    tables = dict(data.table("memory_tiers"))
+    caches = tables.pop("prompt_cache")
     tiers = {}
-    for name, spec in data.items():
+    for name, spec in tables.items():
         for key in ("capacity_bytes", "bandwidth_bytes_per_s", "usd_per_byte_s"):
             positive(f"{name}: {key}", spec[key])
         tiers[name] = MemoryTier(name=name, **spec)
@@ -179,27 +177,26 @@ def _load_tiers() -> tuple[dict[str, MemoryTier], dict[str, PromptCachePrice]]:
     return tiers, prices
 
 
-_TIERS, _PROMPT_CACHES = _load_tiers()
-
-
 def list_tiers() -> list[str]:
     """Tier names, fastest and dearest first."""
-    return list(_TIERS)
+    return list(_load_tiers()[0])
 
 
 def get_tier(tier: str | MemoryTier) -> MemoryTier:
     """Look a tier up by name, or pass a :class:`MemoryTier` straight through."""
     if isinstance(tier, MemoryTier):
         return tier
-    return _TIERS[choice("tier", tier, _TIERS)]
+    tiers = _load_tiers()[0]
+    return tiers[choice("tier", tier, tiers)]
 
 
 def list_prompt_caches() -> list[str]:
-    return list(_PROMPT_CACHES)
+    return list(_load_tiers()[1])
 
 
 def get_prompt_cache(name: str) -> PromptCachePrice:
-    return _PROMPT_CACHES[choice("prompt cache", name, _PROMPT_CACHES)]
+    caches = _load_tiers()[1]
+    return caches[choice("prompt cache", name, caches)]
 
 
 def prompt_cache_usd_per_token_s(price: str | PromptCachePrice) -> float:
@@ -292,7 +289,7 @@ def prefix_cache(
     Recompute: ``r`` prefills of ``S`` tokens, ``r * t_prefill * n * price / 3600``.
     """
     dep = deployment
-    S0 = batching._context(dep.model, prefix_tokens, "prefix_tokens")
+    S0 = check_context(dep.model, prefix_tokens, "prefix_tokens")
     if np.any(S0 < 1):
         raise ValueError(f"prefix_tokens must be >= 1; got {float(np.min(S0)):g}")
     t0 = positive("hold_s", hold_s, allow_zero=True)
@@ -303,7 +300,7 @@ def prefix_cache(
         raise ValueError("tiers must name at least one tier")
     chosen = [get_tier(x) for x in names]
     price = (
-        batching.example_price(dep.chip).usd_per_chip_hour
+        dep.chip_hour_usd
         if usd_per_chip_hour is None
         else float(positive("usd_per_chip_hour", usd_per_chip_hour))
     )

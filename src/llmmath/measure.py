@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from ._validate import FloatArray, positive, positive_int
+from ._checks import FloatArray, positive, positive_int
 
 _FLOAT32_BYTES = 4.0
 

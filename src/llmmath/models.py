@@ -13,14 +13,17 @@ H head dim, V vocabulary, E experts, k experts per token.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import FloatArray, as_output, choice, positive, positive_int
+from . import data
+from ._checks import FloatArray, as_output, choice, positive, positive_int
 from .dtypes import bytes_per_element
 
 _COUNT_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size")
@@ -167,13 +170,33 @@ class ModelConfig:
         return self.total_params * bytes_per_element(dtype)
 
     # ---- per-token costs ----------------------------------------------------------------
-    def forward_flops_per_token(self, context: ArrayLike = 0) -> float | FloatArray:
-        """Dense forward FLOPs for one token: ``2 * matmul params`` plus attention over
-        ``context`` earlier tokens (QK^T and AV: ``2 * L * T * N * (H_qk + H_v)``)."""
+    def attention_flops_per_token(
+        self, context: ArrayLike = 0, *, decode: bool = False
+    ) -> float | FloatArray:
+        """FLOPs of one token attending to ``context`` earlier tokens (QK^T and AV).
+
+        Ordinary attention: ``2 L T N (H_qk + H_v)``. MLA decodes *absorbed* (DeepSeek-V2,
+        arXiv 2405.04434, section 2.1.2): the key and value up-projections fold into the query
+        and output ones, so each head scores the cached latent and its RoPE key and sums
+        latents, ``2 L T N (r_kv + r_rope + r_kv)``: 3.4x the per-head count for DeepSeek-V3.
+        Prefill (``decode=False``) expands the latent into per-head keys and values instead.
+        """
         T = positive("context", context, allow_zero=True)
-        qk_dim = self.head_dim + self.mla_rope_head_dim
-        attention = 2 * self.n_layers * T * self.n_heads * (qk_dim + self.head_dim)
-        return as_output(2.0 * self.matmul_params_per_token + attention)
+        if not isinstance(decode, bool):
+            raise TypeError(f"decode must be True or False; got {decode!r}")
+        if decode and self.attention_kind == "MLA":
+            per_head = 2 * self.mla_kv_lora_rank + self.mla_rope_head_dim
+        else:
+            per_head = self.head_dim + self.mla_rope_head_dim + self.head_dim
+        return as_output(2.0 * self.n_layers * T * self.n_heads * per_head)
+
+    def forward_flops_per_token(
+        self, context: ArrayLike = 0, *, decode: bool = False
+    ) -> float | FloatArray:
+        """Forward FLOPs for one token: ``2 * matmul params`` plus attention over ``context``
+        earlier tokens (:meth:`attention_flops_per_token`; ``decode`` picks absorbed MLA)."""
+        attention = self.attention_flops_per_token(context, decode=decode)
+        return as_output(2.0 * self.matmul_params_per_token + np.asarray(attention))
 
     def training_flops_per_token(self) -> float:
         """``6 * matmul params``: forward (2) plus backward (4); attention and the input
@@ -192,6 +215,63 @@ class ModelConfig:
         return self.kv_elements_per_token() * bytes_per_element(dtype)
 
 
+# ---- which experts a batch touches ---------------------------------------------------
+def expected_experts_touched(
+    batch: ArrayLike, n_experts: ArrayLike, experts_per_token: ArrayLike
+) -> float | FloatArray:
+    """Experts of one layer that at least one of ``batch`` tokens is routed to, on average.
+
+    Under uniform routing each token picks k of the E experts, so it misses a given expert
+    with probability ``1 - k/E``; B independent tokens all miss it with ``(1 - k/E)^B``:
+    ``E (1 - (1 - k/E)^B)``. It is k at B = 1 and tends to E as B grows.
+    """
+    B = positive("batch", batch, allow_zero=True)
+    E = _count("n_experts", n_experts)
+    k = _count("experts_per_token", experts_per_token)
+    _check_k_le_e(k, E)
+    return as_output(E * (1.0 - (1.0 - k / E) ** B))
+
+
+def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray:
+    """Matmul weights read in one decode step of ``batch`` tokens.
+
+    Dense: all of them, whatever the batch. MoE: the active weights plus, in each MoE layer,
+    the routed experts beyond the k a single token uses that some token of the batch is
+    routed to (:func:`expected_experts_touched`). So reads grow with the batch from the
+    active to the total weights; they never fall below the active ones.
+    """
+    spec = get_model(model)
+    B = positive("batch", batch)
+    active = np.full_like(B, float(spec.matmul_params_per_token))
+    if not spec.is_moe:
+        return active
+    E, k = spec.n_experts, spec.experts_per_token
+    extra = np.maximum(np.asarray(expected_experts_touched(B, E, k)) - k, 0.0)
+    extra_params: FloatArray = spec.n_moe_layers * extra * spec.mlp_params_per_expert
+    return active + extra_params
+
+
+def _count(name: str, value: ArrayLike) -> FloatArray:
+    array = positive(name, value)
+    fractional = array != np.round(array)
+    if np.any(fractional):
+        raise ValueError(
+            f"{name} must be a whole number >= 1; got {float(array[fractional].ravel()[0])!r}"
+        )
+    return array
+
+
+def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
+    too_many = np.broadcast_to(k > E, np.broadcast_shapes(k.shape, E.shape))
+    if np.any(too_many):
+        k_bad = np.broadcast_to(k, too_many.shape)[too_many].ravel()[0]
+        e_bad = np.broadcast_to(E, too_many.shape)[too_many].ravel()[0]
+        raise ValueError(
+            f"experts_per_token={k_bad:g} exceeds n_experts={e_bad:g}: "
+            "a token cannot be routed to more experts than the layer has"
+        )
+
+
 def _non_negative_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
@@ -205,12 +285,27 @@ def model_from_dict(name: str, spec: dict[str, Any]) -> ModelConfig:
     unknown = sorted(set(spec) - set(allowed))
     if unknown:
         raise ValueError(f"model {name!r} has unknown fields {unknown}; allowed: {allowed}")
+    missing = [f for f in (*_COUNT_FIELDS, "max_context") if f not in spec]
+    if missing:
+        raise ValueError(f"model {name!r} is missing {', '.join(missing)}")
     return ModelConfig(name=name, **spec)
 
 
+def load_models(path: str | os.PathLike[str]) -> dict[str, ModelConfig]:
+    """Read every model in a TOML file shaped like ``data/models.toml`` (one table each)."""
+    with Path(path).open("rb") as handle:
+        tables = tomllib.load(handle)
+    not_tables = [name for name, spec in tables.items() if not isinstance(spec, dict)]
+    if not_tables or not tables:
+        raise ValueError(
+            f"{path}: expected one [table] per model, as in data/models.toml; found "
+            f"{'top-level keys ' + ', '.join(not_tables) if not_tables else 'no tables'}"
+        )
+    return {name: model_from_dict(name, spec) for name, spec in tables.items()}
+
+
 def _preset_models() -> dict[str, ModelConfig]:
-    text = resources.files("llmmath").joinpath("data/models.toml").read_text()
-    return {name: model_from_dict(name, spec) for name, spec in tomllib.loads(text).items()}
+    return {name: model_from_dict(name, spec) for name, spec in data.table("models").items()}
 
 
 _MODELS = _preset_models()

@@ -26,10 +26,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._validate import FloatArray, as_output, choice, fraction, positive, positive_int
+from ._checks import FloatArray, as_output, choice, fraction, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip, list_chips
-from .models import ModelConfig, get_model
+from .models import (
+    ModelConfig,
+    _check_k_le_e,
+    expected_experts_touched,
+    get_model,
+    weight_params_read,
+)
 from .roofline import critical_batch, decode_weight_time, roofline_time
 
 #: The two definitions of "sparsity". The lecture's "batch ~ 300 x sparsity" is the
@@ -120,42 +126,7 @@ def sparsity(model: str | ModelConfig, definition: str = LECTURE_SPARSITY) -> fl
     return spec.total_params / spec.active_params
 
 
-# ---- which experts a batch touches ----------------------------------------------------------
-def expected_experts_touched(
-    batch: ArrayLike, n_experts: ArrayLike, experts_per_token: ArrayLike
-) -> float | FloatArray:
-    """Experts of one layer that at least one of ``batch`` tokens is routed to, on average.
-
-    Under uniform routing each token picks k of the E experts, so it misses a given expert
-    with probability ``1 - k/E``; B independent tokens all miss it with ``(1 - k/E)^B``:
-    ``E (1 - (1 - k/E)^B)``. It is k at B = 1 and tends to E as B grows.
-    """
-    B = positive("batch", batch, allow_zero=True)
-    E = _count("n_experts", n_experts)
-    k = _count("experts_per_token", experts_per_token)
-    _check_k_le_e(k, E)
-    return as_output(E * (1.0 - (1.0 - k / E) ** B))
-
-
-def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray:
-    """Matmul weights read in one decode step of ``batch`` tokens.
-
-    Dense: all of them, whatever the batch. MoE: the active weights plus, in each MoE layer,
-    the routed experts beyond the k a single token uses that some token of the batch is
-    routed to (:func:`expected_experts_touched`). So reads grow with the batch from the
-    active to the total weights; they never fall below the active ones.
-    """
-    spec = get_model(model)
-    B = positive("batch", batch)
-    active = np.full_like(B, float(spec.matmul_params_per_token))
-    if not spec.is_moe:
-        return active
-    E, k = spec.n_experts, spec.experts_per_token
-    extra = np.maximum(np.asarray(expected_experts_touched(B, E, k)) - k, 0.0)
-    extra_params: FloatArray = spec.n_moe_layers * extra * spec.mlp_params_per_expert
-    return active + extra_params
-
-
+# ---- which experts a batch touches: models.expected_experts_touched, models.weight_params_read
 def weight_bytes_read(
     model: str | ModelConfig, batch: ArrayLike, weight_dtype: str = "bf16"
 ) -> float | FloatArray:
@@ -460,27 +431,6 @@ def _ep_width(spec: ModelConfig, ep_width: int) -> int:
             f"the same number of experts (try one of {ep_widths(spec.n_experts)})"
         )
     return G
-
-
-def _count(name: str, value: ArrayLike) -> FloatArray:
-    array = positive(name, value)
-    fractional = array != np.round(array)
-    if np.any(fractional):
-        raise ValueError(
-            f"{name} must be a whole number >= 1; got {float(array[fractional].ravel()[0])!r}"
-        )
-    return array
-
-
-def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
-    too_many = np.broadcast_to(k > E, np.broadcast_shapes(k.shape, E.shape))
-    if np.any(too_many):
-        k_bad = np.broadcast_to(k, too_many.shape)[too_many].ravel()[0]
-        e_bad = np.broadcast_to(E, too_many.shape)[too_many].ravel()[0]
-        raise ValueError(
-            f"experts_per_token={k_bad:g} exceeds n_experts={e_bad:g}: "
-            "a token cannot be routed to more experts than the layer has"
-        )
 
 
 def _root(excess: Callable[[FloatArray], FloatArray], low: float, high: float) -> float:

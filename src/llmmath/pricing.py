@@ -38,30 +38,30 @@ chip, the parallelism, or the margin itself. And it may reflect strategy, not co
 from __future__ import annotations
 
 import itertools
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from importlib import resources
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import FloatArray, as_output, choice, fraction, positive, positive_int
-from .batching import (
-    SECONDS_PER_HOUR,
-    TOKENS_PER_MILLION,
-    Deployment,
-    DoesNotFitError,
-    cost_per_million_tokens_usd,
-    decode_step,
-    example_price,
-    max_batch,
-    prefill,
-    step_critical_batch,
+from ._checks import FloatArray, as_output, fraction, positive, positive_int
+from .api_prices import (
+    FleetDay,
+    PriceSheet,
+    cost_profit_margin,
+    fleet_day_cost_usd,
+    fleet_day_revenue_usd,
+    get_fleet_day,
+    get_price_sheet,
+    list_price_sheets,
+    revenue_usd,
 )
+from .batching import max_batch, step_critical_batch
+from .chip_prices import cost_per_million_tokens_usd
 from .hardware import Chip, get_chip
 from .models import ModelConfig, get_model
+from .serving import Deployment, DoesNotFitError, decode_step, prefill
+from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
 
 # ---- a range, not a number ----------------------------------------------------------------
@@ -127,7 +127,7 @@ class ServingCost:
 
 def _price(deployment: Deployment, usd_per_chip_hour: ArrayLike | None) -> FloatArray:
     if usd_per_chip_hour is None:
-        return np.asarray(example_price(deployment.chip).usd_per_chip_hour, dtype=np.float64)
+        return np.asarray(deployment.chip_hour_usd, dtype=np.float64)
     return positive("usd_per_chip_hour", usd_per_chip_hour)
 
 
@@ -157,7 +157,7 @@ def serving_cost(
         prefill_batch = np.ceil(step_critical_batch(dep) / np.maximum(step.context, 1.0))
     fill = prefill(dep, context, prefill_batch)
     output = (
-        np.asarray(cost_per_million_tokens_usd(step.time_s, step.batch, dep.n_chips, price)) / busy
+        np.asarray(cost_per_million_tokens_usd(step.stage_s, step.batch, dep.n_chips, price)) / busy
     )
     input_ = (
         np.asarray(
@@ -247,136 +247,6 @@ def with_context_limit(model: str | ModelConfig, max_context: int) -> ModelConfi
     spec = get_model(model)
     limit = positive_int("max_context", max_context)
     return replace(spec, name=f"{spec.name} (context {limit:,}, what-if)", max_context=limit)
-
-
-# ---- dated price sheets -------------------------------------------------------------------
-@dataclass(frozen=True)
-class PriceSheet:
-    """One model's published API prices in USD per million tokens, AS OF ``source_date``."""
-
-    model: str
-    vendor: str
-    input_usd_per_million: float
-    output_usd_per_million: float
-    long_context_threshold_tokens: int
-    long_input_usd_per_million: float
-    long_output_usd_per_million: float
-    cached_input_usd_per_million: float
-    source: str
-    source_date: str
-    checked: bool
-
-    @property
-    def label(self) -> str:
-        return f"{self.model} ({self.vendor}, as of {self.source_date})"
-
-    @property
-    def has_long_tier(self) -> bool:
-        return self.long_context_threshold_tokens > 0
-
-    @property
-    def output_input_ratio(self) -> float:
-        return self.output_usd_per_million / self.input_usd_per_million
-
-    @property
-    def long_input_surcharge(self) -> float:
-        """Long-tier input price over the standard one (1.0 where there is no tier)."""
-        if not self.has_long_tier:
-            return 1.0
-        return self.long_input_usd_per_million / self.input_usd_per_million
-
-    @property
-    def long_output_surcharge(self) -> float:
-        if not self.has_long_tier:
-            return 1.0
-        return self.long_output_usd_per_million / self.output_usd_per_million
-
-
-@dataclass(frozen=True)
-class FleetDay:
-    """One published day of a serving fleet: its rent, its tokens and their list value."""
-
-    name: str
-    nodes: float
-    gpus_per_node: int
-    usd_per_gpu_hour: float
-    hours: float
-    published_cost_usd: float
-    input_tokens: float
-    cached_input_tokens: float
-    output_tokens: float
-    published_revenue_usd: float
-    published_cost_profit_margin: float
-    source: str
-    source_date: str
-
-
-def _load() -> tuple[dict[str, PriceSheet], dict[str, FleetDay]]:
-    text = resources.files("llmmath").joinpath("data/api_prices.toml").read_text()
-    data: dict[str, Any] = tomllib.loads(text)
-    sheets = {}
-    for name, spec in data["prices"].items():
-        sheet = PriceSheet(model=name, **spec)
-        for field in ("input_usd_per_million", "output_usd_per_million"):
-            positive(f"{name}: {field}", getattr(sheet, field))
-        if sheet.has_long_tier:
-            positive(f"{name}: long_input_usd_per_million", sheet.long_input_usd_per_million)
-            positive(f"{name}: long_output_usd_per_million", sheet.long_output_usd_per_million)
-        sheets[name] = sheet
-    fleets = {name: FleetDay(name=name, **spec) for name, spec in data["fleets"].items()}
-    return sheets, fleets
-
-
-_SHEETS, _FLEETS = _load()
-
-
-def list_price_sheets() -> list[str]:
-    """Models with a dated price sheet in ``data/api_prices.toml``."""
-    return list(_SHEETS)
-
-
-def get_price_sheet(model: str) -> PriceSheet:
-    return _SHEETS[choice("model", model, _SHEETS)]
-
-
-def get_fleet_day(name: str = "DeepSeek-V3/R1, 24 h") -> FleetDay:
-    return _FLEETS[choice("fleet", name, _FLEETS)]
-
-
-# ---- a fleet's day: cost, revenue, margin -------------------------------------------------
-def fleet_day_cost_usd(
-    nodes: ArrayLike, gpus_per_node: ArrayLike, usd_per_gpu_hour: ArrayLike, hours: ArrayLike = 24.0
-) -> float | FloatArray:
-    """Rent of a fleet for ``hours``: ``nodes x gpus_per_node x price x hours``."""
-    return as_output(
-        positive("nodes", nodes)
-        * positive("gpus_per_node", gpus_per_node)
-        * positive("usd_per_gpu_hour", usd_per_gpu_hour)
-        * positive("hours", hours)
-    )
-
-
-def revenue_usd(tokens: ArrayLike, usd_per_million: ArrayLike) -> float | FloatArray:
-    """What ``tokens`` bring at a list price of ``usd_per_million``."""
-    T = positive("tokens", tokens, allow_zero=True)
-    return as_output(T * positive("usd_per_million", usd_per_million) / TOKENS_PER_MILLION)
-
-
-def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet) -> float:
-    """The day's tokens at the sheet's list prices: cached input, other input, output."""
-    uncached = day.input_tokens - day.cached_input_tokens
-    cached_price = sheet.cached_input_usd_per_million or sheet.input_usd_per_million
-    return float(
-        revenue_usd(day.cached_input_tokens, cached_price)
-        + revenue_usd(uncached, sheet.input_usd_per_million)
-        + revenue_usd(day.output_tokens, sheet.output_usd_per_million)
-    )
-
-
-def cost_profit_margin(revenue: ArrayLike, cost: ArrayLike) -> float | FloatArray:
-    """``(revenue - cost) / cost``; DeepSeek's "cost profit margin" (5.45 = 545%). The markup
-    of price over cost is ``1 + margin``."""
-    return as_output(positive("revenue", revenue, allow_zero=True) / positive("cost", cost) - 1.0)
 
 
 # ---- inverse: what a price sheet implies ---------------------------------------------------
@@ -553,7 +423,7 @@ def read_price_sheet(
 
 def output_input_ratios(names: Sequence[str] | None = None) -> dict[str, float]:
     """Output / input price ratio of each dated sheet."""
-    return {name: get_price_sheet(name).output_input_ratio for name in names or _SHEETS}
+    return {name: get_price_sheet(name).output_input_ratio for name in names or list_price_sheets()}
 
 
 __all__ = [

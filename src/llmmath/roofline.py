@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import FloatArray, as_output, fraction, positive
+from ._checks import FloatArray, as_output, fraction, positive
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
-from .models import ModelConfig, get_model
+from .models import ModelConfig, get_model, weight_params_read
 
 
 @dataclass(frozen=True)
@@ -165,18 +165,6 @@ def decode_weight_time(
         flops_efficiency=flops_efficiency,
         bandwidth_efficiency=bandwidth_efficiency,
     )
-
-
-def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray:
-    """Matmul weights read in one step of ``batch`` tokens.
-
-    Dense: all of them. MoE under uniform routing: on average ``E (1 - (1 - k/E)^B)`` of the
-    E experts in each MoE layer receive at least one token, so reads grow with the batch.
-    The formula lives in :func:`llmmath.moe.weight_params_read`; this is that function.
-    """
-    from .moe import weight_params_read as moe_weight_params_read  # moe imports this module
-
-    return moe_weight_params_read(model, batch)
 
 
 def _sizes(*values: ArrayLike) -> tuple[FloatArray, ...]:

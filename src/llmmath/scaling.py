@@ -33,24 +33,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import FloatArray, as_output, fraction, positive
+from ._checks import FloatArray, as_output, fraction, positive
 from .hardware import Chip, get_chip
+from .training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
+from .units import SECONDS_PER_HOUR
 
-SECONDS_PER_HOUR = 3600.0
-#: FLOPs per parameter per training token: forward 2, backward 4.
-TRAINING_FLOPS_PER_PARAM_TOKEN = 6.0
 #: FLOPs per parameter per inference token (one forward pass).
 INFERENCE_FLOPS_PER_PARAM_TOKEN = 2.0
 
 
 # ---- training compute, time and cost ------------------------------------------------------
-def training_flops(params: ArrayLike, tokens: ArrayLike) -> float | FloatArray:
-    """``C = 6 N D``: dense training FLOPs for ``params`` (active) parameters on ``tokens``."""
-    N = positive("params", params)
-    D = positive("tokens", tokens)
-    return as_output(TRAINING_FLOPS_PER_PARAM_TOKEN * N * D)
-
-
 def training_time_s(
     flops: ArrayLike,
     n_chips: ArrayLike,

@@ -2,7 +2,7 @@
 (no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
 the same code, so the book and the notebook always agree."""
 
-from . import batching, kv_cache, moe, parallelism, pricing, roofline, validation
+from . import batching, kv_cache, moe, parallelism, pricing, published, roofline
 from .common import figure_and_axes, figure_png
 
 __all__ = [
@@ -13,6 +13,6 @@ __all__ = [
     "moe",
     "parallelism",
     "pricing",
+    "published",
     "roofline",
-    "validation",
 ]

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from .. import batching
-from .._validate import FloatArray
+from .._checks import FloatArray
 from ..batching import Deployment, DoesNotFitError
 from ..hardware import Chip, get_chip
 from ..models import ModelConfig, get_model

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from .. import batching, kv_cache
-from .._validate import FloatArray
+from .._checks import FloatArray
 from ..batching import Deployment, DoesNotFitError
 from ..hardware import get_chip
 from ..models import ModelConfig, get_model, list_models

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, ScalarFormatter
 
 from .. import moe, roofline
-from .._validate import positive
+from .._checks import positive
 from ..hardware import Chip, get_chip
 from ..models import ModelConfig, get_model
 from .common import (

@@ -10,28 +10,28 @@ Every time here is a FLOOR at the datasheet peaks (efficiency knobs at 1.0): com
 between chips, kernel launches and imperfect overlap are left out, so the measured times are
 longer.
 
->>> from llmmath import validation
->>> round(validation.gpt3_training_days(8.0))
+>>> from llmmath import published
+>>> round(published.gpt3_training_days(8.0))
 34
 """
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from ._validate import choice, positive, positive_int
-from .batching import Deployment, decode_step, prefill
+from . import data
+from ._checks import choice, positive, positive_int
 from .hardware import get_chip
 from .measure import MachineRoofline
-from .scaling import TABLE3, TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops, training_time_s
+from .scaling import TABLE3, training_time_s
+from .serving import Deployment, decode_step, prefill
+from .training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
+from .units import SECONDS_PER_DAY
 
-SECONDS_PER_DAY = 86400.0
 KINDS = ("decode", "prefill_mfu", "training", "table3")
 
 
@@ -70,8 +70,7 @@ class Comparison:
 def load_measurements() -> dict[str, dict[str, Any]]:
     """Every table of ``data/measurements.toml``, by key; each has a known ``kind``,
     ``source`` and ``source_date``."""
-    text = resources.files("llmmath").joinpath("data/measurements.toml").read_text()
-    tables: dict[str, dict[str, Any]] = tomllib.loads(text)
+    tables: dict[str, dict[str, Any]] = data.table("measurements")
     for key, spec in tables.items():
         choice(f"{key}: kind", spec.get("kind"), KINDS)
         for required in ("label", "units", "source", "source_date"):

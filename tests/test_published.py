@@ -1,4 +1,4 @@
-"""llmmath.validation: the floors next to published measurements (book/validation.md).
+"""llmmath.published: the floors next to published measurements (book/validation.md).
 
 Each published case must hold as a floor (floor <= measured) with an implied efficiency in a
 range stated per case; the expected floors are also written out here from the formulas in
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from llmmath import plots, validation
+from llmmath import plots, published
 from llmmath.hardware import get_chip
 from llmmath.measure import MachineRoofline, measure_machine
 from llmmath.models import get_model
+from llmmath.published import Comparison
 from llmmath.scaling import TABLE3
-from llmmath.validation import Comparison
 
 SECONDS_PER_DAY = 86400.0
 
@@ -36,17 +36,17 @@ EFFICIENCY_RANGES = {
 
 
 def comparison_for(key: str) -> Comparison:
-    kind = validation.load_measurements()[key]["kind"]
+    kind = published.load_measurements()[key]["kind"]
     if kind == "decode":
-        return validation.decode_comparison(key)
+        return published.decode_comparison(key)
     if kind == "prefill_mfu":
-        return validation.prefill_comparison(key)
-    return validation.training_comparison(key)
+        return published.prefill_comparison(key)
+    return published.training_comparison(key)
 
 
 # ---- the data file and the presets it needs ------------------------------------------------
 def test_every_measurement_records_value_units_source_and_date() -> None:
-    tables = validation.load_measurements()
+    tables = published.load_measurements()
     assert set(EFFICIENCY_RANGES) | {"chinchilla-table3"} == set(tables)
     for key, spec in tables.items():
         assert spec["source"] and spec["source_date"] and spec["units"], key
@@ -100,20 +100,20 @@ def test_palm_decode_floor_is_the_weight_and_kv_read() -> None:
     W = 64 * 1.2e12
     assert 2 * 64 * P / (64 * 275e12) < P * 1.0 / W
     expected = P * 1.0 / W + 64 * 2048 * kv / W
-    assert validation.decode_comparison("palm-540b-decode").floor == pytest.approx(
+    assert published.decode_comparison("palm-540b-decode").floor == pytest.approx(
         expected, rel=1e-9
     )
 
 
 def test_palm_prefill_is_compute_bound_so_efficiency_is_the_mfu() -> None:
-    assert validation.prefill_comparison().efficiency == pytest.approx(0.76, rel=1e-9)
+    assert published.prefill_comparison().efficiency == pytest.approx(0.76, rel=1e-9)
 
 
 def test_13b_floor_is_weight_bytes_over_bandwidth() -> None:
     # The brief's floor: weight bytes / 1.555e12. The package reads only the matmul weights
     # (the input embedding is a lookup), so it is 1.3% lower.
     weight_bytes = get_model("Llama-2-13B").weight_bytes("fp16")
-    floor = validation.decode_comparison("13b-a100-40gb-decode").floor
+    floor = published.decode_comparison("13b-a100-40gb-decode").floor
     assert floor == pytest.approx(weight_bytes / 1.555e12, rel=0.02)
     assert floor <= weight_bytes / 1.555e12
 
@@ -121,19 +121,19 @@ def test_13b_floor_is_weight_bytes_over_bandwidth() -> None:
 # ---- GPT-3 on Megatron-LM -----------------------------------------------------------------
 def test_8nd_reproduces_megatrons_34_days() -> None:
     # Narayanan et al. 2021 section 5.1: 8 N D / (n X) ~ 34 days (within 10%).
-    days = validation.gpt3_training_days(8.0)
+    days = published.gpt3_training_days(8.0)
     assert days == pytest.approx(34.0, rel=0.10)
     assert days == pytest.approx(8 * 175e9 * 300e9 / (1024 * 140e12) / SECONDS_PER_DAY, rel=1e-9)
 
 
 def test_6nd_gives_three_quarters_of_8nd() -> None:
-    assert validation.gpt3_training_days(6.0) == pytest.approx(
-        0.75 * validation.gpt3_training_days(8.0), rel=1e-12
+    assert published.gpt3_training_days(6.0) == pytest.approx(
+        0.75 * published.gpt3_training_days(8.0), rel=1e-12
     )
 
 
 def test_gpt3_efficiency_is_the_6nd_mfu() -> None:
-    case = validation.training_comparison()
+    case = published.training_comparison()
     assert case.floor == pytest.approx(6 * 175e9 * 300e9 / (1024 * 312e12) / 86400, rel=1e-9)
     # 34 days is their rounding of 33.9: 1%.
     assert case.efficiency == pytest.approx(140 / 312 * 6 / 8, rel=0.01)
@@ -142,7 +142,7 @@ def test_gpt3_efficiency_is_the_6nd_mfu() -> None:
 # ---- Chinchilla ---------------------------------------------------------------------------
 def test_chinchilla_rows_match_6nd_within_5_percent() -> None:
     # reference.md: every Table 3 row equals 6 N D within 5%. Not a floor: either side of 1.
-    cases = validation.chinchilla_comparisons()
+    cases = published.chinchilla_comparisons()
     assert len(cases) == len(TABLE3)
     for case, row in zip(cases, TABLE3, strict=True):
         assert not case.is_floor
@@ -151,7 +151,7 @@ def test_chinchilla_rows_match_6nd_within_5_percent() -> None:
 
 
 def test_published_comparisons_hold_every_case() -> None:
-    cases = validation.published_comparisons()
+    cases = published.published_comparisons()
     assert len(cases) == len(EFFICIENCY_RANGES) + len(TABLE3)
     assert all(case.floor <= case.measured for case in cases if case.is_floor)
 
@@ -170,7 +170,7 @@ def fake_machine() -> MachineRoofline:
 
 
 def test_machine_comparisons_pick_the_lowest_and_highest_intensity() -> None:
-    low, high = validation.machine_comparisons(fake_machine())
+    low, high = published.machine_comparisons(fake_machine())
     assert low.floor == pytest.approx(1e6 / 1e10)  # bandwidth-bound: bytes / W
     assert low.measured == 2e-4
     assert high.floor == pytest.approx(1e10 / 1e11)  # compute-bound: FLOPs / C
@@ -184,7 +184,7 @@ def test_this_cpu_is_self_consistent() -> None:
     # a factor of 3 of its prediction (the small one within 20: it is noisy and thread-bound).
     machine = measure_machine(sweep_batches=(1, 4, 256, 1024))
     assert np.all(machine.sweep_achieved_flop_per_s <= machine.peak_flop_per_s * 1.1)
-    low, high = validation.machine_comparisons(machine)
+    low, high = published.machine_comparisons(machine)
     assert low.floor <= low.measured * (1 + 1e-9)
     assert high.floor <= high.measured * (1 + 1e-9)
     assert high.efficiency >= 1 / 3
@@ -193,8 +193,8 @@ def test_this_cpu_is_self_consistent() -> None:
 
 # ---- the figure ---------------------------------------------------------------------------
 def test_efficiency_bars_draw_one_bar_per_case() -> None:
-    cases = validation.published_comparisons()
-    figure = plots.validation.efficiency_bars(cases)
+    cases = published.published_comparisons()
+    figure = plots.published.efficiency_bars(cases)
     assert isinstance(figure, Figure)
     ax = figure.axes[0]
     widths = sorted(patch.get_width() for patch in ax.patches)
@@ -206,7 +206,7 @@ def test_comparison_table_has_a_row_per_case_in_readable_units() -> None:
         Comparison("decode", 0.00724, 0.029, "s/token", "paper"),
         Comparison("training", 11.4, 34.0, "days", "paper"),
     )
-    lines = validation.comparison_table(cases).splitlines()
+    lines = published.comparison_table(cases).splitlines()
     assert lines[0] == "| case | floor | measured | floor / measured |"
     assert lines[2] == "| decode | 7.24 ms/token | 29 ms/token | 0.25 |"
     assert lines[3] == "| training | 11.4 days | 34 days | 0.34 |"
@@ -234,18 +234,18 @@ def test_bad_comparisons_are_refused(
 
 def test_bad_keys_and_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown measurement"):
-        validation.decode_comparison("no-such-case")
+        published.decode_comparison("no-such-case")
     with pytest.raises(ValueError, match="not 'decode'"):
-        validation.decode_comparison("gpt3-175b-megatron-training")
+        published.decode_comparison("gpt3-175b-megatron-training")
     with pytest.raises(ValueError, match="flops_per_param_token"):
-        validation.gpt3_training_days(0.0)
+        published.gpt3_training_days(0.0)
     with pytest.raises(TypeError, match="MachineRoofline"):
-        validation.machine_comparisons("my laptop")  # type: ignore[arg-type]
+        published.machine_comparisons("my laptop")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least one"):
-        plots.validation.efficiency_bars([])
+        plots.published.efficiency_bars([])
     with pytest.raises(TypeError, match="Comparison"):
-        plots.validation.efficiency_bars(["x"])  # type: ignore[list-item]
+        plots.published.efficiency_bars(["x"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="at least one"):
-        validation.comparison_table(())
+        published.comparison_table(())
     with pytest.raises(TypeError, match="Comparison"):
-        validation.comparison_table(("x",))  # type: ignore[arg-type]
+        published.comparison_table(("x",))  # type: ignore[arg-type]

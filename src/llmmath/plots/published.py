@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..validation import Comparison, checked_comparisons
+from ..published import Comparison, checked_comparisons
 from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, figure_and_axes
 
 

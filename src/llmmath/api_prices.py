@@ -1,0 +1,164 @@
+"""API price sheets and a fleet's day: what providers charge, and what one day cost and earned.
+
+The prices live in ``data/api_prices.toml`` with their dates and sources (vendors change them);
+the fleet day is DeepSeek's published 24-hour inference accounting. :mod:`llmmath.pricing`
+reads what the prices imply about the models behind them.
+
+>>> from llmmath import api_prices
+>>> round(api_prices.get_price_sheet("GPT-4o").output_input_ratio, 1)
+4.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from numpy.typing import ArrayLike
+
+from . import data
+from ._checks import FloatArray, as_output, choice, positive
+from .units import TOKENS_PER_MILLION
+
+
+# ---- dated price sheets -------------------------------------------------------------------
+@dataclass(frozen=True)
+class PriceSheet:
+    """One model's published API prices in USD per million tokens, AS OF ``source_date``."""
+
+    model: str
+    vendor: str
+    input_usd_per_million: float
+    output_usd_per_million: float
+    long_context_threshold_tokens: int
+    long_input_usd_per_million: float
+    long_output_usd_per_million: float
+    cached_input_usd_per_million: float
+    source: str
+    source_date: str
+    checked: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} ({self.vendor}, as of {self.source_date})"
+
+    @property
+    def has_long_tier(self) -> bool:
+        return self.long_context_threshold_tokens > 0
+
+    @property
+    def output_input_ratio(self) -> float:
+        return self.output_usd_per_million / self.input_usd_per_million
+
+    @property
+    def long_input_surcharge(self) -> float:
+        """Long-tier input price over the standard one (1.0 where there is no tier)."""
+        if not self.has_long_tier:
+            return 1.0
+        return self.long_input_usd_per_million / self.input_usd_per_million
+
+    @property
+    def long_output_surcharge(self) -> float:
+        if not self.has_long_tier:
+            return 1.0
+        return self.long_output_usd_per_million / self.output_usd_per_million
+
+
+@dataclass(frozen=True)
+class FleetDay:
+    """One published day of a serving fleet: its rent, its tokens and their list value."""
+
+    name: str
+    nodes: float
+    gpus_per_node: int
+    usd_per_gpu_hour: float
+    hours: float
+    published_cost_usd: float
+    input_tokens: float
+    cached_input_tokens: float
+    output_tokens: float
+    published_revenue_usd: float
+    published_cost_profit_margin: float
+    source: str
+    source_date: str
+
+
+@cache
+def _load() -> tuple[dict[str, PriceSheet], dict[str, FleetDay]]:
+    tables: dict[str, Any] = data.table("api_prices")
+    sheets = {}
+    for name, spec in tables["prices"].items():
+        sheet = PriceSheet(model=name, **spec)
+        for field in ("input_usd_per_million", "output_usd_per_million"):
+            positive(f"{name}: {field}", getattr(sheet, field))
+        if sheet.has_long_tier:
+            positive(f"{name}: long_input_usd_per_million", sheet.long_input_usd_per_million)
+            positive(f"{name}: long_output_usd_per_million", sheet.long_output_usd_per_million)
+        sheets[name] = sheet
+    fleets = {name: FleetDay(name=name, **spec) for name, spec in tables["fleets"].items()}
+    return sheets, fleets
+
+
+def list_price_sheets() -> list[str]:
+    """Models with a dated price sheet in ``data/api_prices.toml``."""
+    return list(_load()[0])
+
+
+def get_price_sheet(model: str) -> PriceSheet:
+    sheets = _load()[0]
+    return sheets[choice("model", model, sheets)]
+
+
+def get_fleet_day(name: str = "DeepSeek-V3/R1, 24 h") -> FleetDay:
+    fleets = _load()[1]
+    return fleets[choice("fleet", name, fleets)]
+
+
+# ---- a fleet's day: cost, revenue, margin -------------------------------------------------
+def fleet_day_cost_usd(
+    nodes: ArrayLike, gpus_per_node: ArrayLike, usd_per_gpu_hour: ArrayLike, hours: ArrayLike = 24.0
+) -> float | FloatArray:
+    """Rent of a fleet for ``hours``: ``nodes x gpus_per_node x price x hours``."""
+    return as_output(
+        positive("nodes", nodes)
+        * positive("gpus_per_node", gpus_per_node)
+        * positive("usd_per_gpu_hour", usd_per_gpu_hour)
+        * positive("hours", hours)
+    )
+
+
+def revenue_usd(tokens: ArrayLike, usd_per_million: ArrayLike) -> float | FloatArray:
+    """What ``tokens`` bring at a list price of ``usd_per_million``."""
+    T = positive("tokens", tokens, allow_zero=True)
+    return as_output(T * positive("usd_per_million", usd_per_million) / TOKENS_PER_MILLION)
+
+
+def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet) -> float:
+    """The day's tokens at the sheet's list prices: cached input, other input, output."""
+    uncached = day.input_tokens - day.cached_input_tokens
+    cached_price = sheet.cached_input_usd_per_million or sheet.input_usd_per_million
+    return float(
+        revenue_usd(day.cached_input_tokens, cached_price)
+        + revenue_usd(uncached, sheet.input_usd_per_million)
+        + revenue_usd(day.output_tokens, sheet.output_usd_per_million)
+    )
+
+
+def cost_profit_margin(revenue: ArrayLike, cost: ArrayLike) -> float | FloatArray:
+    """``(revenue - cost) / cost``; DeepSeek's "cost profit margin" (5.45 = 545%). The markup
+    of price over cost is ``1 + margin``."""
+    return as_output(positive("revenue", revenue, allow_zero=True) / positive("cost", cost) - 1.0)
+
+
+__all__ = [
+    "FleetDay",
+    "PriceSheet",
+    "cost_profit_margin",
+    "fleet_day_cost_usd",
+    "fleet_day_revenue_usd",
+    "get_fleet_day",
+    "get_price_sheet",
+    "list_price_sheets",
+    "revenue_usd",
+]
