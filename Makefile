@@ -10,6 +10,8 @@ LAB_PORT ?= 8888
 # The learner's own copies of the exercises (gitignored; see scripts/lab.py), and extra
 # arguments for jupyter lab, e.g. LAB_ARGS=--ServerApp.token=secret.
 LEARNER_DIR ?= my-work
+# make lab ROLE=instructor: nbgrader's Create Assignment and Formgrader, lessons writable.
+ROLE ?= learner
 LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -19,6 +21,7 @@ help:
 	@echo "make book     set up .venv, vendor the JavaScript, build the book into _build/html"
 	@echo "make test     lint, types and every test (builds the book first)"
 	@echo "make lab      JupyterLab with widgets and nbgrader, on 127.0.0.1:$(LAB_PORT)"
+	@echo "make lab ROLE=instructor   the same with nbgrader's instructor tools, lessons writable"
 	@echo "make check ASSIGNMENT=roofline   check your copy in $(LEARNER_DIR)/ part by part"
 	@echo "make bench    widget redraw and model sweep timings"
 	@echo "make release ASSIGNMENT=roofline   regenerate exercises/ from solutions/"
@@ -67,7 +70,7 @@ test: lint types book pytest
 # Copies exercises/<a>/ to $(LEARNER_DIR)/<a>/ once (never over an existing copy), writes the
 # start page $(LEARNER_DIR)/START.md, then starts JupyterLab with the course folder as root.
 lab: setup
-	$(BIN)/python scripts/lab.py --learner-dir $(LEARNER_DIR) --port $(LAB_PORT) -- \
+	$(BIN)/python scripts/lab.py --learner-dir $(LEARNER_DIR) --port $(LAB_PORT) --role $(ROLE) -- \
 		$(ROOT_FLAG) $(LAB_ARGS)
 
 # Runs the learner's copy against its visible tests and prints each part: passed or failed.
