@@ -629,7 +629,7 @@ def _markdown(assignment: str, rows: list[Row], columns: list[str]) -> str:
         ]
     lines += ["![score distribution](scores.png)", ""]
     flagged = [row for row in rows if row.flags]
-    lines += [f"## To review: {len(flagged)} submissions", ""]
+    lines += [f"## To review: {_count(len(flagged), 'submission')}", ""]
     lines += [
         "Something may be wrong with these: read the submission before trusting its score.",
         "",
@@ -640,7 +640,10 @@ def _markdown(assignment: str, rows: list[Row], columns: list[str]) -> str:
     lines += ["" if flagged else "Nothing.", ""]
     waiting = [row for row in rows if row.to_grade]
     count = sum(len(row.to_grade) for row in waiting)
-    lines += [f"## To grade by hand: {count} answers in {len(waiting)} submissions", ""]
+    lines += [
+        f"## To grade by hand: {_count(count, 'answer')} in {_count(len(waiting), 'submission')}",
+        "",
+    ]
     if waiting:
         by_cell: dict[str, list[str]] = {}
         for row in waiting:
@@ -668,6 +671,10 @@ def _markdown(assignment: str, rows: list[Row], columns: list[str]) -> str:
         cells = [_cell_text(row, c) for c in columns]
         lines += [f"| {row.student} | {row.score:g} | " + " | ".join(cells) + " |"]
     return "\n".join(lines) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _cell_text(row: Row, cell: str) -> str:
