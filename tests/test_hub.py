@@ -156,6 +156,7 @@ def menu_items(page: Any, menu: str) -> list[str]:
     return labels
 
 
+@pytest.mark.browser
 def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
     from site_support import chromium
 
