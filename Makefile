@@ -118,7 +118,7 @@ hub/node_modules/.installed: hub/package.json hub/package-lock.json
 	cd hub && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-$(HUB_HOME)/venv/.installed: requirements.lock scripts/hub.py $(VENV)/.installed
+$(HUB_HOME)/venv/.installed: requirements.lock $(VENV)/.installed
 	$(BIN)/python scripts/hub.py --build-env
 
 hub-env: setup hub/node_modules/.installed $(HUB_HOME)/venv/.installed
