@@ -87,6 +87,9 @@ def _become_kernel(request: dict[str, Any]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
+        # ipykernel exits when this parent (the fork server) goes, as it does for the parent
+        # a Popen launch names: a worker killed mid-run leaves no kernel behind.
+        os.environ["JPY_PARENT_PID"] = str(os.getppid())
         sys.argv = request["argv"]
         from ipykernel.kernelapp import IPKernelApp
 

@@ -630,6 +630,7 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
     time.sleep(1.0)  # a third student is now half graded
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert not processes_in(root, wait_s=15), "a killed run left a kernel running"
     partly = len(journal.read_text().splitlines()) - lines_before
     assert partly < len(late), "the kill came too late to test anything"
 
@@ -644,6 +645,23 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
     entries = [line.split("\t")[0] for line in journal.read_text().splitlines()]
     assert sorted(set(entries)) == sorted(after), "every student journalled"
     assert len(entries) == len(set(entries)), "no student graded twice"
+
+
+def processes_in(folder: Path, wait_s: float) -> list[int]:
+    """Processes whose working folder is inside ``folder`` (kernels run in autograded/...),
+    after waiting up to ``wait_s`` for them to go."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and (proc / "cwd").resolve().is_relative_to(folder):
+                    found.append(int(proc.name))
+            except OSError:  # gone, or not ours to look at
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 # ---- regrading after a fix -------------------------------------------------------------------
