@@ -10,19 +10,25 @@ LAB_PORT ?= 8888
 # The learner's own copies of the exercises (gitignored; see scripts/lab.py), and extra
 # arguments for jupyter lab, e.g. LAB_ARGS=--ServerApp.token=secret.
 LEARNER_DIR ?= my-work
+# make lab ROLE=instructor: nbgrader's Create Assignment and Formgrader, lessons writable.
+ROLE ?= learner
 LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup book book-clean test lint types pytest lab check bench release grade grade-report bench-grading lock browser clean
+.PHONY: help setup book book-clean test lint types pytest lab check bench release grade grade-report release-feedback regrade bench-grading hub hub-env lock browser clean
 
 help:
 	@echo "make book     set up .venv, vendor the JavaScript, build the book into _build/html"
 	@echo "make test     lint, types and every test (builds the book first)"
 	@echo "make lab      JupyterLab with widgets and nbgrader, on 127.0.0.1:$(LAB_PORT)"
+	@echo "make lab ROLE=instructor   the same with nbgrader's instructor tools, lessons writable"
 	@echo "make check ASSIGNMENT=roofline   check your copy in $(LEARNER_DIR)/ part by part"
 	@echo "make bench    widget redraw and model sweep timings"
 	@echo "make release ASSIGNMENT=roofline   regenerate exercises/ from solutions/"
-	@echo "make grade ASSIGNMENT=roofline     collect, autograde, feedback, grades.csv, report"
+	@echo "make grade ASSIGNMENT=roofline     collect, autograde, grades.csv, report (students see nothing)"
+	@echo "make release-feedback ASSIGNMENT=roofline   after hand grading: feedback from the final scores"
+	@echo "make regrade ASSIGNMENT=roofline   after fixing a test: everyone again, hand grades kept"
+	@echo "make hub STUDENTS=3   (root) a local JupyterHub class: one OS user per student"
 
 $(VENV)/.installed: requirements.lock pyproject.toml lab/overrides.json
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,7 +65,7 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 		else echo "The browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 
-pytest: setup browser
+pytest: setup browser $(if $(filter 0,$(shell id -u)),hub-env,)
 	$(BIN)/python -m pytest
 
 test: lint types book pytest
@@ -67,7 +73,7 @@ test: lint types book pytest
 # Copies exercises/<a>/ to $(LEARNER_DIR)/<a>/ once (never over an existing copy), writes the
 # start page $(LEARNER_DIR)/START.md, then starts JupyterLab with the course folder as root.
 lab: setup
-	$(BIN)/python scripts/lab.py --learner-dir $(LEARNER_DIR) --port $(LAB_PORT) -- \
+	$(BIN)/python scripts/lab.py --learner-dir $(LEARNER_DIR) --port $(LAB_PORT) --role $(ROLE) -- \
 		$(ROOT_FLAG) $(LAB_ARGS)
 
 # Runs the learner's copy against its visible tests and prints each part: passed or failed.
@@ -81,7 +87,9 @@ release: setup
 	$(BIN)/python scripts/release.py $(ASSIGNMENT)
 
 # Instructors (book/instructor.md): collect, autograde in $(JOBS) processes with progress,
-# feedback, grades.csv and reports/$(ASSIGNMENT)/; grade-report redoes only the report.
+# grades.csv and reports/$(ASSIGNMENT)/; grade-report redoes only the report. Students see
+# nothing until release-feedback (after hand grading and review); regrade re-records the
+# assignment from solutions/ and autogrades everyone with the same $(JOBS), keeping hand grades.
 # Two per core: a worker waits on its kernel part of the time (scripts/bench_grading.py).
 JOBS ?= $(shell echo $$((2 * $$(nproc))))
 grade: setup
@@ -90,9 +98,36 @@ grade: setup
 grade-report: setup
 	$(BIN)/python scripts/instructor.py report $(ASSIGNMENT)
 
+release-feedback: setup
+	$(BIN)/python scripts/instructor.py release-feedback $(ASSIGNMENT)
+
+regrade: setup
+	$(BIN)/python scripts/instructor.py regrade $(ASSIGNMENT) --jobs $(JOBS)
+
 # Autograde throughput on 300 simulated submissions (minutes; not part of make test).
 bench-grading: setup
 	$(BIN)/python scripts/bench_grading.py --jobs $(JOBS)
+
+# JupyterHub (book/instructor.md, "On JupyterHub"). Servers run as each student's OS user, so
+# they need a Python every user can read (the project's .venv may live in root's private
+# home): HUB_HOME, a copy of this interpreter with a venv of the same pins (scripts/hub.py
+# --build-env), and the hub's proxy from npm (hub/package-lock.json) in hub/node_modules.
+HUB_HOME ?= /opt/llmmath-hub
+STUDENTS ?= 3
+HUB_PORT ?= 8000
+export LLMMATH_HUB_HOME := $(HUB_HOME)
+
+hub/node_modules/.installed: hub/package.json hub/package-lock.json
+	cd hub && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(HUB_HOME)/venv/.installed: requirements.lock $(VENV)/.installed
+	$(BIN)/python scripts/hub.py --build-env
+
+hub-env: setup hub/node_modules/.installed $(HUB_HOME)/venv/.installed
+
+hub: hub-env
+	$(BIN)/python scripts/hub.py --students $(STUDENTS) --port $(HUB_PORT)
 
 # Re-resolve the pinned environment from requirements.in (then commit requirements.lock).
 lock:

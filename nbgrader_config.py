@@ -7,6 +7,10 @@ Run nbgrader from the repository root with the environment's ``bin/`` on PATH: t
 shells out to ``alembic``.
 """
 
+from pathlib import Path
+
+import nbgrader
+from markupsafe import Markup
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
@@ -30,3 +34,23 @@ c.ExecutePreprocessor.timeout = 10
 # its source lines in the traceback; each hidden block switches the kernel's traceback mode to
 # "Minimal" so that only the assert message, which never holds the answer, is shown.)
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+
+# The feedback page is nbgrader's "feedback" template, except its mathjax() macro: the one in
+# grading/nbconvert/feedback/ is found first and carries MathJax inside the page instead of
+# loading it from a CDN. The formgrader sets its own templates, so this changes only
+# generate_feedback. __file__ is this file: grading/ sits next to it in the course root.
+_feedback_templates = Path(__file__).resolve().parent / "grading" / "nbconvert"
+c.HTMLExporter.extra_template_basedirs = [
+    str(_feedback_templates),
+    str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
+]
+
+
+def _inline_script(name: str) -> Markup:
+    """A script from grading/nbconvert/feedback/, inlined (the template's macro has no
+    ``resources`` to do it with): ``{{ "tex-svg.js" | inline_script }}``."""
+    text = (_feedback_templates / "feedback" / name).read_text(encoding="utf-8")
+    return Markup(f"<script>{text}</script>")  # our own vendored file, never user input
+
+
+c.HTMLExporter.filters = {"inline_script": _inline_script}

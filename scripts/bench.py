@@ -3,13 +3,17 @@
     make bench        # or: .venv/bin/python scripts/bench.py
 
 Reports the live widget's update (model + redraw) median and p95, a 10^6-point model sweep,
-and the static explorer's frame rendering. Writes bench-results.json beside the repo root.
+the static explorer's frame rendering, the serving core over 1,000 batches in one call, and
+the ``llmmath`` command end to end (one ``serve``, and a 1,000-batch sweep as JSON).
+Writes bench-results.json beside the repo root.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +21,9 @@ from pathlib import Path
 import ipywidgets as ipw
 import numpy as np
 
-from llmmath import batching, roofline, widgets
+from llmmath import batching, roofline, serving, widgets
+from llmmath.placement import Layout
+from llmmath.widgets.common import live_explorer, static_explorer
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -26,9 +32,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def bench_widget_update(repeats: int = 60) -> dict[str, float]:
     """Live explorer: a batch-slider move (markers only) and a chip change (whole scene)."""
-    box = widgets.roofline.live_roofline_explorer()
-    slider = box.children[1].children[1]
-    chip = box.children[0].children[0]
+    box = live_explorer(widgets.roofline.declaration())
+    slider, chip = box.controls["batch"], box.controls["chip"]
     moves, scenes = [], []
     for i in range(repeats):
         start = time.perf_counter()
@@ -99,28 +104,58 @@ def bench_sweep(points: int = 1_000_000, repeats: int = 5) -> dict[str, float]:
     return {"best_ms": 1e3 * min(times), "median_ms": 1e3 * statistics.median(times)}
 
 
+def bench_cli(arguments: list[str], repeats: int = 5) -> dict[str, float]:
+    """One ``llmmath`` command end to end: process start (Python, numpy) to its last output."""
+    script = Path(sys.executable).parent / "llmmath"
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run([str(script), *arguments], check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return {"best_ms": 1e3 * min(times), "median_ms": 1e3 * statistics.median(times)}
+
+
+def bench_decode_sweep(points: int = 1000, repeats: int = 20) -> dict[str, float]:
+    """The serving core's decode step over ``points`` batches in one vectorised call."""
+    deployment = serving.Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
+    batch = np.arange(1.0, points + 1.0)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        serving.decode_step(deployment, batch, 2048, allow_overflow=True)
+        times.append(time.perf_counter() - start)
+    return {"best_ms": 1e3 * min(times), "median_ms": 1e3 * statistics.median(times)}
+
+
 def bench_static_frames() -> dict[str, float]:
+    spec = widgets.roofline.declaration()
     start = time.perf_counter()
-    widgets.roofline.static_roofline_explorer()
-    return {
-        "seconds": time.perf_counter() - start,
-        "frames": float(len(widgets.roofline.STATIC_CHIPS) * 26),
-    }
+    static_explorer(spec)
+    return {"seconds": time.perf_counter() - start, "frames": float(spec.frame_count())}
+
+
+SERVE = ["serve", "Llama-3-70B", "H100x8", "--layout", "tp8", "--context", "2048"]
 
 
 def main() -> None:
     live = {
-        "batching": widgets.batching.live_batching_explorer,
-        "moe": widgets.moe.live_moe_explorer,
-        "parallelism": widgets.parallelism.live_parallelism_explorer,
-        "overtraining": widgets.pricing.live_overtraining_explorer,
+        "batching": widgets.batching.declaration,
+        "moe": widgets.moe.declaration,
+        "parallelism": widgets.parallelism.declaration,
+        "overtraining": widgets.overtraining_pricing.overtraining_declaration,
     }
     results = {
         "widget_update": bench_widget_update(),
-        **{f"{name}_slider": bench_live_explorer(make) for name, make in live.items()},
+        **{
+            f"{name}_slider": bench_live_explorer(lambda d=declare: live_explorer(d()))
+            for name, declare in live.items()
+        },
         "batching_grid_1000x100": bench_batching_grid(),
         "sweep_1e6_points": bench_sweep(),
         "static_explorer": bench_static_frames(),
+        "decode_step_1000_batches": bench_decode_sweep(),
+        "cli_serve_process": bench_cli(SERVE),
+        "cli_sweep_1000_process": bench_cli([*SERVE, "--batch", "1:1000", "--json"]),
     }
     for name, figures in results.items():
         shown = ", ".join(f"{key} {value:.1f}" for key, value in figures.items())

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2 * (os.cpu_count() or 1))
     parser.add_argument("--timeout", type=int, help="seconds per cell (default: the config's)")
     parser.add_argument("--assignment", default="roofline")
+    parser.add_argument(
+        "--kernels", choices=("fork", "fresh"), default="fork",
+        help="instructor.py's kernels: forked from a pre-imported process, or nbgrader's own",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the scratch course")
     args = parser.parse_args(argv)
@@ -50,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         shutil.copy2(ROOT / "nbgrader_config.py", scratch / "nbgrader_config.py")
+        shutil.copytree(ROOT / "grading", scratch / "grading")
         shutil.copytree(
             ROOT / "solutions" / spec.assignment, scratch / "solutions" / spec.assignment
         )
@@ -83,11 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.submissions} submissions: {kinds}", flush=True)
         command = [
             sys.executable, str(ROOT / "scripts" / "instructor.py"),
-            "autograde", spec.assignment, "--jobs", str(args.jobs),
+            "autograde", spec.assignment, "--jobs", str(args.jobs), "--kernels", args.kernels,
         ] + (["--timeout", str(args.timeout)] if args.timeout else [])  # fmt: skip
+        load_before = os.getloadavg()[0]
+        cpu_before = cpu_of_children()
         start = time.perf_counter()
         subprocess.run(command, cwd=scratch, env=env, check=True)
         wall_s = time.perf_counter() - start
+        # Every process of the run (workers, fork servers, kernels) is a waited-for descendant.
+        cpu_s = cpu_of_children() - cpu_before
         figures = {
             "assignment": spec.assignment,
             "submissions": args.submissions,
@@ -96,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": round(wall_s, 1),
             "per_submission_s": round(wall_s / args.submissions, 2),
             "submissions_per_min": round(60 * args.submissions / wall_s, 1),
+            "kernels": args.kernels,
+            "cpu_s": round(cpu_s, 1),
+            "cpu_per_submission_s": round(cpu_s / args.submissions, 2),
+            "load_average_before": round(load_before, 2),
+            "load_average_after": round(os.getloadavg()[0], 2),
             "mix": kinds,
             "scores": scores_by_kind(scratch, spec.assignment, kind_of),
             "timeout_s": args.timeout,
@@ -110,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def cpu_of_children() -> float:
+    """User + system CPU seconds of every finished descendant that was waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def scores_by_kind(root: Path, assignment: str, kind_of: dict[str, str]) -> dict[str, str]:

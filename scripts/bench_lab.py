@@ -11,7 +11,10 @@ Figures:
   the explorer;
 - live widget update latency: a key press on the batch slider until the new figure has
   loaded in the page (kernel round trip, model, redraw, PNG, transfer, decode), timed inside
-  the page with ``performance.now()``; median and p95 over ``--moves`` presses, one at a time.
+  the page with ``performance.now()``; median and p95 over ``--moves`` presses, one at a time;
+- Run All of every lesson in JupyterLab: from the menu command until every code cell (hidden
+  ones too) has an execution count, read from the notebook's model; and, run headless with
+  nbclient, the cell that takes longest in each lesson.
 
 It runs ``make lab`` in this repository with a throwaway learner folder (``my-work-bench-*``,
 removed afterwards) on a free loopback port, and writes ``bench-lab-results.json``.
@@ -33,6 +36,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +101,48 @@ def wait_all_run(page: Page, timeout_s: float = 300) -> None:
     raise TimeoutError("Run All did not finish")
 
 
+RAN_JS = """() => {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    let code = 0, ran = 0;
+    for (let i = 0; i < cells.length; i++) {
+        const cell = cells.get(i);
+        if (cell.type === "code") { code++; if (cell.executionCount) ran++; }
+    }
+    return code > 0 && ran === code;
+}"""
+
+
+def lesson_run_all_s(page: Page, url: str, token: str, lesson: Path) -> float:
+    """Seconds from Run All Cells until every code cell of ``lesson`` has run in JupyterLab."""
+    page.goto(f"{url}/lab/tree/lessons/{lesson.name}?reset&token={token}")
+    page.locator("#jp-main-statusbar", has_text="| Idle").wait_for(timeout=120_000)
+    start = time.perf_counter()
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+    page.wait_for_function(RAN_JS, timeout=300_000, polling=100)
+    return time.perf_counter() - start
+
+
+def slowest_cell(lesson: Path) -> dict[str, object]:
+    """The lesson's slowest code cell, run headless (nbclient records each cell's timing)."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    notebook = jupytext.read(lesson)
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3")
+    client.resources = {"metadata": {"path": str(lesson.parent)}}
+    client.execute()
+    times = []
+    for cell in notebook.cells:
+        timing = cell.metadata.get("execution", {})
+        if cell.cell_type == "code" and "iopub.execute_input" in timing:
+            began = datetime.fromisoformat(timing["iopub.execute_input"])
+            ended = datetime.fromisoformat(timing["shell.execute_reply"])
+            times.append(((ended - began).total_seconds(), cell.source.splitlines()[0]))
+    seconds, first_line = max(times)
+    return {"s": seconds, "first_line": first_line, "all_cells_s": sum(s for s, _ in times)}
+
+
 def slider_latency(page: Page, moves: int) -> list[float]:
     """Milliseconds from each key press on the slider to the redrawn figure's load event."""
     explorer = (
@@ -132,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         command = ["make", "-s", "-o", ".venv/.installed", "lab", f"LAB_PORT={port}"]
-        command += [f"LAB_ARGS=--ServerApp.token={token}", f"LEARNER_DIR={learner}"]
+        # expose_app_in_browser: the Run All timing reads which cells ran from the model.
+        lab_args = f"--ServerApp.token={token} --LabApp.expose_app_in_browser=True"
+        command += [f"LAB_ARGS={lab_args}", f"LEARNER_DIR={learner}"]
         start = time.perf_counter()
         process = subprocess.Popen(
             command,
@@ -170,15 +218,24 @@ def main(argv: list[str] | None = None) -> int:
                 "min": min(latencies),
                 "max": max(latencies),
             }
+            results["run_all_s"] = {
+                lesson.stem: lesson_run_all_s(page, url, token, lesson)
+                for lesson in sorted((ROOT / "lessons").glob("*.md"))
+            }
         finally:
             browser.close()
             stop(process, url, token)
             shutil.rmtree(ROOT / learner, ignore_errors=True)
+    results["slowest_cell"] = {
+        lesson.stem: slowest_cell(lesson) for lesson in sorted((ROOT / "lessons").glob("*.md"))
+    }
     results["cpus"] = os.cpu_count()
     results["load_average_1min"] = os.getloadavg()[0]
     for name, value in results.items():
         if isinstance(value, dict):
-            shown = ", ".join(f"{k} {v:.0f}" for k, v in value.items())
+            shown = ", ".join(
+                f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items()
+            )
         else:
             shown = f"{value:.2f}" if isinstance(value, float) else str(value)
         print(f"{name:30s} {shown}")

@@ -10,8 +10,9 @@ failed (with the test's own message) or not answered yet, and the manually grade
 written or empty. Only what is in the learner's notebook runs: the released notebook holds the
 visible tests only, and the hidden tests live in ``solutions/``, which this never reads.
 
-Exit status: 0 when every autograded part passes its visible tests, 1 when one does not, 2 when
-there is no copy to check.
+Exit status: 0 when it ran and printed its report (whatever the parts' status: a part not
+answered yet is normal work in progress, and the summary line says how many pass), 2 when
+there is no copy to check. ``--strict`` exits 1 when an autograded part does not pass.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ def execute(path: Path, root: Path) -> Any:
     config = Config()
     if (root / "nbgrader_config.py").exists():
         config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    # The kernel's own log (e.g. its warning that loopback TCP is unencrypted) is not the
+    # course's to print; errors in the learner's code still reach the report.
+    config.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
     nb = nbformat.read(path, as_version=4)
     resources: dict[str, Any] = {"metadata": {"path": str(path.parent)}}
     saved = {k: os.environ.get(k) for k in ("NBGRADER_VALIDATING", "NBGRADER_EXECUTION")}
@@ -203,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("assignment", help="e.g. roofline")
     parser.add_argument("--root", type=Path, default=ROOT, help="the course folder")
     parser.add_argument("--learner-dir", default="my-work", help="relative to --root")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 when an autograded part does not pass"
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     folder = (root / args.learner_dir / args.assignment).resolve()
@@ -220,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for path in notebooks:
         ok = report(path, shown(path), root) and ok
-    return 0 if ok else 1
+    return 1 if args.strict and not ok else 0
 
 
 if __name__ == "__main__":

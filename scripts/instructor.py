@@ -2,25 +2,32 @@
 
 Run from the course root (the folder with ``nbgrader_config.py``), environment ``bin/`` on PATH:
 
-    python scripts/instructor.py grade roofline        # collect, autograde, feedback, CSV, report
+    python scripts/instructor.py grade roofline -j 4   # collect, autograde, grades.csv, report
+    python scripts/instructor.py release-feedback roofline   # after hand grading and review
+    python scripts/instructor.py regrade roofline -j 4 # after fixing a test: everyone again
     python scripts/instructor.py autograde roofline -j 2   # autograde only, two processes
-    python scripts/instructor.py feedback roofline     # generate_feedback + release_feedback
     python scripts/instructor.py export                # nbgrader export -> grades.csv
     python scripts/instructor.py report roofline       # reports/roofline/report.md + scores.png
 
+``grade`` never shows students anything: feedback is generated and released only by
+``release-feedback``, from the final scores (hand grades and overrides included).
+
 ``autograde`` calls nbgrader's own ``NbGraderAPI.autograde`` once per student, in ``--jobs``
-worker processes, and prints one line per graded submission. Each finished student is appended
+worker processes, and prints one line per graded submission and a summary. Each student's kernel
+is forked from a pristine pre-imported process (scripts/forkkernel.py; ``--kernels fresh`` starts
+nbgrader's usual ``python -m ipykernel_launcher`` instead). Each finished student is appended
 to a journal (``autograded/.journal-<assignment>.tsv``, with the submission's timestamp), so a
 run that is killed part way (even by SIGKILL) is simply run again: students in the journal are
 skipped, every other one is regraded with ``--force`` (which clears any half-written output),
 and the gradebook keeps one row per student and assignment. A new submission from a student
 (a later timestamp) is regraded.
 
-``report`` flags what needs a human: submissions nbgrader could not grade (corrupt notebook,
-kernel death), missing test cells, and code that tampers with the checking machinery
-(monkey-patching modules such as ``math``, rebinding builtins, ``setattr``/``exec``/
-``get_ipython()``): hidden tests run in the student's kernel, so a student who patches
-``math.isclose`` can force them to pass, and only a review catches that.
+``report`` lists first what needs a human's review: submissions nbgrader could not grade
+(corrupt notebook, kernel death), missing or edited test cells, and code that tampers with the
+checking machinery (monkey-patching modules such as ``math``, rebinding builtins,
+``setattr``/``exec``/``get_ipython()``): hidden tests run in the student's kernel, so a student
+who patches ``math.isclose`` can force them to pass, and only a review catches that. Hand
+grading (the reflections) is counted and listed on its own.
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ from pathlib import Path
 from typing import Any
 
 BIN = str(Path(sys.executable).parent)
+REPO = Path(__file__).resolve().parent.parent
+# nbgrader_config.py points generate_feedback here; the rubric page uses its MathJax too.
+FEEDBACK_TEMPLATE = REPO / "grading" / "nbconvert" / "feedback"
 # Names whose use in a student's code cell is flagged for review.
 SUSPECT_CALLS = {
     "setattr",
@@ -134,12 +144,41 @@ _WORKER_API: Any = None
 # Failures of the machine, not of the submission: a gradebook write that collided with another
 # process, or a kernel too slow to start on a loaded machine. Retried once, serially, at the end.
 _TRANSIENT = ("database is locked", "Kernel didn't respond")
+KERNELS = ("fork", "fresh")
 
 
-def _worker_init(root: str, timeout: int | None) -> None:
+def quiet_warnings() -> None:
+    """Silence the library warnings a grading run would print for every student.
+
+    nbgrader 0.9.6 trips SQLAlchemy's autoflush warning for each new student (three times), and
+    ipykernel warns that it runs over TCP for each kernel. Neither is about the submission.
+    """
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"Object of type <\w+> not in session")
+    warnings.filterwarnings("ignore", module="sqlalchemy")
+
+
+def _grading_config(timeout: int | None, kernels: str) -> dict[str, dict[str, Any]]:
+    overrides: dict[str, dict[str, Any]] = {}
+    if timeout:
+        overrides["Execute"] = {"timeout": timeout}
+    if kernels == "fork":
+        from forkkernel import fork_execute_class
+        from nbgrader.converters import Autograde
+        from nbgrader.preprocessors import Execute
+
+        fork_execute = fork_execute_class()
+        steps = list(Autograde().autograde_preprocessors)
+        steps = [fork_execute if step is Execute else step for step in steps]
+        overrides["Autograde"] = {"autograde_preprocessors": steps}
+    return overrides
+
+
+def _worker_init(root: str, timeout: int | None, kernels: str = "fork") -> None:
     global _WORKER_API
-    overrides = {"Execute": {"timeout": timeout}} if timeout else None
-    _WORKER_API = make_api(Path(root), overrides)
+    quiet_warnings()
+    _WORKER_API = make_api(Path(root), _grading_config(timeout, kernels))
 
 
 def _worker_grade(assignment: str, student: str) -> tuple[str, bool, str, float]:
@@ -162,7 +201,12 @@ def scores(root: Path, assignment: str) -> dict[str, tuple[float, float]]:
 
 
 def autograde(
-    root: Path, assignment: str, jobs: int = 1, timeout: int | None = None, force: bool = False
+    root: Path,
+    assignment: str,
+    jobs: int = 1,
+    timeout: int | None = None,
+    force: bool = False,
+    kernels: str = "fork",
 ) -> list[str]:
     """Autograde every submission of ``assignment`` not yet in the journal; return failures."""
     if not (root / "solutions" / assignment).is_dir() and not _in_gradebook(root, assignment):
@@ -186,7 +230,7 @@ def autograde(
         max_workers=jobs,
         mp_context=context,
         initializer=_worker_init,
-        initargs=(str(root), timeout),
+        initargs=(str(root), timeout, kernels),
     ) as pool:
         futures = [pool.submit(_worker_grade, assignment, s) for s in todo]
         retry: list[str] = []
@@ -198,20 +242,23 @@ def autograde(
             _record(root, assignment, student, stamps[student], ok, log, failed)
             elapsed = time.perf_counter() - start
             print(
-                f"[{count}/{len(todo)}] {student}: {'graded' if ok else 'FAILED'} in "
+                f"[{count}/{len(todo)}] {student}: {'graded' if ok else 'NOT GRADED'} in "
                 f"{seconds:.1f} s ({elapsed:.0f} s elapsed, "
                 f"{elapsed / count * (len(todo) - count):.0f} s to go)",
                 flush=True,
             )
     if retry:
-        _worker_init(str(root), timeout)
+        _worker_init(str(root), timeout, kernels)
         for student in retry:
             student, ok, log, seconds = _worker_grade(assignment, student)
             _record(root, assignment, student, stamps[student], ok, log, failed)
-            print(f"[retry] {student}: {'graded' if ok else 'FAILED'} in {seconds:.1f} s")
-    print(f"autograded {len(todo)} in {time.perf_counter() - start:.1f} s", flush=True)
-    if failed:
-        print(f"nbgrader could not grade {len(failed)}: {', '.join(failed)} (see report)")
+            print(f"[retry] {student}: {'graded' if ok else 'NOT GRADED'} in {seconds:.1f} s")
+    wall = time.perf_counter() - start
+    print(
+        f"autograded {len(todo) - len(failed)} of {len(todo)} in {wall:.1f} s"
+        + (f"; nbgrader could not grade {len(failed)}: {', '.join(failed)}" if failed else ""),
+        flush=True,
+    )
     return failed
 
 
@@ -246,29 +293,86 @@ def _ensure_assignment(root: Path, assignment: str) -> None:
         nbgrader(root, "generate_assignment", assignment, "--force")
 
 
-# ---- feedback, export, report ---------------------------------------------------------------
-def feedback(root: Path, assignment: str) -> None:
+# ---- regrading, keeping hand grades -------------------------------------------------------
+HandGrade = tuple[float | None, float | None, bool]  # manual score, extra credit, needs review
+
+
+def hand_grades(root: Path, assignment: str) -> dict[tuple[str, str, str], HandGrade]:
+    """Every grade a person set (a hand score or an override), by (student, notebook, cell)."""
+    from nbgrader.api import Gradebook
+
     api = make_api(root)
-    result = api.generate_feedback(assignment)
+    kept = {}
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
+        for submission in gb.assignment_submissions(assignment):
+            for nb in submission.notebooks:
+                for grade in nb.grades:
+                    if grade.manual_score is not None or grade.extra_credit:
+                        key = (submission.student.id, nb.name, grade.name)
+                        kept[key] = (
+                            grade.manual_score,
+                            grade.extra_credit,
+                            grade.needs_manual_grade,
+                        )
+    return kept
+
+
+def restore_hand_grades(
+    root: Path, assignment: str, kept: dict[tuple[str, str, str], HandGrade]
+) -> None:
+    """Put back what a person set, and whether it still needed review, after an autograde."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    api = make_api(root)
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
+        for (student, notebook, cell), (manual, extra, needs_review) in kept.items():
+            try:
+                grade = gb.find_grade(cell, notebook, assignment, student)
+            except MissingEntry:  # the cell is gone from the regenerated assignment
+                continue
+            grade.manual_score, grade.extra_credit = manual, extra
+            grade.needs_manual_grade = needs_review
+        gb.db.commit()
+
+
+def regrade(
+    root: Path, assignment: str, jobs: int, timeout: int | None = None, kernels: str = "fork"
+) -> list[str]:
+    """Record the assignment again from solutions/ and autograde everyone, keeping hand grades."""
+    kept = hand_grades(root, assignment)
+    nbgrader(root, "generate_assignment", assignment, "--force")
+    print(f"regrade {assignment}: assignment recorded again from solutions/", flush=True)
+    failed = autograde(root, assignment, jobs, timeout, force=True, kernels=kernels)
+    restore_hand_grades(root, assignment, kept)
+    print(f"kept {len(kept)} hand grades and overrides, with their reviewed state", flush=True)
+    return failed
+
+
+# ---- feedback, export, report ---------------------------------------------------------------
+def release_feedback(root: Path, assignment: str) -> None:
+    """Feedback HTML from the final scores (hand grades included), released to the exchange."""
+    api = make_api(root)
+    result = api.generate_feedback(assignment, force=True)
     if not result["success"]:
         print(result.get("log", "") + result.get("error", ""))
-    print(f"feedback written to feedback/*/{assignment}/", flush=True)
-    if exchange_inbound(root).exists():
-        # release_feedback stops at the first feedback without the exchange's timestamp.txt and
-        # submission_secret.txt (a submission put into submitted/ by hand): leave those out.
-        folders = sorted((root / "feedback").glob(f"*/{assignment}"))
-        by_hand = [
-            f.parent.name
-            for f in folders
-            if not ((f / "timestamp.txt").exists() and (f / "submission_secret.txt").exists())
-        ]
-        args = ["release_feedback", assignment]
-        if by_hand:
-            args.append(f"--CourseDirectory.student_id_exclude={','.join(by_hand)}")
-        nbgrader(root, *args)
-        print(f"feedback released to the exchange for {len(folders) - len(by_hand)}", flush=True)
-        if by_hand:
-            print(f"not released (not submitted through the exchange): {', '.join(by_hand)}")
+    folders = sorted((root / "feedback").glob(f"*/{assignment}"))
+    print(f"feedback written for {len(folders)} to feedback/*/{assignment}/", flush=True)
+    if not exchange_inbound(root).exists():
+        return
+    # release_feedback stops at the first feedback without the exchange's timestamp.txt and
+    # submission_secret.txt (a submission put into submitted/ by hand): leave those out.
+    by_hand = [
+        f.parent.name
+        for f in folders
+        if not ((f / "timestamp.txt").exists() and (f / "submission_secret.txt").exists())
+    ]
+    args = ["release_feedback", assignment]
+    if by_hand:
+        args.append(f"--CourseDirectory.student_id_exclude={','.join(by_hand)}")
+    nbgrader(root, *args)
+    print(f"feedback released to the exchange for {len(folders) - len(by_hand)}", flush=True)
+    if by_hand:
+        print(f"not released (not submitted through the exchange): {', '.join(by_hand)}")
 
 
 def exchange_inbound(root: Path) -> Path:
@@ -288,8 +392,11 @@ class Row:
     student: str
     score: float | None
     max_score: float
-    cells: dict[str, float | None] = field(default_factory=dict)
-    flags: list[str] = field(default_factory=list)
+    cells: dict[str, float | None] = field(default_factory=dict)  # final: overrides count
+    flags: list[str] = field(default_factory=list)  # for review: something may be wrong
+    hand_set: set[str] = field(default_factory=set)  # cells whose score a person set
+    to_grade: list[str] = field(default_factory=list)  # answers still waiting for a person
+    unscored: list[str] = field(default_factory=list)  # other cells with no score (a review)
 
 
 def tampering(source: str) -> list[str]:
@@ -332,7 +439,7 @@ def tampering(source: str) -> list[str]:
 
 
 def report(root: Path, assignment: str, out: Path | None = None) -> Path:
-    """Write reports/<assignment>/report.md and scores.png; return the report's path."""
+    """Write reports/<assignment>/report.md, scores.png and flags.csv; return the report."""
     import nbformat
     from matplotlib.figure import Figure
     from nbgrader.api import Gradebook
@@ -342,61 +449,137 @@ def report(root: Path, assignment: str, out: Path | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
     with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
-        test_cells = [
-            c.name
-            for nb in gb.find_assignment(assignment).notebooks
+        grade_cells = [
+            (c.name, c.cell_type) for nb in gb.find_assignment(assignment).notebooks
             for c in nb.grade_cells
-            if c.cell_type == "code"
-        ]
+        ]  # fmt: skip
+        test_cells = [name for name, kind in grade_cells if kind == "code"]
+        # Answers graded by hand by design: a grade cell that is also a solution cell.
+        by_hand = {
+            c.name for nb in gb.find_assignment(assignment).notebooks for c in nb.solution_cells
+        } & {name for name, _ in grade_cells}
         for submission in sorted(gb.assignment_submissions(assignment), key=lambda s: s.student.id):
-            student = submission.student.id
-            cells = {
-                g.name: g.auto_score
-                for nb in submission.notebooks
-                for g in nb.grades
-                if g.cell_type == "code"
-            }
-            row = Row(student, submission.score, submission.max_score, cells)
-            graded = all(
-                (root / "autograded" / student / assignment / f"{nb.name}.ipynb").exists()
-                for nb in submission.notebooks
-            )
-            if not graded:
-                row.flags.append("not graded by nbgrader (corrupt notebook or kernel died)")
-            elif all(v is None for v in cells.values()):
-                row.flags.append("no test cells found (empty or rebuilt notebook)")
-            else:
-                missing = [c for c in test_cells if cells.get(c) is None]
-                if missing:
-                    row.flags.append(f"test cells deleted: {', '.join(missing)}")
+            row = _row(submission, by_hand)
+            _flag_grading(root, assignment, submission, row, test_cells)
             for nb in submission.notebooks:
-                path = root / "submitted" / student / assignment / f"{nb.name}.ipynb"
+                path = root / "submitted" / row.student / assignment / f"{nb.name}.ipynb"
                 try:
                     student_nb = nbformat.read(path, as_version=4)
                 except Exception:  # any unreadable file is flagged above, never raised
                     continue
                 locked = _locked_sources(root, api, assignment, nb.name)
-                for cell in student_nb.cells:
-                    meta = cell.metadata.get("nbgrader", {})
-                    grade_id = meta.get("grade_id")
-                    if grade_id in locked and cell.source != locked[grade_id]:
-                        row.flags.append(f"locked cell {grade_id} edited (nbgrader restored it)")
-                    if cell.cell_type == "code" and not meta.get("locked"):
-                        for problem in tampering(cell.source):
-                            row.flags.append(f"tampering suspected: {problem}")
-            if submission.needs_manual_grade and not row.flags:
-                row.flags.append("needs manual grading")
+                row.flags += _flag_cells(student_nb, locked)
             rows.append(row)
     _plot(rows, assignment, out / "scores.png", Figure)
+    rubric(root, assignment, out)
     path = out / "report.md"
-    path.write_text(_markdown(assignment, rows, test_cells), encoding="utf-8")
+    path.write_text(_markdown(assignment, rows, [name for name, _ in grade_cells]), "utf-8")
     with (out / "flags.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["student", "score", "max_score", "flag"])
+        writer.writerow(["student", "score", "max_score", "kind", "flag"])
         for row in rows:
             for flag in row.flags:
-                writer.writerow([row.student, row.score, row.max_score, flag])
-    print(f"report written to {path}", flush=True)
+                writer.writerow([row.student, row.score, row.max_score, "review", flag])
+            for cell in row.to_grade:
+                writer.writerow([row.student, row.score, row.max_score, "hand", f"grade {cell}"])
+    reviews = sum(1 for row in rows if row.flags)
+    hand = sum(len(row.to_grade) for row in rows)
+    print(f"report written to {path}: {reviews} to review, {hand} to grade by hand", flush=True)
+    return path
+
+
+def _row(submission: Any, by_hand: set[str]) -> Row:
+    """A submission's final scores (a person's score, hand grade or override, wins), and the
+    cells that wait for a person: answers graded by hand go to their own list; any other cell
+    without a score (a deleted test, say) is something to review."""
+    row = Row(submission.student.id, submission.score, submission.max_score)
+    for nb in submission.notebooks:
+        for grade in nb.grades:
+            manual, auto = grade.manual_score, grade.auto_score
+            row.cells[grade.name] = manual if manual is not None else auto
+            if grade.manual_score is not None:
+                row.hand_set.add(grade.name)
+            if grade.needs_manual_grade:
+                (row.to_grade if grade.name in by_hand else row.unscored).append(grade.name)
+    return row
+
+
+def _flag_grading(
+    root: Path, assignment: str, submission: Any, row: Row, test_cells: list[str]
+) -> None:
+    auto = {g.name: g.auto_score for nb in submission.notebooks for g in nb.grades}
+    graded = all(
+        (root / "autograded" / row.student / assignment / f"{nb.name}.ipynb").exists()
+        for nb in submission.notebooks
+    )
+    missing = [c for c in test_cells if auto.get(c) is None]
+    if not graded:  # nothing in it to grade cell by cell: review it as a whole
+        row.flags.append("not graded by nbgrader (corrupt notebook or kernel died)")
+        row.to_grade = []
+    elif len(missing) == len(test_cells):
+        row.flags.append("no test cells found (empty or rebuilt notebook)")
+    elif missing:
+        row.flags.append(f"test cells deleted: {', '.join(missing)}")
+    others = [c for c in row.unscored if c not in missing]
+    if graded and others:  # e.g. an override a person has not confirmed
+        row.flags.append(f"no score yet for {', '.join(others)} (score it by hand)")
+
+
+def _flag_cells(student_nb: Any, locked: dict[str, str]) -> list[str]:
+    flags = []
+    for cell in student_nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        grade_id = meta.get("grade_id")
+        if grade_id in locked and cell.source != locked[grade_id]:
+            flags.append(f"locked cell {grade_id} edited (nbgrader restored it)")
+        if cell.cell_type == "code" and not meta.get("locked"):
+            flags += [f"tampering suspected: {problem}" for problem in tampering(cell.source)]
+    return flags
+
+
+# ---- the graders' rubric --------------------------------------------------------------------
+RUBRIC_NOTE = "For graders only: model answers and marking schemes. Never give this to students."
+
+
+def rubric_parts(source: Path) -> list[tuple[str, str]]:
+    """(prompt, model answer and marking) for each hand-graded answer cell of a source notebook."""
+    import nbformat
+
+    parts, prompt = [], ""
+    for cell in nbformat.read(source, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "markdown" and meta.get("locked"):
+            prompt = cell.source
+        elif meta.get("grade") and meta.get("solution"):
+            answer = cell.source.split("### BEGIN SOLUTION", 1)[-1]
+            answer = answer.split("### END SOLUTION", 1)[0].strip()
+            parts.append((prompt, answer))
+    return parts
+
+
+def rubric(root: Path, assignment: str, out: Path) -> Path | None:
+    """reports/<assignment>/rubric.md and .html from solutions/ (None if nothing is hand-graded)."""
+    from nbconvert.filters import markdown2html
+
+    sections = []
+    for source in sorted((root / "solutions" / assignment).glob("*.ipynb")):
+        for prompt, answer in rubric_parts(source):
+            sections.append(f"## {source.stem}\n\n{prompt}\n\n---\n\n{answer}\n")
+    if not sections:
+        return None
+    text = f"# Rubric: {assignment}\n\n*{RUBRIC_NOTE}*\n\n" + "\n".join(sections)
+    (out / "rubric.md").write_text(text, encoding="utf-8")
+    mathjax = (FEEDBACK_TEMPLATE / "mathjax.html.j2").read_text(encoding="utf-8")
+    config = mathjax[mathjax.index("<script>") : mathjax.index("</script>") + 9]
+    script = (FEEDBACK_TEMPLATE / "tex-svg.js").read_text(encoding="utf-8")
+    html = (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Rubric: {assignment}</title>"
+        "<style>body{font-family:sans-serif;max-width:50em;margin:2em auto;line-height:1.5}"
+        "hr{margin:1.5em 0}</style>"
+        f"{config}<script>{script}</script></head><body>{markdown2html(text)}</body></html>"
+    )
+    path = out / "rubric.html"
+    path.write_text(html, encoding="utf-8")
     return path
 
 
@@ -415,13 +598,17 @@ def _locked_sources(root: Path, api: Any, assignment: str, notebook: str) -> dic
 
 
 def _plot(rows: list[Row], assignment: str, path: Path, figure: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     fig = figure(figsize=(6, 3.5))
     ax = fig.add_subplot()
     values = [row.score or 0.0 for row in rows]
     top = max((row.max_score for row in rows), default=1.0)
     ax.hist(values, bins=[x - 0.5 for x in range(int(top) + 2)], color="tab:blue", rwidth=0.9)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count of students
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(
-        xlabel=f"score (of {top:g}; manually graded points count once graded)",
+        xlabel=f"score (of {top:g}; hand-graded points count once graded)",
         ylabel="students",
         title=f"{assignment}: {len(rows)} submissions",
     )
@@ -429,7 +616,7 @@ def _plot(rows: list[Row], assignment: str, path: Path, figure: Any) -> None:
     fig.savefig(path, dpi=100)
 
 
-def _markdown(assignment: str, rows: list[Row], test_cells: list[str]) -> str:
+def _markdown(assignment: str, rows: list[Row], columns: list[str]) -> str:
     values = sorted(row.score or 0.0 for row in rows)
     lines = [f"# Grade report: {assignment}", ""]
     if values:
@@ -440,16 +627,61 @@ def _markdown(assignment: str, rows: list[Row], test_cells: list[str]) -> str:
             f"max {values[-1]:g} of {rows[0].max_score:g}.",
             "",
         ]
-    lines += ["![score distribution](scores.png)", "", "## Needs attention", ""]
+    lines += ["![score distribution](scores.png)", ""]
     flagged = [row for row in rows if row.flags]
-    lines += [f"- **{row.student}** ({row.score:g}): {'; '.join(row.flags)}" for row in flagged]
-    lines += ["" if flagged else "Nothing.", "", "## Scores", ""]
-    lines += ["| student | score | " + " | ".join(test_cells) + " |"]
-    lines += ["|---" * (len(test_cells) + 2) + "|"]
+    lines += [f"## To review: {_count(len(flagged), 'submission')}", ""]
+    lines += [
+        "Something may be wrong with these: read the submission before trusting its score.",
+        "",
+    ]
+    for row in flagged:
+        also = f" Also to grade by hand: {', '.join(row.to_grade)}." if row.to_grade else ""
+        lines += [f"- **{row.student}** ({row.score:g}): {'; '.join(row.flags)}.{also}"]
+    lines += ["" if flagged else "Nothing.", ""]
+    waiting = [row for row in rows if row.to_grade]
+    count = sum(len(row.to_grade) for row in waiting)
+    lines += [
+        f"## To grade by hand: {_count(count, 'answer')} in {_count(len(waiting), 'submission')}",
+        "",
+    ]
+    if waiting:
+        by_cell: dict[str, list[str]] = {}
+        for row in waiting:
+            for cell in row.to_grade:
+                by_cell.setdefault(cell, []).append(row.student)
+        for cell, students in by_cell.items():
+            lines += [f"- `{cell}` ({len(students)}): {', '.join(students)}"]
+        lines += [
+            "",
+            "In JupyterLab: *Nbgrader* menu > *Formgrader* > *Manage Submissions*. Model answers "
+            "and marking: [rubric.md](rubric.md) (graders only).",
+        ]
+    else:
+        lines += ["Nothing."]
+    lines += [
+        "",
+        "## Scores",
+        "",
+        "A score set by a person (hand grade or override) is marked *.",
+        "",
+    ]
+    lines += ["| student | score | " + " | ".join(columns) + " |"]
+    lines += ["|---" * (len(columns) + 2) + "|"]
     for row in rows:
-        cells = ["—" if row.cells.get(c) is None else f"{row.cells[c]:g}" for c in test_cells]
+        cells = [_cell_text(row, c) for c in columns]
         lines += [f"| {row.student} | {row.score:g} | " + " | ".join(cells) + " |"]
     return "\n".join(lines) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _cell_text(row: Row, cell: str) -> str:
+    value = row.cells.get(cell)
+    if value is None:
+        return "—"
+    return f"{value:g}*" if cell in row.hand_set else f"{value:g}"
 
 
 # ---- the command line -----------------------------------------------------------------------
@@ -457,33 +689,53 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: .)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("grade", "autograde"):
+    for name in ("grade", "autograde", "regrade"):
         step = sub.add_parser(name)
         step.add_argument("assignment")
         step.add_argument("-j", "--jobs", type=int, default=1, help="autograde processes")
         step.add_argument("--timeout", type=int, help="seconds per cell (default: the config's)")
-        step.add_argument("--force", action="store_true", help="regrade every submission")
-    sub.add_parser("feedback").add_argument("assignment")
+        step.add_argument(
+            "--kernels", choices=KERNELS, default="fork",
+            help="fork: each kernel forked from a pre-imported process (default); "
+            "fresh: nbgrader's own, one new Python per student",
+        )  # fmt: skip
+        if name != "regrade":
+            step.add_argument("--force", action="store_true", help="regrade every submission")
+    for name in ("release-feedback", "feedback"):  # "feedback": its name before the split
+        sub.add_parser(name).add_argument("assignment")
     sub.add_parser("export").add_argument("--to", default="grades.csv")
     sub.add_parser("report").add_argument("assignment")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    quiet_warnings()
     if args.command in ("grade", "autograde"):
         if args.command == "grade" and exchange_inbound(root).exists():
             nbgrader(root, "collect", args.assignment, "--update")
             print("collected submissions from the exchange", flush=True)
-        autograde(root, args.assignment, args.jobs, args.timeout, args.force)
+        autograde(root, args.assignment, args.jobs, args.timeout, args.force, args.kernels)
         if args.command == "grade":
-            feedback(root, args.assignment)
             export(root)
             report(root, args.assignment)
-    elif args.command == "feedback":
-        feedback(root, args.assignment)
+            print(NEXT_STEPS.format(assignment=args.assignment), flush=True)
+    elif args.command == "regrade":
+        regrade(root, args.assignment, args.jobs, args.timeout, args.kernels)
+        export(root)
+        report(root, args.assignment)
+    elif args.command in ("release-feedback", "feedback"):
+        release_feedback(root, args.assignment)
+        export(root)
+        report(root, args.assignment)
     elif args.command == "export":
         export(root, args.to)
     elif args.command == "report":
         report(root, args.assignment)
     return 0
+
+
+NEXT_STEPS = (
+    "Students see nothing yet. Review the report, grade by hand in the formgrader, then: "
+    "make release-feedback ASSIGNMENT={assignment}"
+)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     python scripts/lab.py                     # prepare my-work/, then JupyterLab on 127.0.0.1:8888
     python scripts/lab.py --prepare-only      # only prepare my-work/ (copies, start page)
     python scripts/lab.py --port 9999 -- --ServerApp.token=secret   # extra args go to jupyter lab
+    python scripts/lab.py --role instructor   # nbgrader's instructor tools, lessons writable
 
 Preparing the learner's folder (default ``my-work/``, gitignored):
 
@@ -15,6 +16,10 @@ Preparing the learner's folder (default ``my-work/``, gitignored):
 - seeds JupyterLab's layout (``my-work/.lab/workspaces/``) the first time, so the first launch opens
   the start page as a rendered page with the file browser in ``my-work/``. Later launches
   restore whatever the learner left open.
+
+As a learner (the default), JupyterLab reads ``lab/learner/`` as well: lessons open read-only
+(never autosaved, so the checkout stays clean) and nbgrader's instructor tools are hidden.
+``--role instructor`` (``make lab ROLE=instructor``) leaves both out.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ LEARNER_DIR = "my-work"
 #: The layout JupyterLab restores at /lab lives in this file (slug of the workspace "default").
 WORKSPACE_FILE = f"default-{hashlib.sha256(b'default').hexdigest()[:4]}.jupyterlab-workspace"
 STATE = ".lab"  # in the learner's folder: JupyterLab's layout, and what each copy came from
+ROLES = ("learner", "instructor")
+LEARNER_CONFIG = ROOT / "lab" / "learner"  # read-only lessons, no instructor tools
 
 # Hidden in the rendered page; lets a double click open the page as a notebook without
 # asking for a kernel.
@@ -132,8 +139,9 @@ def start_page(root: Path, learner: Path) -> str:
         "",
         "## Lessons",
         "",
-        "Open one, then **Run → Run All Cells**. The lessons are the course's own files: "
-        "experiment in them freely, but keep anything you want to keep in this folder.",
+        "Open one, then **Run → Run All Cells**. The lessons are the course's own files and "
+        "open read-only: to keep a version of your own, **File → Save Notebook As…** into "
+        "this folder.",
         "",
     ]
     for i, lesson in enumerate(lessons(root), 1):
@@ -227,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learner-dir", default=LEARNER_DIR, help="relative to --root")
     parser.add_argument("--port", type=int, default=8888)
     parser.add_argument("--prepare-only", action="store_true")
+    parser.add_argument("--role", choices=ROLES, default="learner")
     parser.add_argument("extra", nargs="*", help="more jupyter lab arguments (after --)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
@@ -241,6 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_only:
         return 0
     command = lab_command(root, learner, args.port, args.extra)
+    # Kernels inherit it: a lesson's exercise link opens the learner's copy (llmmath.pages).
+    os.environ["LLMMATH_LEARNER_DIR"] = learner.relative_to(root).as_posix()
+    if args.role == "learner":
+        os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            p for p in (str(LEARNER_CONFIG), os.environ.get("JUPYTER_CONFIG_PATH")) if p
+        )
+        print("lessons open read-only; instructor tools: make lab ROLE=instructor")
     sys.stdout.flush()
     os.execv(command[0], command)
 

@@ -34,6 +34,8 @@ PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
         "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
         {
             "package/es5/tex-mml-chtml.js": "mathjax/tex-mml-chtml.js",
+            # Self-contained (no font files): inlined into nbgrader's feedback HTML.
+            "package/es5/tex-svg.js": "mathjax/tex-svg.js",
             "package/es5/output/chtml/fonts/woff-v2/": "mathjax/output/chtml/fonts/woff-v2/",
             "package/es5/input/tex/extensions/": "mathjax/input/tex/extensions/",
         },
@@ -68,7 +70,13 @@ def unpack(tarball: Path, mapping: dict[str, str]) -> int:
 
 def main() -> int:
     wanted = {spec: integrity for spec, (integrity, _) in PACKAGES.items()}
-    if STAMP.exists() and json.loads(STAMP.read_text()) == wanted:
+    files = [
+        VENDOR / target
+        for _, mapping in PACKAGES.values()
+        for target in mapping.values()
+        if not target.endswith("/")
+    ]
+    if STAMP.exists() and json.loads(STAMP.read_text()) == wanted and all(map(Path.exists, files)):
         print(f"vendored JavaScript up to date in {VENDOR.relative_to(ROOT)}")
         return 0
     shutil.rmtree(VENDOR, ignore_errors=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import math
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import ipywidgets as w
@@ -640,7 +639,7 @@ def png_image(data: bytes | memoryview) -> Image.Image:
 
 
 def test_cost_curves_are_the_step_costs_where_the_batch_fits(llama: Deployment) -> None:
-    curves = batching_plots.cost_curves(llama, 8192)
+    curves = batching.cost_curves(llama, 8192)
     assert curves.batch.max() <= 185 and curves.max_batch == 185
     step = batching.decode_step(llama, curves.batch, 8192)
     np.testing.assert_allclose(curves.total, step.cost_per_million_tokens_usd())
@@ -660,7 +659,7 @@ def test_pareto_and_prefill_figures(llama: Deployment) -> None:
     pareto = batching_plots.pareto_figure(llama, (512, 8192))
     (ax,) = pareto.axes
     curve = ax.lines[0]
-    step = batching.decode_step(llama, batching_plots.cost_curves(llama, 512).batch, 512)
+    step = batching.decode_step(llama, batching.cost_curves(llama, 512).batch, 512)
     np.testing.assert_allclose(curve.get_xdata(), 1e3 * step.time_s)
     np.testing.assert_allclose(curve.get_ydata(), step.tokens_per_s_per_chip)
     prefill = batching_plots.prefill_decode_figure(llama)
@@ -710,24 +709,15 @@ def test_explorer_says_what_does_not_fit() -> None:
     assert "GB of weights missing" in explorer.message.get_text()
     png_image(explorer.png())
     explorer.update()  # and recovers
-    assert explorer.message.get_text() == "" and len(explorer.total_line.get_xdata()) > 0
+    assert explorer.message.get_text() == "" and len(explorer.cost.total_line.get_xdata()) > 0
 
 
 def test_explorer_figure_is_a_figure() -> None:
-    assert isinstance(batching_plots.explorer_figure(batch=64), Figure)
+    assert isinstance(batching_widgets.declaration().figure(batch=64), Figure)
     assert plots.batching is batching_plots
 
 
 # ---- widgets ---------------------------------------------------------------------------------
-def test_batching_explorer_picks_the_flavour(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batching_widgets, "static_batching_explorer", lambda: "static")
-    monkeypatch.setattr(batching_widgets, "live_batching_explorer", lambda: "live")
-    monkeypatch.setenv(widgets.STATIC_ENV, "1")
-    assert batching_widgets.batching_explorer() == "static"
-    monkeypatch.setenv(widgets.STATIC_ENV, "")
-    assert batching_widgets.batching_explorer() == "live"
-
-
 class LabelledFrames:
     """Stands in for BatchingExplorer: each frame's bytes name the setting drawn."""
 
@@ -743,46 +733,29 @@ class LabelledFrames:
         return self.setting.encode()
 
 
-@pytest.fixture
-def recorded_links(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    links: list[Any] = []
-    real = w.jslink
-
-    def recording(source: Any, target: Any) -> Any:
-        link = real(source, target)
-        links.append(link)
-        return link
-
-    monkeypatch.setattr(w, "jslink", recording)
-    yield links
-
-
 def leaves(widget: w.Widget) -> list[w.Widget]:
     if isinstance(widget, w.Stack):
         return [leaf for child in widget.children for leaf in leaves(child)]
     return [widget]
 
 
-def test_static_explorer_frames_and_links(
-    monkeypatch: pytest.MonkeyPatch, recorded_links: list[Any]
-) -> None:
+def test_static_explorer_frames_spell_out_the_presets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batching_widgets, "BatchingExplorer", LabelledFrames)
-    box = batching_widgets.static_batching_explorer()
-    (setup, batch), (context, efficiency, root, _caption) = (
-        box.children[0].children,
-        box.children[1:],
+    spec = batching_widgets.declaration()
+    box = widgets.common.static_explorer(spec)
+    c = box.controls
+    images = leaves(box.stacks)
+    assert len(images) == spec.frame_count() == 108 <= 150
+    assert [c["batch"].value, c["context"].value] == [1, 2048]
+    assert (c["setup"].index, c["batch"].index, c["context"].index, c["efficiency"].index) == (
+        0,
+        0,
+        1,
+        0,
     )
-    images = leaves(root)
-    assert len(images) == batching_widgets.static_frame_count() == 108 <= 150
-    assert list(batch.options) == [1, 4, 16, 64, 256, 1024]
-    assert (setup.index, batch.index, context.index, efficiency.index) == (0, 0, 1, 0)
     # Nesting: setup > context > efficiency > batch.
-    leaf = root.children[2].children[1].children[1].children[3]
+    leaf = box.stacks.children[2].children[1].children[1].children[3]
     assert bytes(leaf.value) == b"Llama-3-70B|TPU-v5e|16|64|2048|0.5"
-    controls = {id(setup), id(context), id(efficiency), id(batch)}
-    assert len(recorded_links) == 1 + 3 + 9 + 18
-    assert {id(link.source[0]) for link in recorded_links} == controls
-    assert all(link.source[1] == "index" for link in recorded_links)
 
 
 def test_static_explorer_renders_real_frames() -> None:
@@ -794,29 +767,27 @@ def test_static_explorer_renders_real_frames() -> None:
 
 
 def test_live_explorer_redraws_on_every_control() -> None:
-    box = batching_widgets.live_batching_explorer()
-    (model, chip, n_chips), (batch, context), (flops_eff, bw_eff, price) = (
-        h.children for h in box.children[:3]
-    )
-    image = box.children[3]
+    box = widgets.common.live_explorer(batching_widgets.declaration())
+    c = box.controls
+    image = next(child for child in box.children if isinstance(child, w.Image))
     frames = [bytes(image.value)]
-    for control, value in (
-        (batch, 64),
-        (context, 4096),
-        (flops_eff, 0.5),
-        (bw_eff, 0.8),
-        (price, 3.0),
-        (n_chips, 16),
-        (chip, "H200"),
-        (model, "Llama-3-8B"),
+    for name, value in (
+        ("batch", 64),
+        ("context", 4096),
+        ("flops_efficiency", 0.5),
+        ("bandwidth_efficiency", 0.8),
+        ("usd_per_chip_hour", 3.0),
+        ("n_chips", 16),
+        ("chip", "H200"),
+        ("model", "Llama-3-8B"),
     ):
-        control.value = value
+        c[name].value = value
         frames.append(bytes(image.value))
     for frame in frames:
         png_image(frame)
     assert len(set(frames)) == len(frames)
-    assert price.value == 3.0  # H200 has no example price: the last one stays
-    chip.value = "TPU-v5e"
-    assert price.value == 1.20
-    model.value = "Llama-2-13B"
-    assert context.max == 4096 and context.value <= 4096
+    assert c["usd_per_chip_hour"].value == 3.0  # H200 has no example price: the last one stays
+    c["chip"].value = "TPU-v5e"
+    assert c["usd_per_chip_hour"].value == 1.20
+    c["model"].value = "Llama-2-13B"
+    assert c["context"].max == 4096 and c["context"].value <= 4096

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -72,7 +73,7 @@ def bad_submissions(release: Path) -> dict[str, Any]:
     """Every bad case as a notebook (or, for the corrupt one, bytes)."""
 
     def solved(wrong: dict[str, str] | None = None) -> Any:
-        return submission_from_release(release, SPEC.source_nb, wrong or {})
+        return reflected(submission_from_release(release, SPEC.source_nb, wrong or {}))
 
     def edit(nb: Any, grade_id: str, before: str = "", after: str = "") -> Any:
         cell = cell_by_id(nb, grade_id)
@@ -130,6 +131,16 @@ def bad_submissions(release: Path) -> dict[str, Any]:
     return subs
 
 
+REFLECTION = "The step waits on reading the weights, so more FLOP/s does not help."
+
+
+def reflected(nb: Any) -> Any:
+    """The notebook with the hand-graded reflection answered (a grader then has to score it)."""
+    for grade_id in SPEC.manual_cells:
+        cell_by_id(nb, grade_id).source = REFLECTION
+    return nb
+
+
 class Course:
     """The scratch course, its exchange and the students' homes; runs and logs commands."""
 
@@ -142,6 +153,8 @@ class Course:
         # As the guide says: the exchange root goes in the course's nbgrader_config.py.
         config += f'\nc.Exchange.root = "{self.exchange}"\n'
         (self.root / "nbgrader_config.py").write_text(config)
+        # The feedback template (with its MathJax) sits next to nbgrader_config.py.
+        shutil.copytree(ROOT / "grading", self.root / "grading")
         for source in (ROOT / "solutions").iterdir():
             if source.is_dir():
                 shutil.copytree(
@@ -200,9 +213,10 @@ def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         path = course.home(student) / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
         fetched[student] = read(path)
         if student == "alice":
-            nbformat.write(submission_from_release(path, SPEC.source_nb, {}), path)
+            nbformat.write(reflected(submission_from_release(path, SPEC.source_nb, {})), path)
         elif student == "bob":
-            nbformat.write(submission_from_release(path, SPEC.source_nb, SPEC.wrong_answers), path)
+            answered = submission_from_release(path, SPEC.source_nb, SPEC.wrong_answers)
+            nbformat.write(reflected(answered), path)
         course.student(student, f"nbgrader submit {ASSIGNMENT} --course={COURSE}")
     # A submission for an assignment that was never released is refused at the exchange.
     stray = course.home("dave") / "nosuch"
@@ -228,6 +242,15 @@ def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         extra=f"--timeout {CELL_TIMEOUT}",
     )
     grade_s = time.perf_counter() - start
+    autograded_scores = gradebook_scores(root)
+    released_before_review = sorted(p.name for p in course.exchange.rglob("feedback*"))
+    report_dir = root / "reports" / ASSIGNMENT
+    report_before_review = (report_dir / "report.md").read_text(encoding="utf-8")
+    flags_before_review = read_flags(report_dir / "flags.csv")
+    # The graders' turn, as the formgrader records it: every reflection scored by hand, and the
+    # cheater's forced part overridden to 0 after review.
+    hand_grade(root, HAND_SCORES, OVERRIDES)
+    release_log = course.instructor(f"python scripts/instructor.py release-feedback {ASSIGNMENT}")
     for student in GOOD:
         course.student(student, f"nbgrader fetch_feedback {ASSIGNMENT} --course={COURSE}")
     return {
@@ -236,8 +259,41 @@ def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "refused": refused,
         "grade_log": grade_log,
         "grade_s": grade_s,
-        "scores": gradebook_scores(root),
+        "scores": autograded_scores,
+        "released_before_review": released_before_review,
+        "report_before_review": report_before_review,
+        "flags_before_review": flags_before_review,
+        "release_log": release_log,
     }
+
+
+# What the graders give each reflection, and the override after reviewing the cheater.
+HAND_SCORES = {"alice": 2.0, "bob": 1.0, "carol": 0.0, "patched_isclose": 2.0}
+OVERRIDES = {("patched_isclose", "test_critical_batch_int8"): 0.0}
+
+
+def hand_grade(
+    root: Path, reflections: dict[str, float], overrides: dict[tuple[str, str], float]
+) -> None:
+    """Set scores as the formgrader does: manual_score, and needs_manual_grade cleared."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE) as gb:
+        todo = {(s, "reflection"): v for s, v in reflections.items()} | overrides
+        for (student, cell), score in todo.items():
+            grade = gb.find_grade(cell, NOTEBOOK, ASSIGNMENT, student)
+            grade.manual_score = score
+            grade.needs_manual_grade = False
+        gb.db.commit()
+
+
+def read_flags(path: Path, kind: str = "review") -> dict[str, list[str]]:
+    flags: dict[str, list[str]] = {}
+    with path.open() as fh:
+        for row in csv.DictReader(fh):
+            if row["kind"] == kind:
+                flags.setdefault(row["student"], []).append(row["flag"])
+    return flags
 
 
 def gradebook_scores(root: Path) -> dict[str, dict[str, Any]]:
@@ -259,12 +315,7 @@ def autograded(term: dict[str, Any], student: str) -> Any:
 
 
 def report_flags(term: dict[str, Any]) -> dict[str, list[str]]:
-    flags: dict[str, list[str]] = {}
-    path = term["course"].root / "reports" / ASSIGNMENT / "flags.csv"
-    with path.open() as fh:
-        for row in csv.DictReader(fh):
-            flags.setdefault(row["student"], []).append(row["flag"])
-    return flags
+    return dict(term["flags_before_review"])
 
 
 # ---- the exchange cycle ---------------------------------------------------------------------
@@ -299,8 +350,8 @@ def test_a_submission_for_an_unknown_assignment_is_refused(term: dict[str, Any])
 def test_grades_are_exported_to_csv(term: dict[str, Any]) -> None:
     with (term["course"].root / "grades.csv").open() as fh:
         rows = {row["student_id"]: row for row in csv.DictReader(fh)}
-    expected = {**GOOD, **{student: score for student, (score, _) in BAD.items()}}
-    assert {s: float(rows[s]["raw_score"]) for s in expected} == expected
+    expected = final_scores()
+    assert {s: float(rows[s]["raw_score"]) for s in expected} == expected, "hand grades count"
     assert {rows[s]["max_score"] for s in expected} == {"10.0"}
     assert all(rows[s]["assignment"] == ASSIGNMENT for s in expected)
 
@@ -324,6 +375,156 @@ def test_feedback_of_every_bad_submission_hides_the_hidden_tests(term: dict[str,
         html = html_path.read_text(encoding="utf-8")
         for text in (*MARKERS, "set_mode", *pinned):
             assert text not in html, f"{html_path} shows {text!r}"
+
+
+def final_scores() -> dict[str, float]:
+    """Autograded scores, plus the hand-graded reflections, with the overrides applied."""
+    scores = {**GOOD, **{student: score for student, (score, _) in BAD.items()}}
+    for student, points in HAND_SCORES.items():
+        scores[student] += points
+    scores["patched_isclose"] -= 2.0  # its forced part, overridden to 0 after review
+    return scores
+
+
+# ---- review before release -------------------------------------------------------------------
+def test_grade_releases_no_feedback_until_release_feedback(term: dict[str, Any]) -> None:
+    assert term["released_before_review"] == [], "make grade released feedback"
+    assert "make release-feedback ASSIGNMENT=roofline" in term["grade_log"]
+    assert "feedback released to the exchange for 3" in term["release_log"]
+
+
+def feedback_html(term: dict[str, Any], student: str) -> str:
+    folder = term["course"].root / "feedback" / student / ASSIGNMENT
+    return (folder / f"{NOTEBOOK}.html").read_text(encoding="utf-8")
+
+
+def test_released_feedback_shows_the_final_scores(term: dict[str, Any]) -> None:
+    course = term["course"]
+    alice = next((course.home("alice") / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+    text = alice.read_text(encoding="utf-8")
+    assert "Score: 10.0 / 10.0" in text, "alice's feedback lacks her hand-graded reflection"
+    cheat = feedback_html(term, "patched_isclose")
+    assert "Score: 8.0 / 10.0" in cheat, "the override is not in the cheater's feedback"
+
+
+def test_report_lists_review_flags_first_and_counts_hand_grading(term: dict[str, Any]) -> None:
+    text = term["report_before_review"]
+    review = text.index("## To review:")
+    hand = text.index("## To grade by hand:")
+    assert review < hand
+    reviewed = text[review:hand]
+    for student, (_, flagged) in BAD.items():
+        assert (f"**{student}**" in reviewed) == flagged, student
+    for student in GOOD:
+        assert f"**{student}**" not in reviewed, f"{student} has nothing to review"
+    section = text[hand : text.index("## Scores")]
+    line = next(line for line in section.splitlines() if line.startswith("- `reflection`"))
+    waiting = {name.strip() for name in line.split(":", 1)[1].split(",")}
+    assert {"alice", "bob"} <= waiting and "carol" not in waiting, "carol left it blank"
+    assert "patched_isclose" in waiting, "a flag must not hide the hand grading"
+    assert "kernel_death" not in waiting, "nothing to grade by hand in an ungraded notebook"
+    assert f"## To grade by hand: {len(waiting)} answers in {len(waiting)} submissions" in text
+    bullet = next(line for line in reviewed.splitlines() if "**patched_isclose**" in line)
+    assert "Also to grade by hand: reflection" in bullet
+
+
+def test_report_after_review_honours_overrides_and_hand_grades(term: dict[str, Any]) -> None:
+    text = (term["course"].root / "reports" / ASSIGNMENT / "report.md").read_text("utf-8")
+    header = next(line for line in text.splitlines() if line.startswith("| student |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    rows = {
+        cells[0]: dict(zip(columns, cells, strict=True))
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| student")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert rows["patched_isclose"]["test_critical_batch_int8"] == "0*"
+    assert rows["patched_isclose"]["score"] == "8"
+    assert rows["alice"]["reflection"] == "2*" and rows["alice"]["score"] == "10"
+    assert "## To grade by hand: 0 answers" not in text  # the bad ones still wait
+    assert "**alice**" not in text.split("## Scores")[0], "alice needs nothing more"
+
+
+def test_grading_run_is_quiet(term: dict[str, Any]) -> None:
+    """One progress line per submission, a summary, and none of the libraries' warnings."""
+    allowed = (
+        r"collected submissions from the exchange",
+        r"autograde roofline: \d+ submissions, 0 already graded, \d+ to grade with 4 process\(es\)",
+        r"\[\d+/16\] \w+: (graded|NOT GRADED) in [\d.]+ s \(\d+ s elapsed, \d+ s to go\)",
+        r"\[retry\] \w+: (graded|NOT GRADED) in [\d.]+ s",
+        r"autograded \d+ of 16 in [\d.]+ s(; nbgrader could not grade \d+: [\w, ]+)?",
+        r"grades exported to grades.csv",
+        r"report written to .*report.md: \d+ to review, \d+ to grade by hand",
+        r"Students see nothing yet\. .*make release-feedback ASSIGNMENT=roofline",
+    )
+    lines = term["grade_log"].splitlines()
+    for line in lines:
+        assert any(re.fullmatch(pattern, line) for pattern in allowed), f"noise: {line!r}"
+    progress = [line for line in lines if re.match(r"\[(\d+/16|retry)\]", line)]
+    assert len(progress) == 16 + sum(1 for line in progress if line.startswith("[retry]"))
+
+
+def test_feedback_carries_its_own_mathjax(term: dict[str, Any]) -> None:
+    """Opened from disk with no network, the feedback's maths is typeset, and nothing is fetched."""
+    from site_support import chromium
+
+    course = term["course"]
+    path = next((course.home("bob") / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+    html = path.read_text(encoding="utf-8")
+    # (MathJax's own source names its CDN as a default path: what counts is what loads.)
+    assert not re.search(r"""<script[^>]+src=["']?https?:""", html), "a script from the web"
+    assert "window.MathJax" in html
+    outside: list[str] = []
+    with chromium() as browser:
+        page = browser.new_page()
+        page.on("request", lambda request: outside.append(request.url))
+        page.goto(path.as_uri())
+        page.wait_for_selector("mjx-container svg", timeout=30_000)
+        typeset = page.locator("mjx-container").count()
+        raw = page.evaluate("document.body.innerText.includes('$[B, D]$')")
+        page.close()
+    outside = [url for url in outside if not url.startswith(("file:", "data:"))]
+    assert outside == [], f"the feedback page reached for {outside}"
+    assert typeset > 10 and not raw, "the maths was not typeset"
+
+
+def test_rubric_is_for_graders_only(term: dict[str, Any]) -> None:
+    root = term["course"].root
+    rubric = (root / "reports" / ASSIGNMENT / "rubric.md").read_text(encoding="utf-8")
+    html = (root / "reports" / ASSIGNMENT / "rubric.html").read_text(encoding="utf-8")
+    assert "*Model answer.*" in rubric and "*Marking (1 point each).*" in rubric
+    assert "Part 5: reflection" in rubric and "Model answer" in html
+    assert not re.search(r"""<script[^>]+src=["']?https?:""", html) and "MathJax" in html
+    report = (root / "reports" / ASSIGNMENT / "report.md").read_text(encoding="utf-8")
+    assert "[rubric.md](rubric.md)" in report
+    seen_by_students = [
+        *(root / "exercises").rglob("*.ipynb"),
+        *(root / "feedback").rglob("*.html"),
+        *term["course"].homes.rglob("*.html"),
+        *term["course"].homes.rglob("*.ipynb"),
+    ]
+    assert len(seen_by_students) > 10
+    for path in seen_by_students:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for secret in ("Model answer", "Marking (1 point each)"):
+            assert secret not in text, f"{path} shows the rubric's {secret!r}"
+
+
+def test_score_plot_counts_students_in_whole_numbers(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from instructor import Row, _plot
+    from matplotlib.figure import Figure
+
+    figures: list[Any] = []
+
+    def keep(**kwargs: Any) -> Any:
+        figures.append(Figure(**kwargs))
+        return figures[-1]
+
+    rows = [Row("a", 3.0, 10.0), Row("b", 7.0, 10.0), Row("c", 8.0, 10.0)]
+    _plot(rows, ASSIGNMENT, tmp_path / "scores.png", keep)
+    ticks = figures[0].axes[0].get_yticks()
+    assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), ticks
 
 
 # ---- bad submissions, one test each -----------------------------------------------------------
@@ -429,6 +630,7 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
     time.sleep(1.0)  # a third student is now half graded
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert not processes_in(root, wait_s=15), "a killed run left a kernel running"
     partly = len(journal.read_text().splitlines()) - lines_before
     assert partly < len(late), "the kill came too late to test anything"
 
@@ -443,6 +645,97 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
     entries = [line.split("\t")[0] for line in journal.read_text().splitlines()]
     assert sorted(set(entries)) == sorted(after), "every student journalled"
     assert len(entries) == len(set(entries)), "no student graded twice"
+
+
+def processes_in(folder: Path, wait_s: float) -> list[int]:
+    """Processes whose working folder is inside ``folder`` (kernels run in autograded/...),
+    after waiting up to ``wait_s`` for them to go."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and (proc / "cwd").resolve().is_relative_to(folder):
+                    found.append(int(proc.name))
+            except OSError:  # gone, or not ours to look at
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+# ---- regrading after a fix -------------------------------------------------------------------
+def test_regrade_uses_the_grade_job_count(term: dict[str, Any]) -> None:
+    def dry_run(target: str) -> str:
+        out = subprocess.run(
+            ["make", "-n", "-o", "setup", target, "ASSIGNMENT=roofline", "JOBS=7"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        return next(line for line in out.splitlines() if "instructor.py" in line)
+
+    assert dry_run("grade").endswith("grade roofline --jobs 7")
+    assert dry_run("regrade").endswith("regrade roofline --jobs 7")
+    assert dry_run("release-feedback").endswith("release-feedback roofline")
+
+
+def test_regrade_keeps_hand_grades_and_their_reviewed_state(term: dict[str, Any]) -> None:
+    course = term["course"]
+    root = course.root
+    out = course.instructor(
+        f"python scripts/instructor.py regrade {ASSIGNMENT} --jobs 4",
+        extra=f"--timeout {CELL_TIMEOUT}",
+    )
+    assert "regrade roofline: assignment recorded again" in out
+    assert "to grade with 4 process(es)" in out
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE) as gb:
+        for (student, cell), score in {
+            **{(s, "reflection"): v for s, v in HAND_SCORES.items()},
+            **OVERRIDES,
+        }.items():
+            grade = gb.find_grade(cell, NOTEBOOK, ASSIGNMENT, student)
+            assert grade.manual_score == score, (student, cell)
+            assert not grade.needs_manual_grade, f"{student}'s {cell} must stay reviewed"
+    text = (root / "reports" / ASSIGNMENT / "report.md").read_text(encoding="utf-8")
+    hand = text[text.index("## To grade by hand:") : text.index("## Scores")]
+    for student in HAND_SCORES:
+        assert student not in hand, f"{student} is listed for hand grading again"
+    assert gradebook_scores(root)["alice"]["score"] == 10.0
+
+
+# ---- nothing carried from one student to the next --------------------------------------------
+def test_a_patched_builtin_never_reaches_the_next_students_tests(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """One worker grades a cheater, then an honest student, in that order: each kernel is new
+    (forked from a process that never ran a student's code), so the patches die with the first."""
+    course = Course(tmp_path_factory.mktemp("isolation"))
+    course.instructor(f"nbgrader generate_assignment {ASSIGNMENT} --force")
+    release = course.root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    patches = (
+        "import builtins, math\n"
+        "math.isclose = lambda *a, **k: True\n"
+        "_isinstance = builtins.isinstance\n"
+        "builtins.isinstance = lambda o, t: t is float or _isinstance(o, t)\n"
+        "builtins.__dict__['LEAKED'] = 1\n"
+        "critical_batch_int8 = 300.0\n"
+    )
+    cheater = submission_from_release(release, SPEC.source_nb, {"critical_batch_int8": patches})
+    honest = submission_from_release(release, SPEC.source_nb, SPEC.wrong_answers)
+    probe = "assert 'LEAKED' not in dir(__builtins__), 'a builtin from another student'\n"
+    cell_by_id(honest, "matmul_intensity").source += "\n" + probe
+    for student, nb in (("a_cheater", cheater), ("b_honest", honest)):
+        folder = course.root / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    out = course.instructor(f"python scripts/instructor.py autograde {ASSIGNMENT} --jobs 1")
+    assert out.index("a_cheater") < out.index("b_honest"), "graded in this order"
+    scores = gradebook_scores(course.root)
+    assert scores["a_cheater"]["score"] is not None, "the cheater was graded first"
+    assert scores["b_honest"]["score"] == GOOD["bob"], "the patches reached the next student"
+    honest_nb = read(course.root / "autograded" / "b_honest" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    assert "AssertionError" not in error_text(cell_by_id(honest_nb, "matmul_intensity"))
 
 
 # ---- the gradebook on PostgreSQL ------------------------------------------------------------

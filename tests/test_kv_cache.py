@@ -299,10 +299,12 @@ def test_explorer_redraws_and_reports() -> None:
 def test_static_explorers_stay_small(monkeypatch: pytest.MonkeyPatch) -> None:
     from llmmath.widgets import kv_cache as kv_widgets
 
-    assert kv_widgets.static_frame_count() <= 150
-    assert kv_widgets.static_tier_frame_count() <= 150
+    assert kv_widgets.declaration().frame_count() == 3 * 2 * 4 * 5 <= 150
+    assert kv_widgets.tier_declaration().frame_count() == 3 * 3 * 3 * 5 <= 150
     assert widgets.kv_cache is kv_widgets
     monkeypatch.setenv("LLMMATH_STATIC_WIDGETS", "0")
     live = kv_widgets.kv_cache_explorer()
     assert isinstance(live, w.VBox)
+    live.controls["model"].value = "Llama-2-13B"  # a new model bounds the context
+    assert live.controls["context"].max == 4096
     assert isinstance(kv_widgets.tier_explorer(), w.VBox)

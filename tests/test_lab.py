@@ -2,11 +2,14 @@
 
 A server is started the way ``make lab`` starts it (``scripts/lab.py``), on a free loopback
 port with a token, in a scratch copy of the course with a fresh learner folder. The browser
-opens the start page, runs every lesson and moves its controls through the live kernel, and
-works every exercise in the learner's copy: a correct answer passes its visible test, a wrong
-one shows the test's message, nbgrader's Validate lists what fails. ``make check`` is run on a
-correct, a partial, an empty, a missing and a hidden-test-failing copy. Every server is shut
-down and its port freed, whatever happens.
+opens the start page, runs every lesson, reads it as the book shows it (rendered MyST, every
+number of the built page, answers collapsed, the exercise link to the learner's copy, the
+file left unchanged) and moves its controls through the live kernel, and works every exercise
+in the learner's copy: a correct answer passes its visible test, a wrong one shows the test's
+message, nbgrader's Validate lists what fails. ``make check`` is run on a correct, a partial,
+an empty, a missing and a hidden-test-failing copy. Every server is shut down and its port
+freed, whatever happens. The lesson tests compare with the built book: run ``make book`` first
+(``make test`` does).
 
 Set ``LAB_SCREENSHOTS=/some/folder`` to keep a PNG of each step.
 """
@@ -34,9 +37,10 @@ from typing import Any
 import nbformat
 import psutil
 import pytest
+from bs4 import BeautifulSoup
 from grading_support import cell_by_id, leaks, load_specs, nbgrader_meta, submission_from_release
 from playwright.sync_api import Browser, Locator, Page
-from site_support import chromium, is_local
+from site_support import HTML, chromium, is_local
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -180,12 +184,16 @@ def stop(process: subprocess.Popen[bytes], lab: Lab | None) -> None:
 
 
 @contextlib.contextmanager
-def running_lab(root: Path) -> Iterator[Lab]:
-    """JupyterLab as ``make lab`` starts it, on a free port with a token; always stopped."""
+def running_lab(root: Path, role: str = "learner") -> Iterator[Lab]:
+    """JupyterLab as ``make lab`` starts it, on a free port with a token; always stopped.
+
+    The page exposes the application as ``window.jupyterapp`` so that the tests can read the
+    notebook's model (which cells ran, whether it is dirty): nothing else changes."""
     token, port = secrets.token_hex(16), free_port()
     log = root.parent / f"{root.name}-server.log"
     command = [PYTHON, str(LAB_SCRIPT), "--root", str(root), "--learner-dir", LEARNER]
-    command += ["--port", str(port), "--", f"--ServerApp.token={token}"]
+    command += ["--port", str(port), "--role", role, "--", f"--ServerApp.token={token}"]
+    command += ["--LabApp.expose_app_in_browser=True"]
     with log.open("wb") as out:
         process = subprocess.Popen(
             command,
@@ -261,6 +269,27 @@ def test_server_is_stopped_and_its_port_freed_whatever_happens(
     assert not alive, f"kernel processes outlived the server: {alive}"
 
 
+def test_instructor_role_has_nbgrader_tools_and_writable_lessons(
+    tmp_path_factory: pytest.TempPathFactory, browser: Browser
+) -> None:
+    """``make lab ROLE=instructor``: Create Assignment and the Formgrader, lessons writable."""
+    root = tmp_path_factory.mktemp("instructor")
+    prepare_course(root)
+    with running_lab(root, role="instructor") as server:
+        page = browser.new_page()
+        try:
+            page.goto(server.page_url())
+            menu = page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Nbgrader$"))
+            menu.wait_for(timeout=STARTUP_S * 1000)
+            menu.click()
+            page.locator('.lm-Menu-item[data-command="nbgrader:open-formgrader"]').wait_for()
+            assert page.get_by_text("Create Assignment").count() >= 1
+        finally:
+            page.close()
+        model = server.api("GET", "contents/lessons/roofline.md?content=0")
+        assert model["writable"] is True, "an instructor's lessons should be writable"
+
+
 # ---- the browser ------------------------------------------------------------------------------
 class Learner:
     """One browser tab on the lab, with outside requests blocked and page errors kept."""
@@ -322,6 +351,28 @@ class Learner:
                 pytest.fail(f"cells did not finish in {timeout_s:.0f} s: prompts {prompts}")
             self.page.wait_for_timeout(250)
 
+    def run_all(self, timeout_s: float = RUN_ALL_S) -> float:
+        """Run → Run All Cells, until every code cell (hidden inputs too) has run; seconds."""
+        started = time.monotonic()
+        self.menu("Run", "runmenu:run-all")
+        count = """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+            let code = 0, ran = 0;
+            for (let i = 0; i < cells.length; i++) {
+                const cell = cells.get(i);
+                if (cell.type === "code") { code++; if (cell.executionCount) ran++; }
+            }
+            return [code, ran];
+        }"""
+        while True:
+            code, ran = self.page.evaluate(count)
+            if code and ran == code:
+                return time.monotonic() - started
+            if time.monotonic() - started > timeout_s:
+                self.shot("not-finished")
+                pytest.fail(f"Run All did not finish in {timeout_s:.0f} s: {ran} of {code} ran")
+            self.page.wait_for_timeout(100)
+
     def prompt(self, cell: Locator) -> str:
         return cell.locator(".jp-InputArea-prompt").text_content() or ""
 
@@ -374,6 +425,62 @@ def wait_for_change(learner: Learner, image: Locator, before: bytes, what: str) 
     pytest.fail(f"{what} did not change the figure within 30 s")
 
 
+# ---- reading a lesson -------------------------------------------------------------------------
+#: MyST a reader must never see as text (rendered maths is taken out before looking).
+RAW_MYST = ("{glue", "{eval", ":::{", "```{", "{cite}", "{ref}", "{doc}", ")=", ":pyobject:")
+#: A number as prose shows it: 989, 3.35, 8,192, 2.42e+24 (not the 100 of "h100").
+NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,]*\d)?(?:\.\d+)?(?:e[+-]\d+)?")
+#: The text of the rendered markdown cells, without maths, equation numbers (the book's
+#: equations have none) or code blocks.
+PROSE_JS = """cells => cells.map(cell => {
+    const copy = cell.cloneNode(true);
+    copy.querySelectorAll(".katex, .MathJax, mjx-container, pre, script, style")
+        .forEach(node => node.remove());
+    copy.querySelectorAll("p, li, td, th, summary, div, h1, h2, h3")
+        .forEach(node => node.append(" "));  // cells of a table are words apart
+    copy.querySelectorAll("a").forEach(a => {
+        if (/^\\(\\d+\\)$/.test(a.textContent.trim())) a.remove();
+    });
+    return copy.textContent;
+}).join("\\n")"""
+
+
+def book_prose(lesson: Path) -> str:
+    """The built page's text a reader reads, as JupyterLab shows it too: without maths, code,
+    cell outputs, figure captions, section numbers and the bibliography's citation links."""
+    page = HTML / "lessons" / f"{lesson.stem}.html"
+    if not page.exists():
+        pytest.fail(f"{page} is missing: build the book first (make book)", pytrace=False)
+    article = BeautifulSoup(page.read_text(), "html.parser").select_one("article")
+    assert article is not None, f"{page} has no article"
+    for node in article.select(
+        ".math, pre, .cell_output, .cell_input, figcaption, .section-number, .headerlink, "
+        "a[href*='references.html'], script, style"
+    ):
+        node.decompose()
+    return article.get_text(" ")
+
+
+def lab_prose(learner: Learner) -> str:
+    # jupyterlab-myst renders into .myst (the hidden editor beside it holds the source).
+    markdown = learner.notebook.locator(".jp-MarkdownCell .myst")
+    return str(markdown.evaluate_all(PROSE_JS))
+
+
+def numbers(text: str) -> set[str]:
+    return set(NUMBER.findall(text))
+
+
+def wait_for_numbers(learner: Learner, expected: set[str]) -> str:
+    """The lesson's prose once every expected number shows ({eval} fills in after Run All)."""
+    deadline = time.monotonic() + 30
+    while True:
+        prose = lab_prose(learner)
+        if expected <= numbers(prose) or time.monotonic() > deadline:
+            return prose
+        learner.page.wait_for_timeout(250)
+
+
 # ---- the start page ---------------------------------------------------------------------------
 def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
     lab: Lab, browser: Browser
@@ -381,12 +488,17 @@ def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
     learner = Learner(browser, lab, "start")
     page = learner.page
     page.goto(f"{lab.url}/lab?token={lab.token}")  # what `make lab` prints: no reset
-    start = page.locator(".jp-MarkdownViewer .jp-RenderedMarkdown")
+    start = page.locator(".jp-MarkdownViewer .jp-RenderedMySTMarkdown")  # jupyterlab-myst
     start.locator("h1", has_text="LLM Math in JupyterLab").wait_for(timeout=STARTUP_S * 1000)
     learner.shot("start-page")
     assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").all_inner_texts()
     crumbs = page.locator(".jp-FileBrowser .jp-BreadCrumbs", has_text=LEARNER)
     crumbs.wait_for()  # the file browser opens in the learner's folder
+    assert page.locator(".lm-MenuBar-itemLabel", has_text="Run").count() == 1
+    assert page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").count() == 0, (
+        "a learner sees nbgrader's instructor menu (Formgrader)"
+    )
+    assert page.get_by_text("Create Assignment").count() == 0, "a learner sees Create Assignment"
     # JupyterLab turns relative links into /files/<path from the root> URLs.
     links = start.locator("a").evaluate_all("links => links.map(a => a.pathname)")
     for lesson in LESSONS:
@@ -407,19 +519,48 @@ def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
 
 # ---- lessons ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
-def test_lesson_runs_and_its_control_redraws_through_the_kernel(
+def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     lab: Lab, browser: Browser, lesson: Path
 ) -> None:
+    book = book_prose(lesson)
     learner = Learner(browser, lab, f"lesson-{lesson.stem}")
     learner.open(f"lessons/{lesson.name}")
     learner.wait_for_kernel()
-    learner.menu("Run", "runmenu:run-all")
     code = learner.code_cells()
     assert code.count() > 0, f"{lesson.name} did not open as a notebook with code cells"
-    learner.wait_until_run([code.nth(i) for i in range(code.count())])
+    rendered = learner.notebook.locator(".jp-MarkdownCell .myst")
+    assert rendered.count() >= 1, "jupyterlab-myst is not loaded: the lesson's MyST is not rendered"
+    hidden = learner.notebook.locator(".jp-CodeCell .jp-InputPlaceholder")
+    assert hidden.count() >= 1, "the cells the book hides are not collapsed in JupyterLab"
+    learner.run_all()
     learner.shot("ran")
     errors = error_texts(learner.notebook)
     assert not errors, f"{lesson.name} printed errors in JupyterLab: {errors}"
+
+    # The same page as the book: rendered MyST, and every number the built page shows.
+    prose = wait_for_numbers(learner, numbers(book))
+    raw = [syntax for syntax in RAW_MYST if syntax in prose]
+    assert not raw, f"{lesson.name} shows MyST as text in JupyterLab: {raw}"
+    missing = sorted(numbers(book) - numbers(prose))
+    assert not missing, f"numbers of the book's {lesson.stem} page missing in JupyterLab: {missing}"
+    extra = sorted(numbers(prose) - numbers(book))
+    assert not extra, f"numbers JupyterLab shows that the book's page does not: {extra}"
+    source = learner.notebook.locator(".jp-OutputArea-output pre", has_text=re.compile("^def "))
+    assert source.count() >= 1, "the package code the book shows is missing"
+
+    # Check-yourself answers stay folded until the learner opens one.
+    answers = learner.notebook.locator(".jp-MarkdownCell details")
+    assert answers.count() >= 1, f"{lesson.name} shows no folded answer"
+    body = answers.first.locator(":scope > :not(summary)").first
+    assert not body.is_visible(), "an answer shows before it is asked for"
+    answers.first.locator("summary").click()
+    body.wait_for(state="visible")
+    learner.shot("answer-opened")
+
+    # The exercise link opens the learner's own copy.
+    link = learner.notebook.locator(".jp-MarkdownCell a", has_text="exercise").last
+    href = link.evaluate("a => a.pathname")
+    assert href == f"/files/{LEARNER}/{lesson.stem}/{lesson.stem}.ipynb", href
 
     output = learner.page.locator(".jp-OutputArea-output")
     explorer = output.filter(has=learner.page.locator(".widget-slider")).filter(
@@ -451,9 +592,17 @@ def test_lesson_runs_and_its_control_redraws_through_the_kernel(
     assert readout.text_content() != value, "typing a value did not move the slider"
     learner.shot("value-typed")
     assert not error_texts(learner.notebook), error_texts(learner.notebook)
+
+    # Reading and running it leaves the course's file as it was: a save is refused.
+    learner.page.keyboard.press("Control+s")
+    learner.page.get_by_text(f"lessons/{lesson.name} is read-only").wait_for()
     assert not learner.outside, f"JupyterLab reached outside the machine: {learner.outside}"
     assert not learner.errors, f"page errors: {learner.errors}"
     learner.close()
+    assert (lab.root / "lessons" / lesson.name).read_bytes() == lesson.read_bytes(), (
+        f"reading {lesson.name} in JupyterLab changed the file"
+    )
+    assert lab.api("GET", f"contents/lessons/{lesson.name}?content=0")["writable"] is False
 
 
 # ---- exercises --------------------------------------------------------------------------------
@@ -536,8 +685,10 @@ def make_check(assignment: str, learner_dir: Path) -> subprocess.CompletedProces
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
-def check_script(assignment: str, learner_dir: Path) -> subprocess.CompletedProcess[str]:
-    command = [PYTHON, str(CHECK_SCRIPT), assignment, "--learner-dir", str(learner_dir)]
+def check_script(
+    assignment: str, learner_dir: Path, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    command = [PYTHON, str(CHECK_SCRIPT), assignment, "--learner-dir", str(learner_dir), *flags]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
@@ -605,8 +756,12 @@ def test_make_check_passes_a_correct_copy(tmp_path: Path) -> None:
 
 
 def test_make_check_reports_an_empty_copy_part_by_part(tmp_path: Path) -> None:
+    """A normal result (nothing answered yet) exits 0 and prints only the course's lines: no
+    kernel log, no `make: *** Error`."""
     result = make_check(FULL, learner_copy(tmp_path, FULL, None))
-    assert result.returncode != 0, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not result.stderr.strip(), f"make check printed more than its report:\n{result.stderr}"
+    assert "TCP" not in result.stdout, result.stdout
     n = autograded(FULL)
     assert statuses(result.stdout).count("not answered yet") == n, result.stdout
     assert "empty, graded by hand" in statuses(result.stdout), result.stdout
@@ -615,14 +770,17 @@ def test_make_check_reports_an_empty_copy_part_by_part(tmp_path: Path) -> None:
 
 def test_check_reports_a_partial_copy_part_by_part(tmp_path: Path) -> None:
     """One answer wrong, one as released, the rest solved: failed (with the visible test's
-    message), not answered yet, passed; exit status 1."""
+    message), not answered yet, passed; exit status 0 (it ran), 1 with --strict."""
     ids = answer_ids(FULL)
     wrong = {ids[1]: released_source(FULL, ids[1])}
     message = None
     if FULL in WRONG:
         wrong[ids[0]], message = WRONG[FULL]
-    result = check_script(FULL, learner_copy(tmp_path, FULL, wrong))
-    assert result.returncode == 1, result.stdout + result.stderr
+    copy = learner_copy(tmp_path, FULL, wrong)
+    result = check_script(FULL, copy)
+    assert result.returncode == 0, result.stdout + result.stderr
+    strict = check_script(FULL, copy, "--strict")
+    assert strict.returncode == 1, strict.stdout + strict.stderr
     found = statuses(result.stdout)
     assert found[1] == "not answered yet" and "passed" in found[2:], result.stdout
     if message is not None:
@@ -657,7 +815,7 @@ def test_make_check_reads_every_exercise(tmp_path: Path, assignment: str) -> Non
     ids = answer_ids(assignment)
     wrong = {ids[1]: released_source(assignment, ids[1])}
     result = make_check(assignment, learner_copy(tmp_path, assignment, wrong))
-    assert result.returncode != 0, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
     found = statuses(result.stdout)
     n = autograded(assignment)
     assert len([f for f in found if "graded by hand" not in f]) == n, result.stdout
@@ -671,3 +829,19 @@ def test_make_check_on_a_missing_copy_says_what_to_do(tmp_path: Path) -> None:
     assert f"No copy of {FULL!r} to check" in result.stdout and "make lab" in result.stdout
     direct = check_script(FULL, tmp_path / LEARNER)
     assert direct.returncode == 2, "make turns every failure into 2; the script tells them apart"
+
+
+@pytest.mark.skipif("roofline" not in EXERCISES, reason="LAB_CHAPTERS leaves roofline out")
+def test_an_answer_wrapped_in_float_passes_part_1_and_its_plot_runs(tmp_path: Path) -> None:
+    """Part 1 asks for a float: an answer that returns float() must pass, and the plot cell
+    under it (not graded) must draw it without raising."""
+    as_float = (
+        "def matmul_intensity(batch, d_in, d_out, bytes_per_element):\n"
+        "    flops = 2 * batch * d_in * d_out\n"
+        "    moved = bytes_per_element * (batch * d_in + d_in * d_out + batch * d_out)\n"
+        "    return float(flops / moved)\n"
+    )
+    first = answer_ids("roofline")[0]
+    result = check_script("roofline", learner_copy(tmp_path, "roofline", {first: as_float}))
+    assert statuses(result.stdout)[0] == "passed", result.stdout
+    assert "raised" not in result.stdout, result.stdout

@@ -24,6 +24,7 @@ from llmmath import moe, roofline
 from llmmath.hardware import get_chip
 from llmmath.models import ModelConfig, get_model
 from llmmath.plots import moe as moe_plots
+from llmmath.widgets import common as widget_common
 from llmmath.widgets import moe as moe_widgets
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -593,7 +594,8 @@ def test_explorer_update_png_and_readout() -> None:
     assert explorer.png() != image
     explorer.update("HGX H100 (8 GPUs)", 256, 8, 64, ep_width=32)
     assert "across domains" in explorer.ax_batch.get_title()
-    assert isinstance(moe_plots.explorer_figure(n_experts=64, experts_per_token=2), Figure)
+    figure = moe_widgets.declaration().figure(n_experts=64, experts_per_token=2)
+    assert isinstance(figure, Figure)
 
 
 def test_explorer_rejects_bad_settings() -> None:
@@ -613,8 +615,8 @@ class LabelledFrames:
     def __init__(self, batch_range: tuple[float, float] = (1, 2)) -> None:
         self.setting: tuple[Any, ...] = ()
 
-    def update(self, domain: str, E: int, k: int, B: int, model: str = "") -> None:
-        self.setting = (domain, E, k, B)
+    def update(self, **kw: Any) -> None:
+        self.setting = tuple(kw[k] for k in ("domain", "n_experts", "experts_per_token", "batch"))
 
     def png(self) -> bytes:
         return "|".join(str(part) for part in self.setting).encode()
@@ -626,44 +628,25 @@ def leaves(widget: w.Widget) -> list[w.Widget]:
     return [widget]
 
 
-def test_static_explorer_frames_and_links(monkeypatch: pytest.MonkeyPatch) -> None:
-    links: list[tuple[Any, Any]] = []
-    real = w.jslink
-
-    def recording(source: Any, target: Any) -> Any:
-        links.append((source, target))
-        return real(source, target)
-
-    monkeypatch.setattr(w, "jslink", recording)
+def test_static_explorer_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(moe_widgets, "MoEExplorer", LabelledFrames)
-    box = moe_widgets.static_moe_explorer()
-    (domain, batch), experts, top_k, root, _caption = box.children[0].children, *box.children[1:]
-    frames = leaves(root)
-    assert len(frames) == moe_widgets.static_frame_count() == 3 * 3 * 3 * 4 <= 150
+    spec = moe_widgets.declaration()
+    box = widget_common.static_explorer(spec)
+    frames = leaves(box.stacks)
+    assert len(frames) == spec.frame_count() == 3 * 3 * 3 * 4 <= 150
     assert all(isinstance(frame, w.Image) for frame in frames)
-    leaf = root.children[0].children[2].children[1].children[3]
+    leaf = box.stacks.children[0].children[2].children[1].children[3]
     assert bytes(leaf.value) == b"HGX H100 (8 GPUs)|256|2|32768"
-    controls = [source[0] for source, _ in links]
-    assert {id(c) for c in controls} == {id(domain), id(experts), id(top_k), id(batch)}
-    assert all(source[1] == "index" and target[1] == "selected_index" for source, target in links)
-    assert root.selected_index == domain.index == 1  # NVL72 first
-
-
-def test_moe_explorer_picks_the_flavour(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(moe_widgets, "static_moe_explorer", lambda model: ("static", model))
-    monkeypatch.setattr(moe_widgets, "live_moe_explorer", lambda model: ("live", model))
-    monkeypatch.setenv("LLMMATH_STATIC_WIDGETS", "1")
-    assert moe_widgets.moe_explorer() == ("static", "DeepSeek-V3")
-    monkeypatch.setenv("LLMMATH_STATIC_WIDGETS", "0")
-    assert moe_widgets.moe_explorer("Mixtral-8x7B") == ("live", "Mixtral-8x7B")
+    assert set(box.controls) == {"domain", "n_experts", "experts_per_token", "batch"}
+    assert box.stacks.selected_index == box.controls["domain"].index == 1  # NVL72 first
 
 
 def test_live_explorer_keeps_its_controls_consistent() -> None:
-    box = moe_widgets.live_moe_explorer()
-    (model, domain), (experts, top_k), (width, batch), image = (
-        *(row.children for row in box.children[:3]),
-        box.children[3],
-    )
+    box = widget_common.live_explorer(moe_widgets.declaration())
+    c = box.controls
+    model, domain, experts, top_k = c["model"], c["domain"], c["n_experts"], c["experts_per_token"]
+    width, batch = c["ep_width"], c["batch"]
+    image = next(child for child in box.children if isinstance(child, w.Image))
     first = bytes(image.value)
     assert width.value == 64  # the widest EP that fits an NVL72 rack for E = 256
     batch.value = 32768

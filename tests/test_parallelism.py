@@ -589,44 +589,45 @@ class _LabelledFrames:
     def __init__(self) -> None:
         self.setting = ""
 
-    def update(self, model, chip, layout, tokens, microbatches, activations) -> None:  # type: ignore[no-untyped-def]
-        self.setting = f"{model}|{chip}|{layout}|{tokens}|{microbatches}|{activations}"
+    def update(self, **kw: object) -> None:
+        keys = ("model", "chip", "layout", "global_batch_tokens", "microbatches", "activations")
+        self.setting = "|".join(str(kw[k]) for k in keys)
 
     def png(self) -> bytes:
         return self.setting.encode()
 
 
-def test_static_explorer_frames_and_links(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ipywidgets as w
-
+def test_static_explorer_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmmath.widgets import common
     from llmmath.widgets import parallelism as widgets
 
-    links: list[object] = []
-    real = w.jslink
-    monkeypatch.setattr(w, "jslink", lambda a, b: links.append((a, b)) or real(a, b))
     monkeypatch.setattr(widgets, "ParallelismExplorer", _LabelledFrames)
-    box = widgets.static_parallelism_explorer()
-    (layout, activations), micro, root, _caption = box.children[0].children, *box.children[1:]
+    spec = widgets.declaration()
+    box = common.static_explorer(spec)
     n_layouts, n_micro = len(widgets.STATIC_LAYOUTS), len(widgets.MICROBATCHES)
-    assert n_layouts * n_micro * 3 <= 150  # the CONTRIBUTING budget for a static explorer
-    assert len(links) == 1 + n_layouts + n_layouts * n_micro
+    assert spec.frame_count() == n_layouts * n_micro * 3 <= 150  # the CONTRIBUTING budget
     i, j, k = 4, 2, 1
-    leaf = root.children[i].children[j].children[k]
+    leaf = box.stacks.children[i].children[j].children[k]
     expected = (
         f"Llama-3-70B|H100|{widgets.STATIC_LAYOUTS[i]}|{widgets.STATIC_BATCH_TOKENS}|"
         f"{widgets.MICROBATCHES[j]}|{parallelism.ACTIVATION_MODES[k]}"
     )
     assert bytes(leaf.value) == expected.encode()
-    assert (layout.index, micro.value, activations.value) == (2, 8, "stored")
-    assert root.selected_index == 2 and root.children[0].selected_index == 3
+    c = box.controls
+    assert (c["layout"].index, c["microbatches"].value, c["activations"].value) == (2, 8, "stored")
+    assert c["layout"].value == widgets.STATIC_LAYOUTS[2]
+    assert box.stacks.selected_index == 2 and box.stacks.children[0].selected_index == 3
 
 
 def test_live_explorer_redraws_and_explains_a_bad_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ipywidgets as w
+
     from llmmath.widgets import parallelism as widgets
 
     monkeypatch.setenv("LLMMATH_STATIC_WIDGETS", "0")
     box = widgets.parallelism_explorer()
-    (dp, tp, pp, _ep), status, image = box.children[1].children, box.children[4], box.children[5]
+    dp, tp, pp = (box.controls[name] for name in ("dp", "tp", "pp"))
+    status, image = (next(c for c in box.children if isinstance(c, t)) for t in (w.HTML, w.Image))
     frame = bytes(image.value)
     assert "1,024 GPUs" in status.value
     pp.value = 4

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import ipywidgets as w
@@ -77,7 +78,7 @@ def test_machine_roofline_figure() -> None:
 
 
 def test_explorer_figure_returns_a_two_panel_figure() -> None:
-    figure = roofline_plots.explorer_figure(chip="B200", batch=8)
+    figure = roofline_widgets.declaration().figure(chip="B200", batch=8)
     assert isinstance(figure, Figure)
     assert len(figure.axes) == 2
 
@@ -135,15 +136,14 @@ def test_static_mode_follows_the_environment(monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.parametrize(("env", "flavour"), [("1", "static"), ("", "live")])
-def test_roofline_explorer_picks_the_flavour(
+def test_explorer_picks_the_flavour(
     monkeypatch: pytest.MonkeyPatch, env: str, flavour: str
 ) -> None:
     monkeypatch.setenv(widgets.STATIC_ENV, env)
-    monkeypatch.setattr(
-        roofline_widgets, "static_roofline_explorer", lambda model: ("static", model)
-    )
-    monkeypatch.setattr(roofline_widgets, "live_roofline_explorer", lambda model: ("live", model))
-    assert roofline_widgets.roofline_explorer("Llama-3-8B") == (flavour, "Llama-3-8B")
+    monkeypatch.setattr(widgets.common, "static_explorer", lambda spec: ("static", spec))
+    monkeypatch.setattr(widgets.common, "live_explorer", lambda spec: ("live", spec))
+    spec = roofline_widgets.declaration("Llama-3-8B")
+    assert widgets.explorer(spec) == (flavour, spec)
 
 
 # ---- widgets: static ----------------------------------------------------------------------
@@ -154,8 +154,10 @@ class LabelledFrames:
     def __init__(self) -> None:
         self.setting: tuple[Any, ...] = ()
 
-    def update(self, chip: str, model: str, batch: float, compute: str, weights: str) -> None:
-        self.setting = (chip, model, batch, compute, weights)
+    def update(
+        self, chip: str, model: str, batch: float, compute_dtype: str, weight_dtype: str
+    ) -> None:
+        self.setting = (chip, model, batch, compute_dtype, weight_dtype)
 
     def png(self) -> bytes:
         chip, model, batch, compute, weights = self.setting
@@ -180,7 +182,7 @@ def recorded_links(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 @pytest.fixture
 def static_box(monkeypatch: pytest.MonkeyPatch, recorded_links: list[Any]) -> w.VBox:
     monkeypatch.setattr(roofline_widgets, "RooflineExplorer", LabelledFrames)
-    return roofline_widgets.static_roofline_explorer("Llama-3-8B")
+    return widgets.common.static_explorer(roofline_widgets.declaration("Llama-3-8B"))
 
 
 def leaves(widget: w.Widget) -> list[w.Widget]:
@@ -200,6 +202,7 @@ def stacks(widget: w.Widget, depth: int = 0) -> list[tuple[int, w.Stack]]:
 
 def static_parts(box: w.VBox) -> tuple[w.Dropdown, w.ToggleButtons, w.SelectionSlider, w.Stack]:
     (chip, weights), batch, root, _caption = box.children[0].children, *box.children[1:]
+    assert [chip, weights, batch] == list(box.controls.values())
     return chip, weights, batch, root
 
 
@@ -223,9 +226,9 @@ def test_static_explorer_leaves_hold_the_frame_for_their_position(static_box: w.
 
 def test_static_explorer_controls_match_the_stack_axes(static_box: w.VBox) -> None:
     chip, weights, batch, root = static_parts(static_box)
-    assert list(chip.options) == ["A100", "H100", "B200", "TPU-v5e"]
-    assert list(weights.options) == ["bf16", "int8"]
-    assert list(batch.options) == [2**i for i in range(13)]
+    assert [label for label, _ in chip.options] == ["A100", "H100", "B200", "TPU-v5e"]
+    assert [value for _, value in weights.options] == ["bf16", "int8"]
+    assert [value for _, value in batch.options] == [2**i for i in range(13)]
     assert (chip.value, weights.value, batch.value) == ("H100", "bf16", 1)
     # Every Stack starts on the frame its control shows.
     for depth, stack in stacks(root):
@@ -266,12 +269,14 @@ def test_nested_stacks_with_plain_labels() -> None:
 
 # ---- widgets: live ------------------------------------------------------------------------
 def live_parts(box: w.VBox) -> tuple[w.Dropdown, w.Dropdown, w.ToggleButtons, w.IntSlider, w.Image]:
-    (chip, model), (weights, batch) = box.children[0].children, box.children[1].children
-    return chip, model, weights, batch, box.children[2]
+    row, batch, _status, image = box.children
+    chip, model, weights = row.children
+    assert [chip, model, weights, batch] == list(box.controls.values())
+    return chip, model, weights, batch, image
 
 
 def test_live_explorer_starts_with_a_frame() -> None:
-    box = roofline_widgets.live_roofline_explorer("Llama-3-8B")
+    box = widgets.common.live_explorer(roofline_widgets.declaration("Llama-3-8B"))
     chip, model, weights, batch, image = live_parts(box)
     assert (chip.value, model.value, weights.value, batch.value) == (
         "H100",
@@ -285,7 +290,7 @@ def test_live_explorer_starts_with_a_frame() -> None:
 
 
 def test_live_explorer_redraws_when_a_control_moves() -> None:
-    box = roofline_widgets.live_roofline_explorer()
+    box = widgets.common.live_explorer(roofline_widgets.declaration())
     chip, _model, weights, batch, image = live_parts(box)
     frames = [bytes(image.value)]
     batch.value = 1024
@@ -308,3 +313,111 @@ def test_a_fast_redraw_matches_a_full_one() -> None:
     fresh = roofline_plots.RooflineExplorer()
     fresh.update("H100", "Llama-3-70B", 512)
     assert png_image(moved.png()).tobytes() == png_image(fresh.png()).tobytes()
+
+
+# ---- explorers declared once ----------------------------------------------------------------
+DECLARATIONS = {
+    "roofline": widgets.roofline.declaration,
+    "batching": widgets.batching.declaration,
+    "kv_cache": widgets.kv_cache.declaration,
+    "kv_tiers": widgets.kv_cache.tier_declaration,
+    "moe": widgets.moe.declaration,
+    "parallelism": widgets.parallelism.declaration,
+    "overtraining": widgets.overtraining_pricing.overtraining_declaration,
+    "serving": widgets.overtraining_pricing.serving_declaration,
+    "price_sheets": widgets.overtraining_pricing.price_sheet_declaration,
+}
+
+
+class Recorder:
+    """Stands in for any explorer's figure: each frame is the settings it was drawn with."""
+
+    def __init__(self) -> None:
+        self.settings: dict[str, Any] = {}
+
+    def update(self, **settings: Any) -> None:
+        self.settings = settings
+
+    def png(self) -> bytes:
+        return repr(sorted(self.settings.items())).encode()
+
+
+def recorded(spec: widgets.Explorer) -> widgets.Explorer:
+    return replace(spec, view=Recorder, static_view=None)
+
+
+def selected_leaf(root: w.Widget) -> w.Widget:
+    while isinstance(root, w.Stack):
+        root = root.children[root.selected_index]
+    return root
+
+
+def test_a_control_declared_once_makes_both_flavours() -> None:
+    batch = widgets.Control(
+        "batch", "batch", 4, (1, 4, 16), live=widgets.Range(1, 64, integer=True)
+    )
+    static, live = widgets.common.static_widget(batch), widgets.common.live_widget(batch)
+    assert isinstance(static, w.SelectionSlider) and static.index == 1 and static.value == 4
+    assert [label for label, _ in static.options] == ["1", "4", "16"]
+    assert isinstance(live, w.IntSlider) and (live.min, live.max, live.value) == (1, 64, 4)
+    log = replace(batch, live=widgets.Range(1, 4096, 0.5, log_base=2))
+    slider = widgets.common.live_widget(log)
+    assert isinstance(slider, w.FloatLogSlider)
+    assert (slider.base, slider.min, slider.max, slider.value) == (2, 0, 12, 4)
+    stops_only = replace(batch, static="buttons", live=None)
+    assert isinstance(widgets.common.static_widget(stops_only), w.ToggleButtons)
+    buttons = widgets.common.live_widget(stops_only)
+    assert isinstance(buttons, w.ToggleButtons) and buttons.value == 4
+    menu = widgets.Control(
+        "chip", "chip", "B200", ("H100", "B200"), "menu", widgets.Options(["A100", "B200"])
+    )
+    assert isinstance(widgets.common.static_widget(menu), w.Dropdown)
+    assert widgets.common.live_widget(menu).options == ("A100", "B200")
+
+
+@pytest.mark.parametrize("name", DECLARATIONS)
+def test_static_flavour_has_a_linked_frame_for_every_stop(
+    name: str, recorded_links: list[Any]
+) -> None:
+    spec = recorded(DECLARATIONS[name]())
+    box = widgets.common.static_explorer(spec)
+    frames = [bytes(leaf.value) for leaf in leaves(box.stacks)]
+    assert len(frames) == len(set(frames)) == spec.frame_count() <= 150
+    assert set(box.controls) == {c.name for c in spec.controls if c.in_static}
+    linked = {id(link.source[0]) for link in recorded_links}
+    assert linked == {id(control) for control in box.controls.values()}
+    first = selected_leaf(box.stacks)
+    expected = Recorder()
+    expected.update(**spec.settings(spec.start()))
+    assert bytes(first.value) == expected.png()  # the first frame is the declared start
+
+
+@pytest.mark.parametrize("name", DECLARATIONS)
+def test_live_flavour_starts_where_the_static_one_does(name: str) -> None:
+    spec = recorded(DECLARATIONS[name]())
+    box = widgets.common.live_explorer(spec)
+    assert set(box.controls) == {c.name for c in spec.controls if c.in_live}
+    for control in spec.controls:
+        if control.in_live and control.in_static:
+            assert box.controls[control.name].value == control.start
+
+
+def pixels(png: bytes | memoryview) -> bytes:
+    return png_image(png).convert("RGB").tobytes()
+
+
+@pytest.mark.parametrize("name", [n for n in DECLARATIONS if n != "price_sheets"])
+def test_the_books_figure_is_the_explorer_at_its_start(name: str) -> None:
+    """`declaration().figure()` (what a lesson shows captioned) draws the same pixels as the
+    explorer's first frame: the book and the explorer cannot disagree."""
+    spec = DECLARATIONS[name]()
+    view = (spec.static_view or spec.view)()
+    view.update(**spec.settings(spec.start()))
+    assert pixels(plots.figure_png(spec.figure())) == pixels(view.png())
+
+
+def test_the_roofline_figure_is_the_static_explorers_first_frame() -> None:
+    spec = roofline_widgets.declaration()
+    box = widgets.common.static_explorer(spec)
+    shown = selected_leaf(box.stacks).value
+    assert pixels(plots.figure_png(spec.figure())) == pixels(shown)

@@ -237,21 +237,22 @@ def test_vectorized() -> None:
 def test_chapter_figures_are_figures() -> None:
     from matplotlib.figure import Figure
 
-    from llmmath.plots import pricing as pricing_plots
+    from llmmath.plots import overtraining_pricing as pricing_plots
+    from llmmath.widgets import overtraining_pricing as pricing_widgets
 
     for figure in (
         pricing_plots.total_compute_vs_size(1.937, (0.0, 1e13)),
         pricing_plots.tokens_per_param_vs_demand(2.0),
         pricing_plots.price_sheet_ratios(),
-        pricing_plots.overtraining_figure(target_loss=1.9, inference_tokens=1e12),
-        pricing_plots.serving_figure(batch=8),
+        pricing_widgets.overtraining_declaration().figure(target_loss=1.9, inference_tokens=1e12),
+        pricing_widgets.serving_declaration().figure(batch=8),
     ):
         assert isinstance(figure, Figure)
 
 
 def test_total_compute_figure_marks_each_optimum() -> None:
     from llmmath import scaling
-    from llmmath.plots import pricing as pricing_plots
+    from llmmath.plots import overtraining_pricing as pricing_plots
 
     figure = pricing_plots.total_compute_vs_size(1.937, (0.0, 1e13))
     (ax,) = figure.axes
@@ -261,7 +262,7 @@ def test_total_compute_figure_marks_each_optimum() -> None:
 
 
 def test_serving_explorer_marker_follows_the_cost() -> None:
-    from llmmath.plots import pricing as pricing_plots
+    from llmmath.plots import overtraining_pricing as pricing_plots
 
     explorer = pricing_plots.ServingExplorer()
     explorer.update(LLAMA, 16, 2048, 4.0, 0.6)
@@ -285,14 +286,14 @@ def test_static_explorers_stay_small_and_linked(monkeypatch: pytest.MonkeyPatch)
     import ipywidgets as w
 
     from llmmath.widgets import STATIC_ENV
-    from llmmath.widgets import pricing as pricing_widgets
+    from llmmath.widgets import overtraining_pricing as pricing_widgets
 
     class Blank:  # stands in for the figures: every frame a few bytes
         def __init__(self) -> None:
             self.setting: tuple[object, ...] = ()
 
-        def update(self, *setting: object) -> None:
-            self.setting = setting
+        def update(self, **setting: object) -> None:
+            self.setting = tuple(setting.items())
 
         def png(self) -> bytes:
             return repr(self.setting).encode()
@@ -309,20 +310,19 @@ def test_static_explorers_stay_small_and_linked(monkeypatch: pytest.MonkeyPatch)
     assert _images(over) == 3 * 10 and _images(serve) == 3 * 3 * 9
     assert _images(over) + _images(serve) <= 150
     assert links, "static controls must be jslinked to their Stacks"
-    stack = sheet.children[1]
-    assert len(stack.children) == len(pricing.list_price_sheets())
+    assert len(sheet.stacks.children) == len(pricing.list_price_sheets())
 
 
 def test_live_explorers_redraw(monkeypatch: pytest.MonkeyPatch) -> None:
     from llmmath.widgets import STATIC_ENV
-    from llmmath.widgets import pricing as pricing_widgets
+    from llmmath.widgets import overtraining_pricing as pricing_widgets
 
     monkeypatch.setenv(STATIC_ENV, "0")
     box = pricing_widgets.overtraining_explorer()
     image = box.children[-1]
     before = bytes(image.value)
-    box.children[0].children[1].value = 1e15  # lifetime serving tokens
+    box.controls["inference_tokens"].value = 1e15  # lifetime serving tokens
     assert bytes(image.value) != before
     sheets = pricing_widgets.price_sheet_explorer()
-    sheets.children[0].value = "GPT-4o"
-    assert "2024-08-06" in sheets.children[1].value
+    sheets.controls["model"].value = "GPT-4o"
+    assert "2024-08-06" in sheets.children[-1].value

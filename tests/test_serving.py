@@ -207,3 +207,28 @@ def test_kv_heads_replicated_past_tp_count_against_capacity() -> None:
         serving.decode_step(wide, np.floor(room_wide) + 1, 2048)
     serving.decode_step(narrow, np.floor(room_wide) + 1, 2048)  # fits without replication
     assert dataclasses.replace(narrow, n_chips=16).kv_copies == 1.0
+
+
+@pytest.mark.parametrize(
+    "layout", [Layout(tp=8), Layout(pp=8), Layout(tp=4, pp=2), Layout(tp=2, dp=4)]
+)
+def test_deployment_capacity_agrees_with_the_placement_count(layout: Layout) -> None:
+    # A pipeline keeps pp batches in flight, so the deployment's capacity check, max_batch and
+    # placement.max_decode_batch (per attention group) must agree on how many sequences fit.
+    dep = Deployment(LLAMA, "H100", 8, layout=layout)
+    most = float(batching.max_batch(dep, 8192))
+    per_group = float(parallelism.max_decode_batch(LLAMA, layout, "H100", 8192))
+    assert most == pytest.approx(per_group * layout.dp, abs=layout.dp)
+    serving.decode_step(dep, most, 8192)
+    with pytest.raises(DoesNotFitError, match="at most"):
+        serving.decode_step(dep, most + 1, 8192)
+
+
+def test_max_context_counts_the_pipeline_batches_in_flight() -> None:
+    from llmmath import kv_cache
+
+    tp8 = Deployment(LLAMA, "H100", 8, layout=Layout(tp=8))
+    pp8 = Deployment(LLAMA, "H100", 8, layout=Layout(pp=8))
+    assert pp8.kv_bytes_held_per_token == 8 * tp8.kv_bytes_held_per_token
+    ratio = float(kv_cache.max_context(tp8, 1000)) / float(kv_cache.max_context(pp8, 1000))
+    assert ratio == pytest.approx(8 * tp8.kv_budget_bytes / pp8.kv_budget_bytes, rel=1e-2)

@@ -93,11 +93,13 @@ def step_critical_batch(deployment: Deployment) -> float:
 @contract(infinite_ok=True)
 def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     """The most sequences of ``context`` tokens whose KV caches fit beside the weights:
-    ``floor((n HBM - weights) / (T kv))`` (infinite at context 0)."""
+    ``floor((n HBM - weights) / (T kv))`` (infinite at context 0). With a layout ``kv`` is
+    :attr:`~llmmath.deployment.Deployment.kv_bytes_held_per_token` (copies of KV heads
+    under wide TP, ``pp`` batches in flight), as the decode step's capacity check counts."""
     dep = deployment
     T = check_context(dep.model, context)
     with np.errstate(divide="ignore"):
-        room = np.floor(dep.kv_budget_bytes / (T * dep.kv_bytes_per_token))
+        room = np.floor(dep.kv_budget_bytes / (T * dep.kv_bytes_held_per_token))
     return as_output(room)
 
 
@@ -299,15 +301,107 @@ def slow_mode(
     )
 
 
+# ---- curves the figures draw ----------------------------------------------------------------
+#: Batches the chapter's curves are drawn at: 1 ... 4096 sequences, log-spaced.
+CURVE_BATCHES = np.unique(np.round(np.logspace(0, np.log10(4096), 121)))
+#: Tokens in one forward pass for the prefill-against-decode curves: 1 ... 8192.
+PASS_TOKENS = np.unique(np.round(np.logspace(0, np.log10(8192), 121)))
+
+
+@dataclass(frozen=True)
+class CostCurves:
+    """Cost per million output tokens over the batches that fit, whole and by part, with the
+    step time and throughput at each batch and the latency floors for scale."""
+
+    batch: FloatArray
+    #: Each part costed as if it alone set the step time: weights / B is the hyperbola.
+    weights: FloatArray
+    matmul_flops: FloatArray
+    kv: FloatArray
+    total: FloatArray
+    time_s: FloatArray
+    tokens_per_s_per_chip: FloatArray
+    max_batch: float
+    critical_batch: float
+    weight_floor_s: float
+    hbm_floor_s: float
+
+
+def cost_curves(
+    deployment: Deployment,
+    context: float,
+    usd_per_chip_hour: float | None = None,
+    batches: FloatArray = CURVE_BATCHES,
+) -> CostCurves:
+    """The cost of each part of a decode step per million tokens, for ``batches`` that fit
+    (at the chip's example price unless ``usd_per_chip_hour`` is given)."""
+    room = float(max_batch(deployment, context))
+    batch = batches[room >= batches]
+    step = decode_step(deployment, batch, context)
+    price = (
+        example_price(deployment.chip).usd_per_chip_hour
+        if usd_per_chip_hour is None
+        else usd_per_chip_hour
+    )
+
+    def cost(time_s: FloatArray) -> FloatArray:
+        return np.asarray(cost_per_million_tokens_usd(time_s, batch, deployment.n_chips, price))
+
+    return CostCurves(
+        batch=batch,
+        weights=cost(step.weight_read_s),
+        matmul_flops=cost(step.matmul_compute_s),
+        kv=cost(np.maximum(step.kv_read_s, step.attention_compute_s)),
+        total=cost(step.time_s),
+        time_s=step.time_s,
+        tokens_per_s_per_chip=step.tokens_per_s_per_chip,
+        max_batch=room,
+        critical_batch=step_critical_batch(deployment),
+        weight_floor_s=weight_floor_s(deployment),
+        hbm_floor_s=hbm_floor_s(deployment.chip, deployment.bandwidth_efficiency),
+    )
+
+
+@dataclass(frozen=True)
+class PassCurves:
+    """MFU of one forward pass against the tokens in it: a prefill of each prompt length, and
+    a decode step of each batch at one context (up to where the KV caches fill the HBM)."""
+
+    prompt_tokens: FloatArray
+    prefill_mfu: FloatArray
+    batch: FloatArray
+    decode_mfu: FloatArray
+    critical_batch: float
+
+
+def pass_curves(
+    deployment: Deployment, context: float, tokens: FloatArray = PASS_TOKENS
+) -> PassCurves:
+    """Prefill and decode MFU over ``tokens`` (prompts the model accepts, batches that fit)."""
+    pre = prefill(deployment, tokens[deployment.model.max_context >= tokens])
+    batch = tokens[float(max_batch(deployment, context)) >= tokens]
+    step = decode_step(deployment, batch, context)
+    return PassCurves(
+        prompt_tokens=pre.prompt_tokens,
+        prefill_mfu=np.asarray(mfu(pre.flops, pre.time_s, deployment)),
+        batch=batch,
+        decode_mfu=np.asarray(mfu(step.flops, step.time_s, deployment)),
+        critical_batch=step_critical_batch(deployment),
+    )
+
+
 __all__ = [
     "ChipPrice",
+    "CostCurves",
     "DecodeStep",
     "Deployment",
     "DoesNotFitError",
+    "PassCurves",
     "PrefillStep",
     "RequestLatency",
     "SlowMode",
     "chips_for_throughput",
+    "cost_curves",
     "cost_per_million_tokens_usd",
     "decode_step",
     "example_price",
@@ -316,6 +410,7 @@ __all__ = [
     "max_batch",
     "mbu",
     "mfu",
+    "pass_curves",
     "prefill",
     "request_latency",
     "slow_mode",

@@ -6,8 +6,10 @@ pod) talks over the scale-up links; a larger group also crosses the scale-out ne
 bandwidth-optimal algorithms at full link speed, no congestion. Each step of a collective also
 pays the link's latency alpha (``Chip.scale_up_latency_s`` / ``scale_out_latency_s``, from
 NCCL's own cost model): a ring over ``n`` chips takes ``n - 1`` steps per gather, so many small
-messages (tensor-parallel decode at batch 1) are latency-bound, not bandwidth-bound. A message
-of zero bytes is not sent and costs nothing.
+messages (tensor-parallel decode at batch 1) are latency-bound, not bandwidth-bound. Switch-
+reduced (NVLS) and one-shot all-reduces take fewer steps for tiny messages, so there the latency
+term is NCCL's default ring cost rather than a hard limit. A message of zero bytes is not sent
+and costs nothing.
 
 Sizes follow the scaling book: ``array_bytes`` is the size of the whole (unsharded) array.
 
@@ -173,10 +175,24 @@ def hierarchical_all_gather_time_s(
     g = members_per_domain(n, spec, per_domain)
     m = n // g
     size = positive("array_bytes", array_bytes, allow_zero=True)
-    inside = size * (g - 1) / g / spec.scale_up_bandwidth_bytes_per_s
-    across = size / g * (m - 1) / m / spec.scale_out_bandwidth_bytes_per_s
+    per_byte = hierarchical_all_gather_s_per_byte(n, spec, per_domain=per_domain)
     latency = (g - 1) * spec.scale_up_latency_s + (m - 1) * spec.scale_out_latency_s
-    return as_output(_sent(size, np.maximum(inside, across) + latency))
+    return as_output(_sent(size, size * per_byte + latency))
+
+
+def hierarchical_all_gather_s_per_byte(
+    n_chips: int, chip: str | Chip, *, per_domain: int | None = None
+) -> float:
+    """Seconds per byte of array that :func:`hierarchical_all_gather_time_s` takes, its fixed
+    latency left out: ``max((g-1) / (g W_up), (m-1) / (m g W_out))``. For gradients, which are
+    far too many bytes for the latency to matter, this is the whole cost."""
+    spec = get_chip(chip)
+    n = positive_int("n_chips", n_chips)
+    g = members_per_domain(n, spec, per_domain)
+    m = n // g
+    inside = (g - 1) / g / spec.scale_up_bandwidth_bytes_per_s
+    across = (m - 1) / m / g / spec.scale_out_bandwidth_bytes_per_s
+    return max(inside, across)
 
 
 @contract(array_bytes=AMOUNT)

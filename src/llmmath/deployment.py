@@ -185,6 +185,15 @@ class Deployment:
         return self.layout.tp / kv_shards(self.model, self.layout.tp)
 
     @property
+    def kv_bytes_held_per_token(self) -> float:
+        """HBM one cached token of one sequence of the batch costs the deployment: the KV
+        bytes times :attr:`kv_copies`, times ``pp`` because a pipeline keeps ``pp`` batches
+        in flight (each stage holds its layers' cache for all of them, as
+        :func:`~llmmath.placement.serving_memory` counts)."""
+        pp = self.layout.pp if self.layout is not None else 1
+        return self.kv_bytes_per_token * self.kv_copies * pp
+
+    @property
     def peak_flop_per_s(self) -> float:
         """Datasheet dense peak of all the chips together (for MFU)."""
         return self.n_chips * self.chip.peak(self.compute_dtype)
@@ -221,13 +230,13 @@ vocabulary(deployment=DEPLOYMENT, dep=DEPLOYMENT)
 @contract(batch=Real(ndarray=True), tokens=Real(low_open=False, ndarray=True))
 def check_capacity(dep: Deployment, batch: FloatArray, tokens: FloatArray) -> None:
     """Raise unless ``batch`` sequences of ``tokens`` cached tokens fit beside the weights."""
-    kv = batch * tokens * dep.kv_bytes_per_token * dep.kv_copies
+    kv = batch * tokens * dep.kv_bytes_held_per_token
     over = kv > dep.kv_budget_bytes
     if np.any(over):
         i = np.unravel_index(np.argmax(np.where(over, kv, -1.0)), kv.shape)
         b, t, cache = float(batch[i]), float(tokens[i]), float(kv[i])
         missing = cache - dep.kv_budget_bytes
-        room = math.floor(dep.kv_budget_bytes / (t * dep.kv_bytes_per_token * dep.kv_copies))
+        room = math.floor(dep.kv_budget_bytes / (t * dep.kv_bytes_held_per_token))
         held = dep.hbm_bytes - dep.kv_budget_bytes
         raise DoesNotFitError(
             f"{dep.model.name} at batch {b:g} and context {t:g} needs "

@@ -112,7 +112,7 @@ def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     ``min(floor((n HBM - weights) / (B kv)), max_context of the model)``."""
     dep = deployment
     B = positive("batch", batch)
-    room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_per_token))
+    room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_held_per_token))
     return as_output(np.minimum(room, float(dep.model.max_context)))
 
 
@@ -419,15 +419,99 @@ def break_even_hold_s(
     return as_output(np.asarray(t))
 
 
+# ---- curves the figures draw ----------------------------------------------------------------
+#: Contexts of the capacity and step-time curves: 128 ... 131,072 tokens, log-spaced.
+CURVE_CONTEXTS = np.unique(np.round(np.logspace(np.log10(128), np.log10(131072), 121)))
+
+
+def _accepted(deployment: Deployment, contexts: FloatArray) -> FloatArray:
+    return contexts[deployment.model.max_context >= contexts]
+
+
+@dataclass(frozen=True)
+class CapacityCurve:
+    """The capacity wall: the largest batch that fits at each context (where one does)."""
+
+    context: FloatArray
+    max_batch: FloatArray
+    critical_batch: float
+
+
+def capacity_curve(deployment: Deployment, contexts: FloatArray = CURVE_CONTEXTS) -> CapacityCurve:
+    """:func:`max_batch` over the ``contexts`` the model accepts, where at least one fits."""
+    T = _accepted(deployment, contexts)
+    room = np.asarray(max_batch(deployment, T))
+    return CapacityCurve(T[room >= 1], room[room >= 1], batching.step_critical_batch(deployment))
+
+
+@dataclass(frozen=True)
+class StepTimeCurve:
+    """The bandwidth wall at one batch: the decode step time against the context (``fits``
+    says where the KV caches still fit), its KV and weight reads, and where the KV read
+    overtakes the weight read (``crossover_s`` is NaN past the model's longest context)."""
+
+    batch: float
+    context: FloatArray
+    time_s: FloatArray
+    fits: FloatArray
+    kv_read_s: FloatArray
+    weight_read_s: FloatArray
+    crossover_context: float
+    crossover_s: float
+
+
+def step_time_curve(
+    deployment: Deployment, batch: float, contexts: FloatArray = CURVE_CONTEXTS
+) -> StepTimeCurve:
+    """:func:`llmmath.batching.decode_step` of ``batch`` sequences over the accepted contexts."""
+    T = _accepted(deployment, contexts)
+    step = batching.decode_step(deployment, batch, T, allow_overflow=True)
+    cross = float(kv_crossover_context(deployment, batch))
+    at_cross = math.nan
+    if cross <= deployment.model.max_context:
+        at_cross = float(batching.decode_step(deployment, batch, cross, allow_overflow=True).time_s)
+    return StepTimeCurve(
+        batch=float(batch),
+        context=T,
+        time_s=np.asarray(step.time_s),
+        fits=np.asarray(step.fits, dtype=bool),
+        kv_read_s=np.asarray(step.kv_read_s),
+        weight_read_s=np.asarray(step.weight_read_s),
+        crossover_context=cross,
+        crossover_s=at_cross,
+    )
+
+
+#: Hold times (s) and expected reuses of the "which tier?" map, log-spaced.
+MAP_HOLDS_S = np.logspace(-1, 7, 81)
+MAP_REUSES = np.logspace(-1, 3, 41)
+
+
+def tier_map(
+    deployment: Deployment, prefix_tokens: float, usd_per_chip_hour: float | None = None
+) -> PrefixCache:
+    """:func:`prefix_cache` over the map's grid: reuses on axis 0, hold times on axis 1."""
+    return prefix_cache(
+        deployment,
+        prefix_tokens,
+        MAP_HOLDS_S[np.newaxis, :],
+        MAP_REUSES[:, np.newaxis],
+        usd_per_chip_hour=usd_per_chip_hour,
+    )
+
+
 __all__ = [
     "RECOMPUTE",
+    "CapacityCurve",
     "Deployment",
     "DoesNotFitError",
     "MemoryTier",
     "PrefixCache",
     "PromptCachePrice",
+    "StepTimeCurve",
     "best_cost_per_million_tokens_usd",
     "break_even_hold_s",
+    "capacity_curve",
     "get_prompt_cache",
     "get_tier",
     "implied_usd_per_byte_s",
@@ -442,4 +526,6 @@ __all__ = [
     "max_context",
     "mha_kv_bytes_per_token",
     "prefix_cache",
+    "step_time_curve",
+    "tier_map",
 ]

@@ -13,7 +13,10 @@ H head dim, V vocabulary, E experts, k experts per token.
 
 from __future__ import annotations
 
+import os
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -324,7 +327,23 @@ def model_from_dict(name: str, spec: dict[str, Any]) -> ModelConfig:
     unknown = sorted(set(spec) - set(allowed))
     if unknown:
         raise ValueError(f"model {name!r} has unknown fields {unknown}; allowed: {allowed}")
+    missing = [f for f in (*_COUNT_FIELDS, "max_context") if f not in spec]
+    if missing:
+        raise ValueError(f"model {name!r} is missing {', '.join(missing)}")
     return ModelConfig(name=name, **spec)
+
+
+def load_models(path: str | os.PathLike[str]) -> dict[str, ModelConfig]:
+    """Read every model in a TOML file shaped like ``data/models.toml`` (one table each)."""
+    with Path(path).open("rb") as handle:
+        tables = tomllib.load(handle)
+    not_tables = [name for name, spec in tables.items() if not isinstance(spec, dict)]
+    if not_tables or not tables:
+        raise ValueError(
+            f"{path}: expected one [table] per model, as in data/models.toml; found "
+            f"{'top-level keys ' + ', '.join(not_tables) if not_tables else 'no tables'}"
+        )
+    return {name: model_from_dict(name, spec) for name, spec in tables.items()}
 
 
 def _preset_models() -> dict[str, ModelConfig]:

@@ -29,14 +29,7 @@ from . import collectives
 from ._checks import FloatArray, as_output, choice, fraction, positive, positive_int
 from .contracts import CHIPS, RESULT, SCALAR_FRACTION, WHOLE, Count, OneOf, checked, contract, each
 from .dtypes import bytes_per_element
-from .hardware import (
-    DOMAIN,
-    DOMAIN_PRESETS,
-    Chip,
-    ScaleUpDomain,
-    get_domain,
-    list_domains,
-)
+from .hardware import Chip
 from .models import (
     ModelConfig,
     _check_k_le_e,
@@ -44,6 +37,7 @@ from .models import (
     get_model,
     weight_params_read,
 )
+from .racks import DOMAIN, DOMAIN_PRESETS, ScaleUpDomain, get_domain, list_domains
 from .roofline import critical_batch, decode_weight_time, roofline_time
 
 #: The two definitions of "sparsity". The lecture's "batch ~ 300 x sparsity" is the
@@ -321,7 +315,7 @@ def max_ep_width(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
     return ep_widths(n_experts, get_domain(chip).n_chips)[-1]
 
 
-# ---- racks: scale-up domains as data --------------------------------------------------------
+# ---- what fits in a rack (the domains themselves: llmmath.racks) ---------------------------
 @contract(domain=DOMAIN, moe_layers_per_domain=Count())
 def max_expert_layer_params(
     domain: str | Chip | ScaleUpDomain,
@@ -407,16 +401,59 @@ def _root(excess: Callable[[FloatArray], FloatArray], low: float, high: float) -
     return float(np.exp(0.5 * (lo + hi)))
 
 
+# ---- curves the figures draw ----------------------------------------------------------------
+@dataclass(frozen=True)
+class EPWidthCurves:
+    """One MoE layer's floors per GPU against the expert-parallel width, at one batch."""
+
+    width: FloatArray
+    compute_s: FloatArray
+    weight_read_s: FloatArray
+    all_to_all_s: FloatArray
+    lower_s: FloatArray
+
+
+def ep_width_curves(
+    model: str | ModelConfig,
+    batch: float,
+    chip: str | Chip | ScaleUpDomain,
+    widths: list[int],
+    *,
+    activation_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> EPWidthCurves:
+    """:func:`expert_parallel_step` of ``batch`` tokens at each EP width in ``widths``."""
+    steps = [
+        expert_parallel_step(
+            model, batch, G, chip, activation_dtype=activation_dtype, weight_dtype=weight_dtype
+        )
+        for G in widths
+    ]
+
+    def part(name: str) -> FloatArray:
+        return np.array([float(getattr(step, name)) for step in steps])
+
+    return EPWidthCurves(
+        width=np.asarray(widths, dtype=float),
+        compute_s=part("compute_s"),
+        weight_read_s=part("weight_read_s"),
+        all_to_all_s=part("all_to_all_s"),
+        lower_s=part("lower_s"),
+    )
+
+
 __all__ = [
     "DOMAIN_PRESETS",
     "LECTURE_SPARSITY",
     "SPARSITY_DEFINITIONS",
+    "EPWidthCurves",
     "ExpertLayerStep",
     "MoEParams",
     "ScaleUpDomain",
     "all_to_all_bytes_per_gpu",
     "compute_bound_batch",
     "compute_bound_batch_rule",
+    "ep_width_curves",
     "ep_widths",
     "expected_experts_touched",
     "expert_bytes_per_gpu",

@@ -36,6 +36,8 @@ re-exported here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from numpy.typing import ArrayLike
 
 from ._checks import positive
@@ -132,6 +134,66 @@ def decode_step(
     )
 
 
+# ---- curves the figures draw ----------------------------------------------------------------
+@dataclass(frozen=True)
+class LayoutBreakdown:
+    """One layout training one model, as the chapter's figures show it: memory per GPU by
+    part, and the step time as (label, seconds, link) for the compute, the bubble and each
+    kind of traffic (the link names the network it loads; empty for compute and bubble)."""
+
+    layout: Layout
+    memory_bytes: dict[str, float]
+    total_memory_bytes: float
+    hbm_bytes: float
+    time_parts: tuple[tuple[str, float, str], ...]
+    lower_s: float
+    upper_s: float
+    mfu: float
+    bubble_fraction: float
+
+
+def layout_breakdown(
+    model: str | ModelConfig,
+    chip: str | Chip,
+    layout: Layout,
+    global_batch_tokens: float,
+    *,
+    microbatches: int = 8,
+    activations: str = "stored",
+    flops_efficiency: float = 1.0,
+) -> LayoutBreakdown:
+    """:func:`training_memory` and :func:`training_step` of one layout, part by part."""
+    spec, chip_spec = get_model(model), get_chip(chip)
+    memory = training_memory(
+        spec, layout, global_batch_tokens, microbatches=microbatches, activations=activations
+    )
+    step = training_step(
+        spec,
+        layout,
+        chip_spec,
+        global_batch_tokens,
+        microbatches=microbatches,
+        activations=activations,
+        flops_efficiency=flops_efficiency,
+    )
+    parts = [("compute", float(step.compute_s), ""), ("bubble", float(step.bubble_s), "")]
+    for kind in KINDS:
+        comm = step.communication[kind]
+        parts.append((kind, float(comm.time_s), comm.link))
+    bubble = pipeline_bubble_fraction(layout.pp, microbatches, layout.virtual_stages)
+    return LayoutBreakdown(
+        layout=layout,
+        memory_bytes={name: float(value) for name, value in memory.parts().items()},
+        total_memory_bytes=float(memory.total_bytes),
+        hbm_bytes=float(chip_spec.hbm_bytes),
+        time_parts=tuple(parts),
+        lower_s=float(step.lower_s),
+        upper_s=float(step.upper_s),
+        mfu=float(step.mfu),
+        bubble_fraction=float(bubble),
+    )
+
+
 __all__ = [
     "ACTIVATION_MODES",
     "ADAM_MIXED_BYTES_PER_PARAM",
@@ -143,6 +205,7 @@ __all__ = [
     "DoesNotFitError",
     "Group",
     "Layout",
+    "LayoutBreakdown",
     "ServingMemory",
     "TrainingMemory",
     "TrainingStep",
@@ -155,6 +218,7 @@ __all__ = [
     "groups",
     "kv_shards",
     "layers_per_stage",
+    "layout_breakdown",
     "max_decode_batch",
     "model_state_bytes",
     "params_per_gpu",

@@ -264,7 +264,7 @@ def checked_comparisons(comparisons: Sequence[Comparison]) -> Sequence[Compariso
     for item in comparisons:
         if not isinstance(item, Comparison):
             raise TypeError(
-                f"comparisons must hold llmmath.validation.Comparison; got {type(item).__name__}"
+                f"comparisons must hold llmmath.published.Comparison; got {type(item).__name__}"
             )
     return comparisons
 

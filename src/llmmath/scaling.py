@@ -29,6 +29,7 @@ T lifetime inference tokens. Three results:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -377,6 +378,81 @@ def overtraining_factor(
     return as_output(aware.tokens_per_param / plain.tokens_per_param)
 
 
+# ---- curves the figures draw ----------------------------------------------------------------
+#: Lifetime inference tokens (serving + RL rollouts) of the tokens-per-parameter curve.
+CURVE_DEMANDS = np.logspace(10, 16, 60)
+
+
+def size_sweep(target_loss: float) -> FloatArray:
+    """Model sizes that can reach ``target_loss``: 1.15x to 300x the smallest that can."""
+    n_min = float(min_params_for_loss(target_loss))
+    return n_min * np.logspace(np.log10(1.15), np.log10(300.0), 160)
+
+
+@dataclass(frozen=True)
+class LifetimeCurve:
+    """Training + lifetime inference FLOPs of every size in :func:`size_sweep` that reaches
+    one target loss, at one lifetime demand; the cheapest size is found only when asked."""
+
+    target_loss: float
+    inference_tokens: float
+    params: FloatArray
+    total_flops: FloatArray
+
+    @cached_property
+    def optimum(self) -> LifetimeCompute:
+        """:func:`inference_aware_optimum` at this loss and demand."""
+        return inference_aware_optimum(self.target_loss, self.inference_tokens)
+
+    @property
+    def best_params(self) -> float:
+        return float(self.optimum.params)
+
+    @property
+    def best_tokens(self) -> float:
+        return float(self.optimum.tokens)
+
+    @property
+    def best_total_flops(self) -> float:
+        return float(self.optimum.total_flops)
+
+    @property
+    def best_training_flops(self) -> float:
+        return float(self.optimum.training_flops)
+
+    @property
+    def best_tokens_per_param(self) -> float:
+        return float(self.optimum.tokens_per_param)
+
+
+def lifetime_curve(target_loss: float, inference_tokens: float) -> LifetimeCurve:
+    """:func:`lifetime_compute` over :func:`size_sweep`."""
+    sizes = size_sweep(target_loss)
+    total = lifetime_compute(sizes, target_loss, inference_tokens).total_flops
+    return LifetimeCurve(float(target_loss), float(inference_tokens), sizes, np.asarray(total))
+
+
+@dataclass(frozen=True)
+class TokensPerParamCurve:
+    """Tokens per parameter of the cheapest model reaching one loss, against lifetime demand,
+    and the fit's ratio with no inference at all."""
+
+    demand: FloatArray
+    tokens_per_param: FloatArray
+    without_inference: float
+
+
+def tokens_per_param_curve(
+    target_loss: float, demand: FloatArray = CURVE_DEMANDS
+) -> TokensPerParamCurve:
+    """:func:`inference_aware_optimum`'s tokens per parameter over ``demand``."""
+    return TokensPerParamCurve(
+        demand=demand,
+        tokens_per_param=np.asarray(inference_aware_optimum(target_loss, demand).tokens_per_param),
+        without_inference=float(inference_aware_optimum(target_loss, 0.0).tokens_per_param),
+    )
+
+
 __all__ = [
     "CHINCHILLA_FIT",
     "RULE_OF_THUMB_TOKENS_PER_PARAM",
@@ -384,15 +460,20 @@ __all__ = [
     "Allocation",
     "ChinchillaFit",
     "LifetimeCompute",
+    "LifetimeCurve",
     "Table3Row",
+    "TokensPerParamCurve",
     "compute_optimal",
     "inference_aware_optimum",
     "lifetime_compute",
+    "lifetime_curve",
     "loss",
     "min_params_for_loss",
     "overtraining_factor",
     "rule_of_thumb_tokens",
+    "size_sweep",
     "tokens_for_loss",
+    "tokens_per_param_curve",
     "training_chip_hours",
     "training_cost_usd",
     "training_flops",

@@ -243,7 +243,7 @@ def decode_step(
         attention_flops / split.flops, kv_bytes, dep.chip, dep.compute_dtype, **knobs
     )
     traffic = step_traffic(dep, B / split.replicas)
-    kv_held = B * T * dep.kv_bytes_per_token * dep.kv_copies
+    kv_held = B * T * dep.kv_bytes_held_per_token
     return DecodeStep(
         deployment=dep,
         batch=B,

@@ -406,16 +406,9 @@ def dp_critical_batch(
     (the scaling book, gpus) and ``C / (8 * 50 GB/s) = 2,470`` across nodes of 8.
     """
     spec = get_chip(chip)
-    b = bytes_per_element(grad_dtype)
-
-    def all_reduce(n_params: float) -> float:
-        return float(
-            collectives.hierarchical_all_reduce_time_s(
-                n_params * b, n_chips, spec, per_domain=per_domain
-            )
-        )
-
-    # Seconds per parameter: the slope of the all-reduce time, its fixed latency left out
-    # (a step's gradients are far too many for it to matter).
-    per_param = (all_reduce(2e9) - all_reduce(1e9)) / 1e9
+    # An all-reduce is two all-gathers' worth of bytes.
+    per_byte = 2 * collectives.hierarchical_all_gather_s_per_byte(
+        n_chips, spec, per_domain=per_domain
+    )
+    per_param = bytes_per_element(grad_dtype) * per_byte
     return per_param * spec.peak(compute_dtype) / 4.0

@@ -1,8 +1,9 @@
 """Figures for the course, one module per chapter. Each function returns a matplotlib Figure
-(no pyplot state, no ``plt.show()``); the lessons show them captioned and the widgets re-drive
-the same code, so the book and the notebook always agree."""
+(no pyplot state, no ``plt.show()``). A set of curves is drawn by one panel class, which both
+the lesson's figure and the chapter's explorer use, and the curves come from the model
+(``llmmath.<chapter>``'s "curves the figures draw"); so the book and the notebook agree."""
 
-from . import batching, kv_cache, moe, parallelism, pricing, published, roofline
+from . import batching, kv_cache, moe, overtraining_pricing, parallelism, published, roofline
 from .common import figure_and_axes, figure_png
 
 __all__ = [
@@ -11,8 +12,8 @@ __all__ = [
     "figure_png",
     "kv_cache",
     "moe",
+    "overtraining_pricing",
     "parallelism",
-    "pricing",
     "published",
     "roofline",
 ]

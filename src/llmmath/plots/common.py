@@ -18,6 +18,7 @@ from PIL import Image
 ArtistT = TypeVar("ArtistT", bound=Artist)
 COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#d95f02", "#1b9e77", "#222222"
 KV_COLOUR, WARNING_COLOUR = "#7570b3", "#b2182b"
+_ON_TOP = 10.0  # above lines (2), spines (2.5) and legends (5): where blitting puts them
 _READOUT_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.9}
 
 
@@ -78,8 +79,12 @@ class FastFigure:
         self._laid_out = False
 
     def dynamic(self, artist: ArtistT) -> ArtistT:
-        """Mark ``artist`` as redrawn on every frame (excluded from the cached background)."""
+        """Mark ``artist`` as redrawn on every frame (excluded from the cached background).
+
+        It is blitted over everything else, so it is also put above everything else
+        (``zorder``): drawn in one pass for :meth:`as_figure`, the figure looks the same."""
         artist.set_animated(True)
+        artist.set_zorder(max(artist.get_zorder(), _ON_TOP))
         self._dynamic.append(artist)
         return artist
 
@@ -150,7 +155,10 @@ class FastFigure:
         return _canvas_png(self.canvas, colours)
 
     def as_figure(self) -> Figure:
-        """The figure with every artist drawn normally (for a static, captioned display)."""
+        """The figure with every artist drawn normally (for a static, captioned display),
+        looking as :meth:`png` draws it."""
+        for ax in self.axes:  # as png() does: log scales bring the minor ticks back
+            no_minor_ticks(ax)
         for artist in self._dynamic:
             artist.set_animated(False)
         return self.figure

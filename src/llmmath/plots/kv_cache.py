@@ -13,7 +13,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from .. import batching, kv_cache
-from .._checks import FloatArray
 from ..batching import Deployment, DoesNotFitError
 from ..hardware import get_chip
 from ..models import ModelConfig, get_model, list_models
@@ -37,15 +36,8 @@ OPTION_LABELS = {
     "networked_disk": "networked disk",
     kv_cache.RECOMPUTE: "recompute (prefill)",
 }
-#: Hold times (s) and expected reuses of the tier map, log-spaced.
-HOLDS_S = np.logspace(-1, 7, 81)
-REUSES = np.logspace(-1, 3, 41)
-#: Contexts of the capacity and step-time curves: 128 ... 131,072 tokens.
-CONTEXTS = np.unique(np.round(np.logspace(np.log10(128), np.log10(131072), 121)))
-
-
-def _contexts(model: ModelConfig) -> FloatArray:
-    return CONTEXTS[model.max_context >= CONTEXTS]
+HOLDS_S, REUSES = kv_cache.MAP_HOLDS_S, kv_cache.MAP_REUSES
+CONTEXTS = kv_cache.CURVE_CONTEXTS
 
 
 def kv_per_token_figure(
@@ -78,85 +70,114 @@ def kv_per_token_figure(
     return figure
 
 
+class CapacityPanel:
+    """The capacity wall on one axes: the largest batch that fits against the context, one
+    curve per deployment, with each one's critical batch (dotted) for scale."""
+
+    def __init__(self, ax: Axes, colours: Sequence[str] = (KV_COLOUR,)) -> None:
+        self.ax = ax
+        self.lines = [ax.loglog([], [], color=c)[0] for c in colours]
+        self.critical_lines = [
+            ax.axhline(1.0, color=c, linestyle=":", linewidth=1) for c in colours
+        ]
+        plain_axes(ax)
+        ax.set(xlabel="context T (tokens per sequence)", ylabel="largest batch that fits")
+
+    def show(self, curves: Sequence[kv_cache.CapacityCurve], labels: Sequence[str]) -> None:
+        for line, critical, curve, label in zip(
+            self.lines, self.critical_lines, curves, labels, strict=True
+        ):
+            line.set_data(curve.context, curve.max_batch)
+            line.set_label(label)
+            critical.set_ydata([curve.critical_batch] * 2)
+            critical.set_visible(True)
+        longest = max(float(c.context[-1]) for c in curves if c.context.size)
+        self.ax.relim()  # set_data does not move the data limits
+        self.ax.autoscale_view(scalex=False)
+        self.ax.set_xlim(CONTEXTS[0], max(longest, 1024.0))
+
+    def clear(self) -> None:
+        for line in self.lines:
+            line.set_data([], [])
+        for critical in self.critical_lines:
+            critical.set_visible(False)
+
+
+class StepTimePanel:
+    """The bandwidth wall on one axes: decode step time against context, one curve per batch
+    (dotted where the KV caches no longer fit, a cross where the KV read overtakes the weight
+    read), and the weight read for scale (dashed)."""
+
+    def __init__(self, ax: Axes, colours: Sequence[str] = (FLOOR_COLOUR,)) -> None:
+        self.ax = ax
+        self.lines = [ax.plot([], [], color=c)[0] for c in colours]
+        self.overflow = [ax.plot([], [], color=c, linestyle=":", linewidth=1)[0] for c in colours]
+        self.crosses = [ax.plot([], [], "x", color=c, markersize=8)[0] for c in colours]
+        self.weight_line = ax.axhline(1.0, color=FLOOR_COLOUR, linestyle="--", linewidth=1)
+        self.weight_text = ax.annotate(
+            "weights / bandwidth",
+            (0.0, 1.0),
+            xycoords=("axes fraction", "data"),
+            xytext=(2, 3),
+            textcoords="offset points",
+            fontsize=7,
+        )
+        ax.set_xscale("log")
+        plain_axes(ax)
+        ax.set(xlabel="context T (tokens per sequence)", ylabel="decode step time (ms, floor)")
+
+    def show(self, curves: Sequence[kv_cache.StepTimeCurve], weight_read_s: float) -> None:
+        for line, over, cross, curve in zip(
+            self.lines, self.overflow, self.crosses, curves, strict=True
+        ):
+            fits, ms = np.asarray(curve.fits, dtype=bool), 1e3 * curve.time_s
+            line.set_data(curve.context[fits], ms[fits])
+            line.set_label(f"B = {curve.batch:g}")
+            over.set_data(curve.context[~fits], ms[~fits])
+            cross.set_data([curve.crossover_context], [1e3 * curve.crossover_s])
+        self.weight_line.set_ydata([1e3 * weight_read_s] * 2)
+        self.weight_text.xy = (0.0, 1e3 * weight_read_s)
+        longest = max(float(c.context[-1]) for c in curves)
+        self.ax.relim()  # set_data does not move the data limits
+        self.ax.autoscale_view(scalex=False)
+        self.ax.set_xlim(CONTEXTS[0], max(longest, 1024.0))
+
+    def clear(self) -> None:
+        for line in (*self.lines, *self.overflow, *self.crosses):
+            line.set_data([], [])
+
+
 def capacity_figure(
     deployments: Deployment | Sequence[Deployment], ax: Axes | None = None
 ) -> Figure:
-    """The capacity wall: the largest batch that fits against the context, one curve per
-    deployment, with each one's critical batch (dotted) for scale."""
+    """The capacity wall of each deployment (see :class:`CapacityPanel`)."""
     figure, ax = figure_and_axes(ax)
     setups = [deployments] if isinstance(deployments, Deployment) else list(deployments)
-    colours = (KV_COLOUR, MEMORY_COLOUR, COMPUTE_COLOUR, "#e7298a")
-    for colour, dep in zip(colours, setups, strict=False):
-        T = _contexts(dep.model)
-        room = np.asarray(kv_cache.max_batch(dep, T))
-        label = f"{dep.label} ({dep.weight_dtype})"
-        ax.loglog(T[room >= 1], room[room >= 1], color=colour, label=label)
-        ax.axhline(batching.step_critical_batch(dep), color=colour, linestyle=":", linewidth=1)
-    plain_axes(ax)
-    ax.set(
-        xlabel="context T (tokens per sequence)",
-        ylabel="largest batch that fits",
-        title="The capacity wall: B × T × KV ≤ HBM − weights",
+    panel = CapacityPanel(ax, (KV_COLOUR, MEMORY_COLOUR, COMPUTE_COLOUR, "#e7298a")[: len(setups)])
+    panel.show(
+        [kv_cache.capacity_curve(dep) for dep in setups],
+        [f"{dep.label} ({dep.weight_dtype})" for dep in setups],
     )
+    ax.set_title("The capacity wall: B × T × KV ≤ HBM − weights")
     ax.legend(fontsize=8, loc="lower left")
     return figure
-
-
-def _draw_step_times(ax: Axes, dep: Deployment, batch: float, colour: str) -> None:
-    T = _contexts(dep.model)
-    step = batching.decode_step(dep, batch, T, allow_overflow=True)
-    fits = np.asarray(step.fits, dtype=bool)
-    ms = 1e3 * np.asarray(step.time_s)
-    ax.plot(T[fits], ms[fits], color=colour, label=f"B = {batch:g}")
-    ax.plot(T[~fits], ms[~fits], color=colour, linestyle=":", linewidth=1)
 
 
 def step_time_figure(
     deployment: Deployment, batches: Sequence[float] = (1, 16, 64), ax: Axes | None = None
 ) -> Figure:
-    """The bandwidth wall: decode step time against context at a few batches (dotted where the
-    KV caches no longer fit), with the weight read for scale; crosses mark where the KV read
-    overtakes the weight read."""
+    """The bandwidth wall at a few batches (see :class:`StepTimePanel`)."""
     figure, ax = figure_and_axes(ax)
-    colours = (MEMORY_COLOUR, KV_COLOUR, COMPUTE_COLOUR, "#e7298a")
-    for colour, B in zip(colours, batches, strict=False):
-        _draw_step_times(ax, deployment, B, colour)
-        cross = float(kv_cache.kv_crossover_context(deployment, B))
-        if cross <= deployment.model.max_context:
-            at = batching.decode_step(deployment, B, cross, allow_overflow=True)
-            ax.plot([cross], [1e3 * float(at.time_s)], "x", color=colour, markersize=8)
-    weight_ms = 1e3 * batching.weight_floor_s(deployment)
-    ax.axhline(weight_ms, color=FLOOR_COLOUR, linestyle="--", linewidth=1)
-    ax.annotate(
-        "weights / bandwidth",
-        (CONTEXTS[0], weight_ms),
-        xytext=(2, 3),
-        textcoords="offset points",
-        fontsize=7,
+    colours = (MEMORY_COLOUR, KV_COLOUR, COMPUTE_COLOUR, "#e7298a")[: len(batches)]
+    panel = StepTimePanel(ax, colours)
+    panel.show(
+        [kv_cache.step_time_curve(deployment, B) for B in batches],
+        batching.weight_floor_s(deployment),
     )
-    ax.set_xscale("log")
     ax.set_ylim(bottom=0)
-    plain_axes(ax)
-    ax.set(
-        xlabel="context T (tokens per sequence)",
-        ylabel="decode step time (ms, floor)",
-        title=f"{deployment.label}: step time against context",
-    )
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(f"{deployment.label}: step time against context")
+    ax.legend(handles=panel.lines, fontsize=8, loc="upper left")
     return figure
-
-
-def tier_map(
-    deployment: Deployment, prefix_tokens: float, usd_per_chip_hour: float | None = None
-) -> kv_cache.PrefixCache:
-    """The prefix cache over the map's grid: reuses on axis 0, hold times on axis 1."""
-    return kv_cache.prefix_cache(
-        deployment,
-        prefix_tokens,
-        HOLDS_S[np.newaxis, :],
-        REUSES[:, np.newaxis],
-        usd_per_chip_hour=usd_per_chip_hour,
-    )
 
 
 def _option_cmap() -> tuple[ListedColormap, BoundaryNorm]:
@@ -200,7 +221,7 @@ def tier_map_figure(
     """Which tier? The cheapest place for a cached prefix of ``prefix_tokens`` against hold
     time and expected reuses (keeping + reloading vs recomputing by prefill)."""
     figure, ax = figure_and_axes(ax)
-    pc = tier_map(deployment, prefix_tokens)
+    pc = kv_cache.tier_map(deployment, prefix_tokens)
     _draw_tier_map(ax, pc)
     gb = float(pc.prefix_bytes.ravel()[0]) / 1e9
     ax.set_title(
@@ -224,21 +245,24 @@ class KVCacheExplorer(FastFigure):
     def __init__(self) -> None:
         super().__init__(figsize=(10.0, 4.0), ncols=2)
         self.ax_room, self.ax_step = self.axes
-        ax = self.ax_room
-        (self.room_line,) = ax.loglog([], [], color=KV_COLOUR, label="largest batch that fits")
-        self.critical_line = ax.axhline(1.0, color="grey", linestyle=":", label="critical batch")
-        self.batch_line = ax.axhline(1.0, color=COMPUTE_COLOUR, linewidth=0.8)
-        ax.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.5, 1e5))
-        ax.set(xlabel="context T (tokens)", ylabel="batch B (sequences)")
-        ax.legend(fontsize=8, loc="upper right")
-        ax = self.ax_step
-        (self.step_line,) = ax.loglog([], [], color=FLOOR_COLOUR, linewidth=2, label="step")
-        (self.kv_line,) = ax.plot([], [], color=KV_COLOUR, label="KV read")
-        (self.weight_line,) = ax.plot([], [], color=MEMORY_COLOUR, label="weight read")
-        (self.over_line,) = ax.plot([], [], color=FLOOR_COLOUR, linestyle=":", linewidth=1)
-        ax.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.1, 1e3))
-        ax.set(xlabel="context T (tokens)", ylabel="time per step (ms, floor)")
-        ax.legend(fontsize=8, loc="upper left")
+        self.capacity = CapacityPanel(self.ax_room)
+        self.batch_line = self.ax_room.axhline(1.0, color=COMPUTE_COLOUR, linewidth=0.8)
+        self.ax_room.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.5, 1e5))
+        self.ax_room.set_ylabel("batch B (sequences)")
+        self.ax_room.legend(
+            handles=[self.capacity.lines[0], self.capacity.critical_lines[0]],
+            labels=["largest batch that fits", "critical batch"],
+            fontsize=8,
+            loc="upper right",
+        )
+        self.steps = StepTimePanel(self.ax_step)
+        self.steps.weight_text.set_text("weight read")
+        (self.kv_line,) = self.ax_step.plot([], [], color=KV_COLOUR, label="KV read")
+        self.ax_step.set_yscale("log")
+        self.ax_step.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.1, 1e3))
+        self.ax_step.legend(
+            handles=[self.steps.lines[0], self.kv_line], labels=["step", "KV read"], fontsize=8
+        )
         self.message = self.warning_message()
         self.room_point = self.marker(self.ax_room)
         self.step_point = self.marker(self.ax_step)
@@ -268,14 +292,9 @@ class KVCacheExplorer(FastFigure):
             dep = _deployment(model, n_chips, dtype)
         except DoesNotFitError as error:
             self.deployment = None
-            for line in (
-                self.room_line,
-                self.step_line,
-                self.kv_line,
-                self.weight_line,
-                self.over_line,
-            ):
-                line.set_data([], [])
+            self.capacity.clear()
+            self.steps.clear()
+            self.kv_line.set_data([], [])
             self.message.set_text(
                 f"{model.name} in {dtype} does not fit on {n_chips} × H100:\n"
                 f"{error.missing_bytes / 1e9:,.0f} GB of weights missing"
@@ -284,25 +303,16 @@ class KVCacheExplorer(FastFigure):
             return
         self.deployment = dep
         self.message.set_text("")
-        T = _contexts(model)
-        room = np.asarray(kv_cache.max_batch(dep, T))
-        self.room_line.set_data(T[room >= 1], room[room >= 1])
-        self.critical_line.set_ydata([batching.step_critical_batch(dep)] * 2)
+        self.capacity.show([kv_cache.capacity_curve(dep)], [""])
         self.batch_line.set_ydata([self.batch] * 2)
-        step = batching.decode_step(dep, self.batch, T, allow_overflow=True)
-        fits = np.asarray(step.fits, dtype=bool)
-        ms = 1e3 * np.asarray(step.time_s)
-        self.step_line.set_data(T[fits], ms[fits])
-        self.over_line.set_data(T[~fits], ms[~fits])
-        self.kv_line.set_data(T, 1e3 * np.asarray(step.kv_read_s))
-        self.weight_line.set_data(T, 1e3 * np.asarray(step.weight_read_s))
-        self.ax_room.set_xlim(CONTEXTS[0], max(T[-1], 1024.0))
-        self.ax_step.set_xlim(CONTEXTS[0], max(T[-1], 1024.0))
-        low = 0.5 * min(float(np.min(step.kv_read_s)), float(np.min(step.weight_read_s))) * 1e3
+        step = kv_cache.step_time_curve(dep, self.batch)
+        self.steps.show([step], float(step.weight_read_s[0]))
+        self.kv_line.set_data(step.context, 1e3 * step.kv_read_s)
+        low = 0.5e3 * min(float(np.min(step.kv_read_s)), float(np.min(step.weight_read_s)))
         self.ax_step.set_ylim(low, 2e3 * float(np.max(step.time_s)))
-        cross = float(kv_cache.kv_crossover_context(dep, self.batch))
         self.ax_step.set_title(
-            f"{dep.label} ({dtype}), B = {self.batch:g}: KV = weights at T = {cross:,.0f}",
+            f"{dep.label} ({dtype}), B = {self.batch:g}: KV = weights at T = "
+            f"{step.crossover_context:,.0f}",
             fontsize=8,
         )
 
@@ -391,7 +401,7 @@ class TierExplorer(FastFigure):
         self.message.set_text("")
         S = min(self.prefix_tokens, float(model.max_context))
         self.prefix_tokens = S
-        self._map_artists = _draw_tier_map(self.ax_map, tier_map(dep, S))
+        self._map_artists = _draw_tier_map(self.ax_map, kv_cache.tier_map(dep, S))
         line_pc = kv_cache.prefix_cache(dep, S, HOLDS_S, self.reuses)
         costs = line_pc.option_usd
         finite = costs[np.isfinite(costs)]
@@ -427,10 +437,3 @@ class TierExplorer(FastFigure):
             f"hold {hold_s:g} s, r = {self.reuses:g}: {OPTION_LABELS[best]}, "
             f"${float(pc.cheapest_usd):.2g}{back}"
         )
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The capacity/bandwidth explorer's figure for one setting."""
-    explorer = KVCacheExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()

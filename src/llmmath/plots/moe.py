@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, ScalarFormatter
 
 from .. import moe, roofline
@@ -26,7 +27,6 @@ from .common import (
 
 COMMS_COLOUR = "#7570b3"
 SPILL_COLOUR = "#e7298a"
-BATCHES = (64, 512, 4096, 32768)  # the static explorer's batch stops
 _BATCH_SWEEP = np.logspace(0, np.log10(2.0**17), 120)
 _MODEL_COLOURS = ("#1f78b4", "#e6ab02", "#666666", "#a6761d")
 
@@ -53,17 +53,6 @@ def _time_axis(ax: Axes) -> None:
     """Log time axis with a few decade ticks in s/ms/us: cheap to draw, easy to read."""
     ax.yaxis.set_major_locator(LogLocator(base=10, numticks=7))
     ax.yaxis.set_major_formatter(FuncFormatter(_seconds))
-
-
-def _ep_sweep(
-    model: ModelConfig, batch: float, chip: Chip, widths: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    steps = [moe.expert_parallel_step(model, batch, G, chip) for G in widths]
-    return (
-        np.array([float(s.compute_s) for s in steps]),
-        np.array([float(s.weight_read_s) for s in steps]),
-        np.array([float(s.all_to_all_s) for s in steps]),
-    )
 
 
 # ---- why bigger batches ---------------------------------------------------------------------
@@ -125,35 +114,63 @@ def weights_read_figure(
 
 
 # ---- the rack boundary ----------------------------------------------------------------------
+class EPWidthPanel:
+    """Time per MoE layer per GPU against the expert-parallel width G on one axes: the
+    experts' compute and weight read fall like 1/G; the all-to-all jumps where G leaves the
+    scale-up domain (shaded)."""
+
+    def __init__(self, ax: Axes) -> None:
+        self.ax = ax
+        style: dict[str, Any] = {"marker": "o", "markersize": 3}
+        (self.compute_line,) = ax.loglog([], [], color=COMPUTE_COLOUR, label="compute", **style)
+        (self.read_line,) = ax.plot([], [], color=MEMORY_COLOUR, label="weight read", **style)
+        (self.a2a_line,) = ax.plot([], [], color=COMMS_COLOUR, label="all-to-all", **style)
+        self.spill = ax.axvspan(1.0, 2.0, color=SPILL_COLOUR, alpha=0.08)
+        self.domain_line = ax.axvline(1.0, color=SPILL_COLOUR, linestyle=":", linewidth=1)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        plain_axes(ax)
+        ax.set(xlabel="expert-parallel width G (GPUs)", ylabel="time per MoE layer, per GPU (s)")
+
+    @property
+    def lines(self) -> tuple[Line2D, Line2D, Line2D]:
+        return self.compute_line, self.read_line, self.a2a_line
+
+    def show_domain(self, domain: moe.ScaleUpDomain, widths: Sequence[int]) -> None:
+        """The widths on the axis, and the share beyond ``domain`` shaded."""
+        top = max(float(widths[-1]), 2.0)
+        spills = domain.n_chips < top
+        self.spill.set_x(domain.n_chips * 1.0001 if spills else top * 2)
+        self.spill.set_width(top * 4)
+        self.domain_line.set_xdata([float(domain.n_chips)] * 2)
+        self.domain_line.set_visible(spills)
+        self.ax.set_xlim(widths[0] / 1.3, top * 1.3)
+        ticks = [float(w) for w in widths if w in (1, *_powers_of_two(top))]
+        self.ax.xaxis.set_major_locator(FixedLocator(ticks))
+
+    def show(self, curves: moe.EPWidthCurves) -> None:
+        self.compute_line.set_data(curves.width, curves.compute_s)
+        self.read_line.set_data(curves.width, curves.weight_read_s)
+        spread = curves.width > 1  # log axes cannot show the zero all-to-all of G = 1
+        self.a2a_line.set_data(curves.width[spread], curves.all_to_all_s[spread])
+
+
 def ep_width_axes(
     model: str | ModelConfig,
     batch: float,
     chip: str | Chip | moe.ScaleUpDomain,
     ax: Axes | None = None,
 ) -> Figure:
-    """Time per MoE layer per GPU against the expert-parallel width G, for one domain: the
-    experts' compute and weight read fall like 1/G; the all-to-all jumps where G leaves
-    the scale-up domain (shaded)."""
+    """One domain's :class:`EPWidthPanel` for ``model`` at ``batch`` (widths G > 1)."""
     figure, ax = figure_and_axes(ax)
     spec, domain = get_model(model), moe.get_domain(chip)
     widths = [G for G in moe.ep_widths(spec.n_experts) if G > 1]
-    compute, read, a2a = _ep_sweep(spec, batch, domain.chip, widths)
-    ax.loglog(widths, compute, "o-", color=COMPUTE_COLOUR, markersize=3, label="compute")
-    ax.loglog(widths, read, "o-", color=MEMORY_COLOUR, markersize=3, label="weight read")
-    ax.loglog(widths, a2a, "o-", color=COMMS_COLOUR, markersize=4, label="all-to-all")
-    if domain.n_chips < widths[-1]:
-        ax.axvspan(domain.n_chips * 1.0001, widths[-1] * 1.5, color=SPILL_COLOUR, alpha=0.08)
-        ax.axvline(domain.n_chips, color=SPILL_COLOUR, linestyle=":", linewidth=1)
-    ax.xaxis.set_major_locator(FixedLocator([float(G) for G in widths]))
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.set_xlim(widths[0] / 1.3, widths[-1] * 1.3)
-    ax.set(
-        xlabel="expert-parallel width G (GPUs)",
-        ylabel="time per MoE layer, per GPU (s)",
-        title=f"{domain.name}: {spec.name}, B = {batch:,.0f}",
-    )
+    panel = EPWidthPanel(ax)
+    panel.show_domain(domain, widths)
+    panel.show(moe.ep_width_curves(spec, batch, domain.chip, widths))
+    ax.relim()  # set_data does not move the data limits
+    ax.autoscale_view(scalex=False)
+    ax.set_title(f"{domain.name}: {spec.name}, B = {batch:,.0f}")
     ax.legend(fontsize=7, loc="lower left")
-    plain_axes(ax)
     _time_axis(ax)
     return figure
 
@@ -188,23 +205,14 @@ class MoEExplorer(FastFigure):
         self.batch_range = (low, high)
         self.sweep = _BATCH_SWEEP
         # the scene: redrawn only when new_scene() says so
-        self.spill = self.ax_width.axvspan(1.0, 2.0, color=SPILL_COLOUR, alpha=0.08)
-        self.domain_line = self.ax_width.axvline(1.0, color=SPILL_COLOUR, linestyle=":")
+        self.widths = EPWidthPanel(self.ax_width)
         (self.batch_compute,) = self.ax_batch.loglog([], [], color=COMPUTE_COLOUR, label="compute")
         (self.batch_read,) = self.ax_batch.plot([], [], color=MEMORY_COLOUR, label="weight read")
         (self.batch_a2a,) = self.ax_batch.plot([], [], color=COMMS_COLOUR, label="all-to-all")
         self.bound_line = self.ax_batch.axvline(1.0, color="grey", linestyle="--", linewidth=1)
         # what one batch changes: blitted over the scene
-        style: dict[str, Any] = {"marker": "o", "markersize": 3}
-        self.width_compute = self.dynamic(
-            self.ax_width.loglog([], [], color=COMPUTE_COLOUR, label="compute", **style)[0]
-        )
-        self.width_read = self.dynamic(
-            self.ax_width.plot([], [], color=MEMORY_COLOUR, label="weight read", **style)[0]
-        )
-        self.width_a2a = self.dynamic(
-            self.ax_width.plot([], [], color=COMMS_COLOUR, label="all-to-all", **style)[0]
-        )
+        for line in self.widths.lines:
+            self.dynamic(line)
         ring: dict[str, Any] = {
             "marker": "o",
             "markersize": 11,
@@ -214,14 +222,13 @@ class MoEExplorer(FastFigure):
         self.width_point = self.dynamic(self.ax_width.plot([], [], color=FLOOR_COLOUR, **ring)[0])
         self.batch_point = self.dynamic(self.ax_batch.plot([], [], color=FLOOR_COLOUR, **ring)[0])
         self.readout = self.corner_readout(self.ax_batch, fontsize=9)
-        self.ax_width.set(xlabel="expert-parallel width G (GPUs)", ylabel="per GPU per layer (s)")
+        self.ax_width.set_ylabel("per GPU per layer (s)")
         self.ax_batch.set(
             xlabel="batch B (tokens per step, whole group)", ylabel="per GPU per layer (s)"
         )
         self.ax_width.legend(fontsize=7, loc="lower left")
         self.ax_batch.set_xlim(_BATCH_SWEEP[0], _BATCH_SWEEP[-1])
         _batch_axis(self.ax_batch)
-        self.ax_width.xaxis.set_major_formatter(ScalarFormatter())
         for ax in (self.ax_width, self.ax_batch):
             _time_axis(ax)
             no_minor_ticks(ax)  # loglog() above put them back
@@ -247,19 +254,15 @@ class MoEExplorer(FastFigure):
         if self.new_scene((where, spec, G, activation_dtype, weight_dtype)):
             self._draw_scene(where, spec, G, widths, knobs)
         B = float(positive("batch", batch))
-        steps = [moe.expert_parallel_step(spec, B, w, where, **knobs) for w in widths]
-        x = np.asarray(widths, dtype=float)
-        self.width_compute.set_data(x, [float(s.compute_s) for s in steps])
-        self.width_read.set_data(x, [float(s.weight_read_s) for s in steps])
-        # log axes cannot show the zero all-to-all of G = 1: leave that point out
-        self.width_a2a.set_data(x[1:], [float(s.all_to_all_s) for s in steps[1:]])
-        chosen = steps[widths.index(G)]
-        self.width_point.set_data([float(G)], [float(chosen.lower_s)])
-        self.batch_point.set_data([B], [float(chosen.lower_s)])
+        curves = moe.ep_width_curves(spec, B, where, widths, **knobs)
+        self.widths.show(curves)
+        i = widths.index(G)
+        self.width_point.set_data([float(G)], [float(curves.lower_s[i])])
+        self.batch_point.set_data([B], [float(curves.lower_s[i])])
         self.readout.set_text(
-            f"B={B:,.0f}: all-to-all {_seconds(float(chosen.all_to_all_s))}, "
-            f"compute {_seconds(float(chosen.compute_s))}, "
-            f"read {_seconds(float(chosen.weight_read_s))}"
+            f"B={B:,.0f}: all-to-all {_seconds(float(curves.all_to_all_s[i]))}, "
+            f"compute {_seconds(float(curves.compute_s[i]))}, "
+            f"read {_seconds(float(curves.weight_read_s[i]))}"
         )
 
     def _draw_scene(
@@ -270,15 +273,7 @@ class MoEExplorer(FastFigure):
         widths: list[int],
         knobs: dict[str, str],
     ) -> None:
-        top = max(float(widths[-1]), 2.0)
-        spills = where.n_chips < top
-        self.spill.set_x(where.n_chips + 0.5 if spills else top * 2)
-        self.spill.set_width(top * 4)
-        self.domain_line.set_xdata([float(where.n_chips)] * 2)
-        self.domain_line.set_visible(spills)
-        self.ax_width.set_xlim(0.8, top * 1.25)
-        ticks = [float(w) for w in widths if w in (1, *_powers_of_two(top))]
-        self.ax_width.xaxis.set_major_locator(FixedLocator(ticks))
+        self.widths.show_domain(where, widths)
         # the time axis holds every batch of the range at every width
         ends = np.asarray(self.batch_range)
         extremes = [moe.expert_parallel_step(spec, ends, w, where, **knobs) for w in widths]
@@ -305,13 +300,6 @@ class MoEExplorer(FastFigure):
         self.ax_batch.set_title(
             f"EP={G}, {fits}: compute-bound above B~{bound:,.0f}", fontsize=9, y=1.0
         )
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The explorer's figure for one setting (see :meth:`MoEExplorer.update`)."""
-    explorer = MoEExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()
 
 
 def _powers_of_two(top: float) -> list[int]:

@@ -34,17 +34,7 @@ MEMORY_COLOURS = {
 KIND_COLOURS = {"DP": "#7570b3", "TP": "#e7298a", "PP": "#66a61e", "EP": "#e6ab02"}
 BUBBLE_COLOUR = "#bbbbbb"
 SCALE_OUT_HATCH = "///"
-MICROBATCHES = (1, 2, 4, 8, 16, 32, 64)  # the static explorer's slider stops
 _BUBBLE_SWEEP = np.arange(1, 129, dtype=float)
-
-
-def _time_parts(step: parallelism.TrainingStep) -> list[tuple[str, float, str]]:
-    """(label, seconds, link) for the compute, the bubble and each kind of traffic."""
-    parts = [("compute", float(step.compute_s), ""), ("bubble", float(step.bubble_s), "")]
-    for kind in parallelism.KINDS:
-        comm = step.communication[kind]
-        parts.append((kind, float(comm.time_s), comm.link))
-    return parts
 
 
 # ---- several layouts side by side ---------------------------------------------------------
@@ -75,16 +65,22 @@ def layouts_figure(
     labels = []
     for row, (layout, m, mode) in enumerate(zip(layouts, micro, modes, strict=True)):
         y = n - 1 - row
-        memory = parallelism.training_memory(
-            spec, layout, global_batch_tokens, microbatches=m, activations=mode
+        shown_layout = parallelism.layout_breakdown(
+            spec,
+            chip_spec,
+            layout,
+            global_batch_tokens,
+            microbatches=m,
+            activations=mode,
+            flops_efficiency=flops_efficiency,
         )
         left = 0.0
-        for name, value in memory.parts().items():
-            width = float(value) / 1e9
+        for name, value in shown_layout.memory_bytes.items():
+            width = value / 1e9
             shown = max(min(left + width, cap) - left, 0.0)
             ax_mem.barh(y, shown, left=left, color=MEMORY_COLOURS[name], height=0.6)
             left += width
-        total = float(memory.total_bytes) / 1e9
+        total = shown_layout.total_memory_bytes / 1e9
         ax_mem.annotate(
             f"{total:,.0f} GB" if total >= 100 else f"{total:.3g} GB",
             (min(total, cap), y),
@@ -95,16 +91,7 @@ def layouts_figure(
             fontweight="bold" if total > hbm else "normal",
             color="#b2182b" if total > hbm else FLOOR_COLOUR,
         )
-        step = parallelism.training_step(
-            spec,
-            layout,
-            chip_spec,
-            global_batch_tokens,
-            microbatches=m,
-            activations=mode,
-            flops_efficiency=flops_efficiency,
-        )
-        parts = _time_parts(step)
+        parts = shown_layout.time_parts
         ax_time.barh(y + 0.17, parts[0][1], height=0.3, color=COMPUTE_COLOUR)
         ax_time.barh(y + 0.17, parts[1][1], left=parts[0][1], height=0.3, color=BUBBLE_COLOUR)
         left = 0.0
@@ -122,8 +109,8 @@ def layouts_figure(
             )
             left += seconds
         ax_time.annotate(
-            f"{float(step.lower_s):.2f} s, MFU ≤ {float(step.mfu):.0%}",
-            (float(step.compute_s + step.bubble_s), y + 0.17),
+            f"{shown_layout.lower_s:.2f} s, MFU ≤ {shown_layout.mfu:.0%}",
+            (parts[0][1] + parts[1][1], y + 0.17),
             xytext=(3, 0),
             textcoords="offset points",
             va="center",
@@ -231,19 +218,16 @@ class ParallelismExplorer(FastFigure):
         """Redraw for one setting; a layout that does not fit the model raises ValueError."""
         spec, chip_spec = get_model(model), get_chip(chip)
         layout = layout or Layout.for_cluster(1024, tp=8, zero_stage=1)
-        memory = parallelism.training_memory(
-            spec, layout, global_batch_tokens, microbatches=microbatches, activations=activations
-        )
-        step = parallelism.training_step(
+        shown = parallelism.layout_breakdown(
             spec,
-            layout,
             chip_spec,
+            layout,
             global_batch_tokens,
             microbatches=microbatches,
             activations=activations,
             flops_efficiency=flops_efficiency,
         )
-        parts = _time_parts(step)
+        parts = shown.time_parts
         longest = max(max(p[1] for p in parts), 1e-9)
         # A log axis snapped to decades: tiny PP sends and long steps both show, and the axis
         # (part of the cached scene) changes only when the step changes by a factor of ten.
@@ -262,12 +246,12 @@ class ParallelismExplorer(FastFigure):
             self.bubble_line.set_data(_BUBBLE_SWEEP, curve)
 
         bottom = 0.0
-        for bar, value in zip(self.memory_bars, memory.parts().values(), strict=True):
-            height = float(value) / 1e9
+        for bar, value in zip(self.memory_bars, shown.memory_bytes.values(), strict=True):
+            height = value / 1e9
             bar.set_y(min(bottom, cap))
             bar.set_height(max(min(bottom + height, cap) - bottom, 0.0))
             bottom += height
-        total = float(memory.total_bytes) / 1e9
+        total = shown.total_memory_bytes / 1e9
         over = total - hbm
         verdict = f"over by {over:,.0f} GB" if over > 0 else f"{-over:.0f} GB free"
         self.memory_text.set_position((0, min(total, cap)))
@@ -281,24 +265,15 @@ class ParallelismExplorer(FastFigure):
             bar.set_width(max(seconds - low, 0.0))
             bar.set_hatch(SCALE_OUT_HATCH if "scale-out" in link else None)
             text.set_position((max(seconds, low) * 1.15, text.get_position()[1]))
-            shown = f"{seconds:.3g} s" if seconds > 0 else "none"
-            text.set_text(shown + (f", {link}" if link and seconds > 0 else ""))
+            words = f"{seconds:.3g} s" if seconds > 0 else "none"
+            text.set_text(words + (f", {link}" if link and seconds > 0 else ""))
         self.time_title.set_text(
-            f"{spec.name} {layout} on {layout.n_gpus:,} GPUs: {float(step.lower_s):.3g}"
-            f"–{float(step.upper_s):.3g} s, MFU ≤ {float(step.mfu):.0%}"
+            f"{spec.name} {layout} on {layout.n_gpus:,} GPUs: {shown.lower_s:.3g}"
+            f"–{shown.upper_s:.3g} s, MFU ≤ {shown.mfu:.0%}"
         )
-        here = float(
-            parallelism.pipeline_bubble_fraction(layout.pp, microbatches, layout.virtual_stages)
-        )
+        here = shown.bubble_fraction
         self.bubble_point.set_data([microbatches], [here])
         self.bubble_title.set_text(f"PP{layout.pp}, {microbatches} microbatches: {here:.0%}")
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The explorer's figure for one setting (see :meth:`ParallelismExplorer.update`)."""
-    explorer = ParallelismExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()
 
 
 # ---- the bubble -------------------------------------------------------------------------------

@@ -12,20 +12,34 @@ from ..measure import MachineRoofline
 from ..models import ModelConfig, get_model
 from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
 
-BATCHES = 2.0 ** np.arange(0, 13)  # 1 ... 4096 tokens, the static book's slider stops
 _INTENSITY = np.logspace(-1, 4, 200)
 _SWEEP = np.logspace(0, np.log10(8192), 120)
+
+
+class RooflinePanel:
+    """A chip's roofline on one axes: attainable FLOP/s against arithmetic intensity, the
+    ridge point dotted."""
+
+    def __init__(self, ax: Axes) -> None:
+        self.ax = ax
+        (self.line,) = ax.loglog([], [], color=FLOOR_COLOUR, label="roofline")
+        self.ridge_line = ax.axvline(1.0, color="grey", linestyle=":")
+        ax.set_xlim(_INTENSITY[0], _INTENSITY[-1])
+        ax.set(xlabel="arithmetic intensity (FLOP per byte)", ylabel="attainable FLOP/s")
+
+    def show(self, spec: Chip, dtype: str) -> None:
+        curve = np.asarray(roofline.attainable_flop_per_s(_INTENSITY, spec, dtype))
+        self.line.set_data(_INTENSITY, curve)
+        self.ridge_line.set_xdata([spec.critical_intensity(dtype)] * 2)
+        self.ax.set_ylim(curve.min() / 2, spec.peak(dtype) * 3)
 
 
 def roofline_curve(chip: str | Chip, dtype: str = "bf16", ax: Axes | None = None) -> Figure:
     """Attainable FLOP/s against arithmetic intensity, ridge point marked."""
     figure, ax = figure_and_axes(ax)
     spec = get_chip(chip)
-    ax.loglog(
-        _INTENSITY, roofline.attainable_flop_per_s(_INTENSITY, spec, dtype), color=FLOOR_COLOUR
-    )
+    RooflinePanel(ax).show(spec, dtype)
     ridge = spec.critical_intensity(dtype)
-    ax.axvline(ridge, color="grey", linestyle=":")
     ax.annotate(
         f"ridge {ridge:.0f} FLOP/B",
         (ridge, spec.peak(dtype)),
@@ -33,11 +47,7 @@ def roofline_curve(chip: str | Chip, dtype: str = "bf16", ax: Axes | None = None
         xytext=(5, -14),
         fontsize=8,
     )
-    ax.set(
-        xlabel="arithmetic intensity (FLOP per byte)",
-        ylabel="attainable FLOP/s",
-        title=f"{spec.name} roofline, {dtype} (dense peak)",
-    )
+    ax.set_title(f"{spec.name} roofline, {dtype} (dense peak)")
     return figure
 
 
@@ -49,8 +59,7 @@ class RooflineExplorer(FastFigure):
     def __init__(self) -> None:
         super().__init__(figsize=(10.0, 4.0), ncols=2)
         self.ax_roof, self.ax_time = self.axes
-        (self.roof_line,) = self.ax_roof.loglog([], [], color=FLOOR_COLOUR, label="roofline")
-        self.ridge_line = self.ax_roof.axvline(1.0, color="grey", linestyle=":")
+        self.roof = RooflinePanel(self.ax_roof)
         (self.compute_line,) = self.ax_time.loglog(
             [], [], color=COMPUTE_COLOUR, label="compute time"
         )
@@ -64,10 +73,8 @@ class RooflineExplorer(FastFigure):
         self.roof_point = self.marker(self.ax_roof)
         self.time_point = self.marker(self.ax_time)
         self.readout = self.corner_readout(self.ax_time)
-        self.ax_roof.set(xlabel="arithmetic intensity (FLOP/byte)", ylabel="attainable FLOP/s")
         self.ax_time.set(xlabel="batch (tokens per step)", ylabel="time per decode step (s)")
         self.ax_time.legend(loc="upper left", fontsize=8)
-        self.ax_roof.set_xlim(_INTENSITY[0], _INTENSITY[-1])
         self.ax_time.set_xlim(_SWEEP[0], _SWEEP[-1])
 
     def update(
@@ -91,25 +98,15 @@ class RooflineExplorer(FastFigure):
         self.readout.set_text(f"batch {batch:g}: {1e3 * float(point.lower_s):.3g} ms, {bound}")
 
     def _draw_scene(self, spec: Chip, model: ModelConfig, compute: str, weights: str) -> None:
-        curve = np.asarray(roofline.attainable_flop_per_s(_INTENSITY, spec, compute))
-        self.roof_line.set_data(_INTENSITY, curve)
-        self.ridge_line.set_xdata([spec.critical_intensity(compute)] * 2)
+        self.roof.show(spec, compute)
         sweep = roofline.decode_weight_time(model, _SWEEP, spec, compute, weights)
         self.compute_line.set_data(_SWEEP, sweep.compute_s)
         self.memory_line.set_data(_SWEEP, sweep.memory_s)
         self.floor_line.set_data(_SWEEP, sweep.lower_s)
         self.critical_line.set_xdata([roofline.critical_batch(spec, compute, weights)] * 2)
-        self.ax_roof.set_ylim(curve.min() / 2, spec.peak(compute) * 3)
         self.ax_roof.set_title(f"{spec.name}, {compute} FLOPs, {weights} weights", fontsize=10)
         self.ax_time.set_ylim(sweep.compute_s.min() / 2, sweep.upper_s.max() * 2)
         self.ax_time.set_title(f"{model.name}: one decode step on one chip", fontsize=10)
-
-
-def explorer_figure(**settings: object) -> Figure:
-    """The explorer's figure for one setting (see :meth:`RooflineExplorer.update`)."""
-    explorer = RooflineExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()
 
 
 def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:

@@ -1,15 +1,17 @@
-"""The KV-cache chapter's explorers: the capacity and bandwidth walls (model, chips, dtype,
-batch, context) and the "which tier?" map (model, chips, dtype, prefix, hold time, reuses)."""
+"""The KV-cache chapter's explorers, declared once: the capacity and bandwidth walls (model,
+chips, dtype, batch, context) and the "which tier?" map (model, chips, dtype, prefix, hold
+time, reuses)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
 
 from ..models import get_model, list_models
 from ..plots.kv_cache import KVCacheExplorer, TierExplorer
-from .common import nested_stacks, static_mode
+from .common import Control, Explorer, LiveControls, Options, Range, Settings, explorer
 
 #: (model, H100s) of the static book.
 STATIC_SETUPS: dict[str, tuple[str, int]] = {
@@ -26,145 +28,107 @@ STATIC_REUSES = (1, 10, 100)
 STATIC_HOLDS_S = (1, 60, 600, 3600, 86400)
 
 
-def static_frame_count() -> int:
-    """3 x 2 x 4 x 5 = 120 frames (CONTRIBUTING: under ~150)."""
-    return len(STATIC_SETUPS) * len(STATIC_DTYPES) * len(STATIC_BATCHES) * len(STATIC_CONTEXTS)
+def _settings(values: Settings) -> Settings:
+    """The static setup spelled out as model and number of H100s."""
+    settings = dict(values)
+    setup = settings.pop("setup", None)
+    if setup is not None:
+        settings["model"], settings["n_chips"] = STATIC_SETUPS[setup]
+    return settings
 
 
-def static_tier_frame_count() -> int:
-    """3 x 3 x 3 x 5 = 135 frames, in bf16."""
-    return len(STATIC_SETUPS) * len(STATIC_PREFIXES) * len(STATIC_REUSES) * len(STATIC_HOLDS_S)
-
-
-def kv_cache_explorer() -> w.Widget:
-    """The capacity wall and the step time against context."""
-    return static_kv_cache_explorer() if static_mode() else live_kv_cache_explorer()
-
-
-def tier_explorer() -> w.Widget:
-    """Which tier should a cached prefix live in?"""
-    return static_tier_explorer() if static_mode() else live_tier_explorer()
-
-
-def _model_controls(model: str) -> tuple[w.Dropdown, w.BoundedIntText, w.ToggleButtons]:
+def _deployment_controls(model: str) -> tuple[Control, ...]:
+    """Setup (static book) or model, H100s and dtype (live)."""
+    first = next(iter(STATIC_SETUPS))
     return (
-        w.Dropdown(options=list_models(), value=model, description="model"),
-        w.BoundedIntText(value=8, min=1, max=4096, description="H100s"),
-        w.ToggleButtons(options=list(STATIC_DTYPES), value="bf16", description="dtype"),
+        Control("setup", "setup", first, tuple(STATIC_SETUPS), "menu", live=False, width="24em"),
+        Control("model", "model", model, live=Options(list_models())),
+        Control("n_chips", "H100s", 8, live=Range(1, 4096, integer=True, box=True)),
     )
 
 
-def live_kv_cache_explorer(model: str = "Llama-3-70B") -> w.VBox:
-    """Every control redraws through the kernel, for any value."""
-    explorer = KVCacheExplorer()
-    model_box, n_chips, dtype = _model_controls(model)
-    batch = w.FloatLogSlider(
-        value=16, base=2, min=0, max=12, step=0.5, description="batch", readout_format=".0f"
+def _bound_by_model(slider: str) -> Callable[[LiveControls], None]:
+    """A ``wire``: a new model bounds ``slider`` by its longest context."""
+
+    def wire(controls: LiveControls) -> None:
+        def new_model(change: dict[str, Any]) -> None:
+            with controls.hold():
+                controls[slider].max = get_model(change["new"]).max_context
+
+        controls["model"].observe(new_model, names="value")
+
+    return wire
+
+
+def declaration(model: str = "Llama-3-70B") -> Explorer:
+    """The capacity wall and the step time against context: 3 x 2 x 4 x 5 = 120 frames."""
+    return Explorer(
+        view=KVCacheExplorer,
+        controls=(
+            *_deployment_controls(model),
+            Control("dtype", "dtype", "bf16", STATIC_DTYPES, "buttons"),
+            Control(
+                "batch",
+                "batch",
+                16,
+                STATIC_BATCHES,
+                "buttons",
+                Range(1, 4096, 0.5, log_base=2, integer=True, readout_format=".0f"),
+            ),
+            Control(
+                "context",
+                "context",
+                4096,
+                STATIC_CONTEXTS,
+                live=Range(128, get_model(model).max_context, 128, integer=True),
+            ),
+        ),
+        rows=(("setup", "model", "n_chips", "dtype"), ("batch", "context")),
+        settings=_settings,
+        # Context innermost: its frames share one scene, so each is a quick blit of markers.
+        caption="Precomputed frames (weights and KV cache in the chosen dtype). In JupyterLab "
+        "the controls redraw live for any model, number of chips, batch and context.",
+        note="Weights and KV cache in the chosen dtype; every time is a floor.",
+        wire=_bound_by_model("context"),
     )
-    context = w.IntSlider(
-        value=4096, min=128, max=get_model(model).max_context, step=128, description="context"
+
+
+def tier_declaration(model: str = "Llama-3-70B") -> Explorer:
+    """Which tier for a cached prefix: 3 x 3 x 3 x 5 = 135 frames, in bf16."""
+    return Explorer(
+        view=TierExplorer,
+        controls=(
+            *_deployment_controls(model),
+            Control("dtype", "dtype", "bf16", live=Options(STATIC_DTYPES, "buttons")),
+            Control(
+                "prefix_tokens",
+                "prefix",
+                8192,
+                STATIC_PREFIXES,
+                "buttons",
+                Range(128, get_model(model).max_context, 128, integer=True),
+            ),
+            Control(
+                "reuses", "reuses", 10, STATIC_REUSES, "buttons", Range(0.1, 1000, 0.1, log_base=10)
+            ),
+            Control(
+                "hold_s", "hold (s)", 60, STATIC_HOLDS_S, live=Range(0.1, 1e7, 0.1, log_base=10)
+            ),
+        ),
+        rows=(("model", "n_chips"), ("dtype",), ("prefix_tokens", "reuses"), ("hold_s",)),
+        static_rows=(("setup", "prefix_tokens"), ("reuses", "hold_s")),
+        settings=_settings,
+        caption="Precomputed frames in bf16 at the example prices of data/memory_tiers.toml. "
+        "In JupyterLab every control redraws live, dtype and chips included.",
+        wire=_bound_by_model("prefix_tokens"),
     )
-    image = w.Image(format="png")
-
-    def redraw(_change: object = None) -> None:
-        explorer.update(
-            model_box.value, n_chips.value, dtype.value, round(batch.value), context.value
-        )
-        image.value = explorer.png()
-
-    def new_model(change: dict[str, Any]) -> None:
-        context.max = get_model(change["new"]).max_context
-        redraw()
-
-    model_box.observe(new_model, names="value")
-    for control in (n_chips, dtype, batch, context):
-        control.observe(redraw, names="value")
-    redraw()
-    note = w.HTML("<small>Weights and KV cache in the chosen dtype; every time is a floor.</small>")
-    box = w.VBox([w.HBox([model_box, n_chips]), dtype, w.HBox([batch, context]), image, note])
-    box.redraw = redraw
-    return box
 
 
-def static_kv_cache_explorer() -> w.VBox:
-    """Precomputed frames over setup x dtype x batch x context, switched client-side."""
-    explorer = KVCacheExplorer()
-
-    def frame(setup: str, dtype: str, batch: int, context: int) -> w.Image:
-        model, n = STATIC_SETUPS[setup]
-        explorer.update(model, n, dtype, batch, context)
-        return w.Image(value=explorer.png(), format="png")
-
-    setup = w.Dropdown(
-        options=list(STATIC_SETUPS), index=0, description="setup", layout=w.Layout(width="24em")
-    )
-    dtype = w.ToggleButtons(options=list(STATIC_DTYPES), index=0, description="dtype")
-    batch = w.ToggleButtons(options=list(STATIC_BATCHES), index=1, description="batch")
-    context = w.SelectionSlider(options=list(STATIC_CONTEXTS), index=1, description="context")
-    # Context innermost: its frames share one scene, so each is a quick blit of the markers.
-    stacks = nested_stacks(
-        [list(STATIC_SETUPS), list(STATIC_DTYPES), list(STATIC_BATCHES), list(STATIC_CONTEXTS)],
-        frame,
-        [setup, dtype, batch, context],
-    )
-    caption = w.HTML(
-        "<small>Precomputed frames (weights and KV cache in the chosen dtype). In JupyterLab "
-        "the controls redraw live for any model, number of chips, batch and context.</small>"
-    )
-    return w.VBox([w.HBox([setup, dtype]), w.HBox([batch, context]), stacks, caption])
+def kv_cache_explorer() -> w.VBox:
+    """The capacity wall and the step time against context."""
+    return explorer(declaration())
 
 
-def live_tier_explorer(model: str = "Llama-3-70B") -> w.VBox:
-    explorer = TierExplorer()
-    model_box, n_chips, dtype = _model_controls(model)
-    prefix = w.IntSlider(
-        value=8192, min=128, max=get_model(model).max_context, step=128, description="prefix"
-    )
-    hold = w.FloatLogSlider(value=60, base=10, min=-1, max=7, step=0.1, description="hold (s)")
-    reuses = w.FloatLogSlider(value=10, base=10, min=-1, max=3, step=0.1, description="reuses")
-    image = w.Image(format="png")
-
-    def redraw(_change: object = None) -> None:
-        explorer.update(
-            model_box.value, n_chips.value, dtype.value, prefix.value, hold.value, reuses.value
-        )
-        image.value = explorer.png()
-
-    def new_model(change: dict[str, Any]) -> None:
-        prefix.max = get_model(change["new"]).max_context
-        redraw()
-
-    model_box.observe(new_model, names="value")
-    for control in (n_chips, dtype, prefix, hold, reuses):
-        control.observe(redraw, names="value")
-    redraw()
-    box = w.VBox([w.HBox([model_box, n_chips]), dtype, w.HBox([prefix, reuses]), hold, image])
-    box.redraw = redraw
-    return box
-
-
-def static_tier_explorer() -> w.VBox:
-    """Precomputed frames over setup x prefix x reuses x hold time (bf16)."""
-    explorer = TierExplorer()
-
-    def frame(setup: str, prefix: int, reuses: int, hold: int) -> w.Image:
-        model, n = STATIC_SETUPS[setup]
-        explorer.update(model, n, "bf16", prefix, float(hold), float(reuses))
-        return w.Image(value=explorer.png(), format="png")
-
-    setup = w.Dropdown(
-        options=list(STATIC_SETUPS), index=0, description="setup", layout=w.Layout(width="24em")
-    )
-    prefix = w.ToggleButtons(options=list(STATIC_PREFIXES), index=1, description="prefix")
-    reuses = w.ToggleButtons(options=list(STATIC_REUSES), index=1, description="reuses")
-    hold = w.SelectionSlider(options=list(STATIC_HOLDS_S), index=1, description="hold (s)")
-    stacks = nested_stacks(
-        [list(STATIC_SETUPS), list(STATIC_PREFIXES), list(STATIC_REUSES), list(STATIC_HOLDS_S)],
-        frame,
-        [setup, prefix, reuses, hold],
-    )
-    caption = w.HTML(
-        "<small>Precomputed frames in bf16 at the example prices of data/memory_tiers.toml. "
-        "In JupyterLab every control redraws live, dtype and chips included.</small>"
-    )
-    return w.VBox([w.HBox([setup, prefix]), w.HBox([reuses, hold]), stacks, caption])
+def tier_explorer() -> w.VBox:
+    """Which tier should a cached prefix live in?"""
+    return explorer(tier_declaration())

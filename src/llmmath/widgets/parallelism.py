@@ -1,5 +1,6 @@
-"""The parallelism chapter's explorer: a layout of DP, TP, PP and EP, microbatches and how
-activations are kept, against memory per GPU and the step-time breakdown."""
+"""The parallelism chapter's explorer, declared once: a layout of DP, TP, PP and EP,
+microbatches and how activations are kept, against memory per GPU and the step-time
+breakdown."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import ipywidgets as w
 from ..hardware import list_chips
 from ..models import list_models
 from ..parallelism import ACTIVATION_MODES, Layout
-from ..plots.parallelism import MICROBATCHES, ParallelismExplorer
-from .common import nested_stacks, static_mode
+from ..plots.parallelism import ParallelismExplorer
+from .common import Control, Explorer, Options, Range, Settings, explorer
 
 STATIC_MODEL, STATIC_CHIP, STATIC_GPUS = "Llama-3-70B", "H100", 1024
 STATIC_BATCH_TOKENS = 4 * 2**20
@@ -22,112 +23,95 @@ STATIC_LAYOUTS = (
     Layout(dp=32, tp=8, pp=4, zero_stage=1),
     Layout(dp=16, tp=8, pp=8, zero_stage=1),
 )
+MICROBATCHES = (1, 2, 4, 8, 16, 32, 64)  # the static book's microbatch stops
 BATCH_TOKENS = tuple(2**k for k in range(18, 27))  # 256K ... 64M tokens per step
 DEGREES = tuple(2**k for k in range(11))  # 1 ... 1024
+_DEGREE_LOOK = {"description_width": "2em"}
+_DEGREES = ("dp", "tp", "pp", "ep")
 
 
-def parallelism_explorer(model: str = STATIC_MODEL) -> w.Widget:
-    """Layout, microbatches and activation memory against memory per GPU and step time."""
-    return static_parallelism_explorer() if static_mode() else live_parallelism_explorer(model)
+def _settings(values: Settings) -> Settings:
+    """The live DP/TP/PP/EP degrees and ZeRO stage as one :class:`Layout`."""
+    settings: Settings = {"model": STATIC_MODEL, "chip": STATIC_CHIP}
+    settings["global_batch_tokens"] = STATIC_BATCH_TOKENS
+    settings |= {k: v for k, v in values.items() if k not in (*_DEGREES, "zero")}
+    if "dp" in values:
+        degrees = {k: values[k] for k in _DEGREES}
+        settings["layout"] = Layout(**degrees, zero_stage=values["zero"])
+    return settings
 
 
-def live_parallelism_explorer(model: str = STATIC_MODEL) -> w.VBox:
-    """Every control redraws through the kernel; a layout that does not fit the model, the
-    cluster or the chip says why in the line under the controls."""
-    explorer = ParallelismExplorer()
-    model_box = w.Dropdown(options=list_models(), value=model, description="model")
-    chip = w.Dropdown(options=list_chips(), value=STATIC_CHIP, description="chip")
-    dp, tp, pp, ep = (
-        w.Dropdown(
-            options=DEGREES,
-            value=value,
-            description=name,
-            style={"description_width": "2em"},
-            layout=w.Layout(width="9em"),
-        )
-        for name, value in (("DP", 128), ("TP", 8), ("PP", 1), ("EP", 1))
+def _status(values: Settings) -> str:
+    layout = _settings(values)["layout"]
+    return f"<small>{layout}: {layout.n_gpus:,} GPUs.</small>"
+
+
+def _degree(name: str, start: int) -> Control:
+    return Control(
+        name, name.upper(), start, live=Options(DEGREES), style=_DEGREE_LOOK, width="9em"
     )
-    zero = w.ToggleButtons(options=[0, 1, 2, 3], value=1, description="ZeRO")
-    zero.style.button_width = "3em"
-    micro = w.IntSlider(value=8, min=1, max=128, description="microbatches")
-    activations = w.ToggleButtons(
-        options=ACTIVATION_MODES, value="stored", description="activations"
-    )
-    batch = w.SelectionSlider(
-        options=[(f"{t / 2**20:g}M", t) for t in BATCH_TOKENS],
-        value=STATIC_BATCH_TOKENS,
-        description="tokens/step",
-    )
-    efficiency = w.FloatSlider(value=1.0, min=0.1, max=1.0, step=0.05, description="of peak")
-    status = w.HTML()
-    image = w.Image(format="png")
-
-    def redraw(_change: object = None) -> None:
-        try:
-            layout = Layout(dp.value, tp.value, pp.value, ep.value, zero_stage=zero.value)
-            explorer.update(
-                model_box.value,
-                chip.value,
-                layout,
-                batch.value,
-                micro.value,
-                activations.value,
-                efficiency.value,
-            )
-        except ValueError as error:  # the package's message names the degree to change
-            status.value = f"<span style='color:#b2182b'>{error}</span>"
-            return
-        status.value = f"<small>{layout}: {layout.n_gpus:,} GPUs.</small>"
-        image.value = explorer.png()
-
-    controls = (model_box, chip, dp, tp, pp, ep, zero, micro, activations, batch, efficiency)
-    for control in controls:
-        control.observe(redraw, names="value")
-    redraw()
-    box = w.VBox(
-        [
-            w.HBox([model_box, chip]),
-            w.HBox([dp, tp, pp, ep]),
-            w.HBox([zero, activations]),
-            w.HBox([micro, batch, efficiency]),
-            status,
-            image,
-        ]
-    )
-    box.redraw = redraw  # the benchmark times this
-    return box
 
 
-def static_parallelism_explorer() -> w.VBox:
-    """Precomputed frames over layout x microbatches x activations, switched client-side."""
-    explorer = ParallelismExplorer()
-
-    def frame(layout: Layout, microbatches: int, activations: str) -> w.Image:
-        explorer.update(
-            STATIC_MODEL, STATIC_CHIP, layout, STATIC_BATCH_TOKENS, microbatches, activations
-        )
-        return w.Image(value=explorer.png(), format="png")
-
-    layout = w.Dropdown(
-        options=[(str(layout), i) for i, layout in enumerate(STATIC_LAYOUTS)],
-        index=2,
-        description="layout",
-    )
+def declaration(model: str = STATIC_MODEL) -> Explorer:
+    """Static: 6 layouts x 7 microbatch counts x 3 activation modes = 126 frames."""
     wide = {"description_width": "initial"}
-    micro = w.SelectionSlider(
-        options=list(MICROBATCHES), index=3, description="microbatches", style=wide
-    )
-    activations = w.ToggleButtons(
-        options=ACTIVATION_MODES, index=0, description="activations", style=wide
-    )
-    stacks = nested_stacks(
-        [list(STATIC_LAYOUTS), list(MICROBATCHES), list(ACTIVATION_MODES)],
-        frame,
-        [layout, micro, activations],
-    )
-    caption = w.HTML(
-        f"<small>{STATIC_MODEL} on {STATIC_GPUS:,} {STATIC_CHIP}, "
+    return Explorer(
+        view=ParallelismExplorer,
+        controls=(
+            Control("model", "model", model, live=Options(list_models())),
+            Control("chip", "chip", STATIC_CHIP, live=Options(list_chips())),
+            Control(
+                "layout",
+                "layout",
+                STATIC_LAYOUTS[2],
+                STATIC_LAYOUTS,
+                "menu",
+                live=False,
+                labels=[str(layout) for layout in STATIC_LAYOUTS],
+            ),
+            *(_degree(n, s) for n, s in zip(_DEGREES, (128, 8, 1, 1), strict=True)),
+            Control(
+                "zero",
+                "ZeRO",
+                1,
+                live=Options([0, 1, 2, 3], "buttons"),
+                style={"button_width": "3em"},
+            ),
+            Control(
+                "activations", "activations", "stored", ACTIVATION_MODES, "buttons", style=wide
+            ),
+            Control(
+                "microbatches",
+                "microbatches",
+                8,
+                MICROBATCHES,
+                style=wide,
+                live=Range(1, 128, integer=True),
+            ),
+            Control(
+                "global_batch_tokens",
+                "tokens/step",
+                STATIC_BATCH_TOKENS,
+                live=Options([(f"{t / 2**20:g}M", t) for t in BATCH_TOKENS], "slider"),
+            ),
+            Control("flops_efficiency", "of peak", 1.0, live=Range(0.1, 1.0, 0.05)),
+        ),
+        rows=(
+            ("model", "chip", "layout"),
+            _DEGREES,
+            ("zero", "activations"),
+            ("microbatches", "global_batch_tokens", "flops_efficiency"),
+        ),
+        static_rows=(("layout", "activations"), ("microbatches",)),
+        settings=_settings,
+        nesting=("layout", "microbatches", "activations"),
+        caption=f"{STATIC_MODEL} on {STATIC_GPUS:,} {STATIC_CHIP}, "
         f"{STATIC_BATCH_TOKENS / 2**20:g}M tokens per step, floors at the datasheet peak; "
-        "precomputed frames.</small>"
+        "precomputed frames.",
+        status=_status,
     )
-    return w.VBox([w.HBox([layout, activations]), micro, stacks, caption])
+
+
+def parallelism_explorer(model: str = STATIC_MODEL) -> w.VBox:
+    """Layout, microbatches and activation memory against memory per GPU and step time."""
+    return explorer(declaration(model))

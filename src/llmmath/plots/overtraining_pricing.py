@@ -15,19 +15,74 @@ from ..hardware import get_chip
 from ..models import get_model
 from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
 
-#: Lifetime inference tokens the static explorer steps through (0, then 1e11 ... 1e15).
-DEMANDS = (0.0, 1e11, 3e11, 1e12, 3e12, 1e13, 3e13, 1e14, 3e14, 1e15)
-#: Target losses of the static explorer (Chinchilla 70B / 1.4T is 1.937 under the fit).
-TARGET_LOSSES = (1.9, 1.937, 2.0)
-#: Decode batches of the static serving explorer.
-SERVING_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _DEMAND_CURVES = (0.0, 1e12, 1e13, 1e14)
 _BATCH_SWEEP = np.unique(np.round(np.logspace(0, np.log10(1024), 80)))
+_DEMAND_COLOURS = (FLOOR_COLOUR, MEMORY_COLOUR, COMPUTE_COLOUR, "#7570b3", "#e7298a")
+_REFERENCE_GREY = "#bbbbbb"
 
 
-def _size_sweep(target_loss: float) -> np.ndarray:
-    n_min = float(scaling.min_params_for_loss(target_loss))
-    return n_min * np.logspace(np.log10(1.15), np.log10(300.0), 160)
+def _demand_label(tokens: float) -> str:
+    return "training only" if tokens == 0 else f"+ {tokens:.0e} inference tokens"
+
+
+class LifetimePanel:
+    """Training plus lifetime inference FLOPs against model size at one target loss, one
+    curve per lifetime demand, each minimum marked (and, if ``labelled``, its tokens per
+    parameter written beside it)."""
+
+    def __init__(self, ax: Axes, colours: Sequence[str], labelled: bool = True) -> None:
+        self.ax, self.labelled = ax, labelled
+        self.lines = [ax.loglog([], [], color=c, lw=1.5 if labelled else 1)[0] for c in colours]
+        self.dots = [ax.plot([], [], "o", color=c)[0] for c in colours] if labelled else []
+        self.notes = [
+            ax.annotate(
+                "", (1.0, 1.0), textcoords="offset points", xytext=(4, 6), fontsize=7, color=c
+            )
+            for c in colours
+            if labelled
+        ]
+        ax.set(xlabel="parameters N", ylabel="training + inference FLOPs")
+
+    def show(self, curves: Sequence[scaling.LifetimeCurve]) -> None:
+        for line, curve in zip(self.lines, curves, strict=True):
+            line.set_data(curve.params, curve.total_flops)
+            line.set_label(_demand_label(curve.inference_tokens))
+        for dot, note, curve in zip(
+            self.dots, self.notes, curves if self.labelled else [], strict=True
+        ):
+            dot.set_data([curve.best_params], [curve.best_total_flops])
+            note.xy = (curve.best_params, curve.best_total_flops)
+            note.set_text(f"{curve.best_tokens_per_param:.0f} tok/param")
+        sizes = curves[0].params
+        bottom = min(float(c.total_flops.min()) for c in curves)
+        top = max(float(c.total_flops.max()) for c in curves)
+        self.ax.set_xlim(sizes[0], sizes[-1])
+        self.ax.set_ylim(bottom / 2, top * 2)
+
+
+class TokensPerParamPanel:
+    """Tokens per parameter of the cheapest model that reaches one loss against lifetime
+    demand, with the fit's compute-optimal ratio (dashed) and the rule of thumb 20 (dotted)."""
+
+    def __init__(self, ax: Axes) -> None:
+        self.ax = ax
+        (self.line,) = ax.loglog([], [], color=COMPUTE_COLOUR, label="inference-aware optimum")
+        self.plain_line = ax.axhline(
+            1.0, color=FLOOR_COLOUR, ls="--", lw=1, label="fit, no inference"
+        )
+        ax.axhline(
+            scaling.RULE_OF_THUMB_TOKENS_PER_PARAM, color="grey", ls=":", label="Table 3: ~20"
+        )
+        ax.set_xlim(scaling.CURVE_DEMANDS[0], scaling.CURVE_DEMANDS[-1])
+        ax.set(
+            xlabel="lifetime inference tokens (serving + RL rollouts)",
+            ylabel="training tokens per parameter",
+        )
+
+    def show(self, curve: scaling.TokensPerParamCurve) -> None:
+        self.line.set_data(curve.demand, curve.tokens_per_param)
+        self.plain_line.set_ydata([curve.without_inference] * 2)
+        self.ax.set_ylim(10, float(curve.tokens_per_param.max()) * 2)
 
 
 def total_compute_vs_size(
@@ -35,52 +90,24 @@ def total_compute_vs_size(
     inference_tokens: Sequence[float] = _DEMAND_CURVES,
     ax: Axes | None = None,
 ) -> Figure:
-    """Training plus lifetime inference FLOPs of every model size that reaches
-    ``target_loss`` (Chinchilla fit), one curve per lifetime demand, each minimum marked."""
+    """Every model size that reaches ``target_loss`` (Chinchilla fit), one curve per lifetime
+    demand (see :class:`LifetimePanel`)."""
     figure, ax = figure_and_axes(ax)
-    sizes = _size_sweep(target_loss)
-    colours = [FLOOR_COLOUR, MEMORY_COLOUR, COMPUTE_COLOUR, "#7570b3", "#e7298a"]
-    for i, tokens in enumerate(inference_tokens):
-        colour = colours[i % len(colours)]
-        curve = scaling.lifetime_compute(sizes, target_loss, tokens)
-        best = scaling.inference_aware_optimum(target_loss, tokens)
-        label = "training only" if tokens == 0 else f"+ {tokens:.0e} inference tokens"
-        ax.loglog(sizes, curve.total_flops, color=colour, label=label)
-        ax.plot(float(best.params), float(best.total_flops), "o", color=colour)
-        ax.annotate(
-            f"{float(best.tokens_per_param):.0f} tok/param",
-            (float(best.params), float(best.total_flops)),
-            textcoords="offset points",
-            xytext=(4, 6),
-            fontsize=7,
-            color=colour,
-        )
-    ax.set(
-        xlabel="parameters N",
-        ylabel="training + inference FLOPs",
-        title=f"Every model here reaches loss {target_loss:g} (Chinchilla fit)",
+    colours = [_DEMAND_COLOURS[i % len(_DEMAND_COLOURS)] for i in range(len(inference_tokens))]
+    LifetimePanel(ax, colours).show(
+        [scaling.lifetime_curve(target_loss, tokens) for tokens in inference_tokens]
     )
+    ax.set_title(f"Every model here reaches loss {target_loss:g} (Chinchilla fit)")
     ax.legend(fontsize=8, loc="upper right")
     return figure
 
 
 def tokens_per_param_vs_demand(target_loss: float = 1.937, ax: Axes | None = None) -> Figure:
-    """Tokens per parameter of the cheapest model that reaches ``target_loss`` as lifetime
-    inference grows; the fit's compute-optimal ratio and the rule of thumb 20 for scale."""
+    """Tokens per parameter of the cheapest model against lifetime inference (see
+    :class:`TokensPerParamPanel`)."""
     figure, ax = figure_and_axes(ax)
-    demand = np.logspace(10, 16, 60)
-    best = scaling.inference_aware_optimum(target_loss, demand)
-    plain = scaling.inference_aware_optimum(target_loss, 0.0)
-    ax.loglog(demand, best.tokens_per_param, color=COMPUTE_COLOUR, label="inference-aware optimum")
-    ax.axhline(
-        float(plain.tokens_per_param), color=FLOOR_COLOUR, ls="--", lw=1, label="fit, no inference"
-    )
-    ax.axhline(scaling.RULE_OF_THUMB_TOKENS_PER_PARAM, color="grey", ls=":", label="Table 3: ~20")
-    ax.set(
-        xlabel="lifetime inference tokens (serving + RL rollouts)",
-        ylabel="training tokens per parameter",
-        title=f"Target loss {target_loss:g}",
-    )
+    TokensPerParamPanel(ax).show(scaling.tokens_per_param_curve(target_loss))
+    ax.set_title(f"Target loss {target_loss:g}")
     ax.legend(fontsize=8, loc="upper left")
     return figure
 
@@ -93,23 +120,16 @@ class OvertrainingExplorer(FastFigure):
     def __init__(self) -> None:
         super().__init__(figsize=(10.0, 4.0), ncols=2)
         self.ax_cost, self.ax_ratio = self.axes
-        self.reference = [
-            self.ax_cost.loglog([], [], color="#bbbbbb", lw=1)[0] for _ in _DEMAND_CURVES
-        ]
-        (self.ratio_line,) = self.ax_ratio.loglog([], [], color=COMPUTE_COLOUR)
-        self.plain_line = self.ax_ratio.axhline(1.0, color=FLOOR_COLOUR, ls="--", lw=1)
-        self.ax_ratio.axhline(scaling.RULE_OF_THUMB_TOKENS_PER_PARAM, color="grey", ls=":")
+        self.reference = LifetimePanel(
+            self.ax_cost, [_REFERENCE_GREY] * len(_DEMAND_CURVES), labelled=False
+        )
+        self.ratios = TokensPerParamPanel(self.ax_ratio)
         self.curve = self.dynamic(self.ax_cost.plot([], [], color=COMPUTE_COLOUR, lw=2)[0])
         self.best = self.marker(self.ax_cost, COMPUTE_COLOUR)
         self.ratio_point = self.marker(self.ax_ratio, COMPUTE_COLOUR)
         self.readout = self.corner_readout(self.ax_cost, top=True, fontsize=9)
-        self.ax_cost.set(xlabel="parameters N", ylabel="training + inference FLOPs")
-        self.ax_ratio.set(
-            xlabel="lifetime inference tokens (+ RL rollouts)",
-            ylabel="tokens per parameter of the optimum",
-        )
-        self._demand = np.logspace(10, 16, 60)
-        self.ax_ratio.set_xlim(self._demand[0], self._demand[-1])
+        self.ax_ratio.set_xlabel("lifetime inference tokens (+ RL rollouts)")
+        self.ax_ratio.set_ylabel("tokens per parameter of the optimum")
 
     def update(
         self,
@@ -120,37 +140,24 @@ class OvertrainingExplorer(FastFigure):
         if self.new_scene(target_loss):
             self._draw_scene(target_loss)
         total = inference_tokens + rl_rollout_tokens
-        curve = scaling.lifetime_compute(self._sizes, target_loss, total)
-        best = scaling.inference_aware_optimum(target_loss, total)
-        self.curve.set_data(self._sizes, curve.total_flops)
-        self.best.set_data([float(best.params)], [float(best.total_flops)])
-        shown = max(total, float(self._demand[0]))
-        self.ratio_point.set_data([shown], [float(best.tokens_per_param)])
+        curve = scaling.lifetime_curve(target_loss, total)
+        self.curve.set_data(curve.params, curve.total_flops)
+        self.best.set_data([curve.best_params], [curve.best_total_flops])
+        shown = max(total, float(scaling.CURVE_DEMANDS[0]))
+        self.ratio_point.set_data([shown], [curve.best_tokens_per_param])
         self.readout.set_text(
-            f"best N {float(best.params) / 1e9:.1f}B on {float(best.tokens) / 1e12:.1f}T tokens\n"
-            f"{float(best.tokens_per_param):.0f} tokens/param; "
-            f"training {float(best.training_flops / best.total_flops):.0%} of compute"
+            f"best N {curve.best_params / 1e9:.1f}B on {curve.best_tokens / 1e12:.1f}T tokens\n"
+            f"{curve.best_tokens_per_param:.0f} tokens/param; "
+            f"training {curve.best_training_flops / curve.best_total_flops:.0%} of compute"
         )
 
     def _draw_scene(self, target_loss: float) -> None:
-        self._sizes = _size_sweep(target_loss)
-        top = 0.0
-        for line, tokens in zip(self.reference, _DEMAND_CURVES, strict=True):
-            flops = scaling.lifetime_compute(self._sizes, target_loss, tokens).total_flops
-            line.set_data(self._sizes, flops)
-            top = max(top, float(flops.max()))
-        bottom = float(scaling.inference_aware_optimum(target_loss, 0.0).total_flops)
-        self.ax_cost.set_xlim(self._sizes[0], self._sizes[-1])
-        self.ax_cost.set_ylim(bottom / 2, top * 2)
+        self.reference.show([scaling.lifetime_curve(target_loss, t) for t in _DEMAND_CURVES])
         self.ax_cost.set_title(
             f"loss {target_loss:g}; grey: 0 (training only), 1e12, 1e13, 1e14 tokens",
             fontsize=9,
         )
-        ratios = scaling.inference_aware_optimum(target_loss, self._demand).tokens_per_param
-        plain = float(scaling.inference_aware_optimum(target_loss, 0.0).tokens_per_param)
-        self.ratio_line.set_data(self._demand, ratios)
-        self.plain_line.set_ydata([plain] * 2)
-        self.ax_ratio.set_ylim(10, float(ratios.max()) * 2)
+        self.ratios.show(scaling.tokens_per_param_curve(target_loss))
         self.ax_ratio.set_title("dashed: fit without inference; dotted: 20", fontsize=9)
 
 
@@ -222,20 +229,6 @@ class ServingExplorer(FastFigure):
         self.ax_ratio.set_title(
             f"{chip.name}: dotted line = critical batch (cost ratio ~ B*/B below it)", fontsize=9
         )
-
-
-def overtraining_figure(**settings: float) -> Figure:
-    """The over-training explorer's figure for one setting."""
-    explorer = OvertrainingExplorer()
-    explorer.update(**settings)
-    return explorer.as_figure()
-
-
-def serving_figure(**settings: object) -> Figure:
-    """The serving explorer's figure for one setting (see :meth:`ServingExplorer.update`)."""
-    explorer = ServingExplorer()
-    explorer.update(**settings)  # type: ignore[arg-type]
-    return explorer.as_figure()
 
 
 def price_sheet_ratios(ax: Axes | None = None) -> Figure:

@@ -1,0 +1,1 @@
+../../../book/_vendor/mathjax/tex-svg.js

@@ -1,0 +1,106 @@
+"""JupyterHub for the course: one OS user per student, the formgrader as a hub service.
+
+Started by ``scripts/hub.py`` (``make hub``, tests/test_hub.py), which creates the users and the
+folders and passes them in ``LLMMATH_HUB_*`` variables:
+
+- every student's server runs as that student's own OS user (``LocalProcessSpawner``: the hub
+  runs as root and switches user), from an environment every user can read (``HUB_ENV``), so
+  a student cannot read another student's home, submission or the instructor's ``solutions/``;
+- students' servers load nbgrader's *Assignments* tab only (formgrader, course list and
+  create-assignment are disabled in their config folder, ``STUDENT_CONFIG``);
+- the formgrader is a hub-managed service running as the instructor's OS user in the course
+  root, reachable only by the instructor (``/services/formgrader/``);
+- the nbgrader exchange is a shared folder (``EXCHANGE``), the same path on every server.
+
+Authentication here is JupyterHub's ``DummyAuthenticator`` (one shared password, allowed users
+only), which suits a demo and a test; a class uses PAM, LDAP or OAuth instead
+(book/instructor.md, "On JupyterHub").
+"""
+
+import os
+from pathlib import Path
+
+c = get_config()  # noqa: F821  (traitlets injects get_config into config files)
+env = os.environ
+state = Path(env["LLMMATH_HUB_STATE"])
+port = int(env["LLMMATH_HUB_PORT"])
+hub_env = Path(env["LLMMATH_HUB_ENV"])
+instructor = env["LLMMATH_HUB_INSTRUCTOR"]
+students = env["LLMMATH_HUB_STUDENTS"].split(",")
+path = f"{hub_env / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+# The servers' Python is a copy of the project's; its libpython is found through this.
+library = env["LLMMATH_HUB_LIB"]
+
+# The hub, its proxy and its database, all on loopback and in the state folder.
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = port
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = port + 1
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{port + 2}"
+c.ConfigurableHTTPProxy.command = [env["LLMMATH_HUB_PROXY"]]
+c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
+c.JupyterHub.cleanup_servers = True  # stopping the hub stops every server it started
+c.JupyterHub.cleanup_proxy = True
+
+c.JupyterHub.authenticator_class = "dummy"
+c.DummyAuthenticator.password = env["LLMMATH_HUB_PASSWORD"]
+c.Authenticator.allowed_users = {instructor, *students}
+c.Authenticator.admin_users = {instructor}
+
+# One OS user per student: the hub (root) starts each server as that user.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(hub_env / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.start_timeout = 180  # thirty servers starting at once on two cores
+c.Spawner.http_timeout = 180
+c.Spawner.environment = {
+    "JUPYTER_CONFIG_PATH": env["LLMMATH_HUB_STUDENT_CONFIG"],
+    "PATH": path,
+    "LD_LIBRARY_PATH": library,
+}
+c.JupyterHub.concurrent_spawn_limit = 0
+
+# The formgrader, as a service run by the hub as the instructor, in the course root.
+c.JupyterHub.services = [
+    {
+        "name": "formgrader",
+        "url": f"http://127.0.0.1:{port + 3}",
+        "command": [str(hub_env / "bin" / "jupyterhub-singleuser"), "--ServerApp.root_dir=."],
+        "user": instructor,
+        "cwd": env["LLMMATH_HUB_COURSE"],
+        "environment": {
+            "JUPYTER_CONFIG_PATH": env["LLMMATH_HUB_GRADER_CONFIG"],
+            "PATH": path,
+            "LD_LIBRARY_PATH": library,
+        },
+        "oauth_no_confirm": True,
+    }
+]
+c.JupyterHub.load_roles = [
+    {
+        "name": "graders",
+        "users": [instructor],
+        "scopes": ["access:services!service=formgrader"],
+    },
+    {
+        "name": "formgrader",
+        "services": ["formgrader"],
+        "scopes": ["read:users:name"],
+    },
+]
+
+# tests/test_hub.py drives the class through the hub's REST API with one token (never set by
+# make hub): start servers, and act on a student's server as the student's browser would.
+if env.get("LLMMATH_HUB_ADMIN_TOKEN"):
+    c.JupyterHub.services.append(
+        {"name": "llmmath-test", "api_token": env["LLMMATH_HUB_ADMIN_TOKEN"]}
+    )
+    c.JupyterHub.load_roles.append(
+        {
+            "name": "llmmath-test",
+            "services": ["llmmath-test"],
+            "scopes": ["admin:users", "admin:servers", "access:servers", "read:users"],
+        }
+    )

@@ -1,0 +1,41 @@
+"""JupyterLab for a learner (``make lab``; ``make lab ROLE=instructor`` skips this folder).
+
+scripts/lab.py puts this folder on JUPYTER_CONFIG_PATH. With it:
+
+- the course's lessons (``lessons/*.md``) open read-only: a learner runs them, moves their
+  controls and reads them, but neither autosave nor Ctrl-S rewrites them, so ``git status`` and
+  ``git pull`` stay clean. File -> Save As puts a copy of their own in ``my-work/``;
+- nbgrader's instructor tools are off: the formgrader server extension here, the Create
+  Assignment panel and the Nbgrader menu in ``labconfig/page_config.json``. Validate stays.
+"""
+
+from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+from tornado.web import HTTPError
+
+READ_ONLY = ("lessons/",)
+
+
+def read_only(path: str) -> bool:
+    return path.strip("/").startswith(READ_ONLY)
+
+
+class ReadOnlyLessons(AsyncLargeFileManager):
+    """Files under lessons/ are reported not writable, and a save to them is refused."""
+
+    async def get(self, path, content=True, type=None, format=None, **kwargs):
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
+        if read_only(path):
+            model["writable"] = False
+        return model
+
+    async def save(self, model, path=""):
+        if read_only(path):
+            raise HTTPError(
+                403, f"{path} is a course lesson, read-only here: File > Save As into my-work/"
+            )
+        return await super().save(model, path)
+
+
+c = get_config()  # noqa: F821 (traitlets provides it)
+c.ServerApp.contents_manager_class = ReadOnlyLessons
+c.ServerApp.jpserver_extensions = {"nbgrader.server_extensions.formgrader": False}

@@ -1,0 +1,249 @@
+"""The ``llmmath train``, ``chips`` and ``models`` subcommands, as reports.
+
+``train`` times a whole run from :func:`llmmath.training.training_step` (steps of
+``batch_tokens`` until ``tokens`` are seen) and :func:`llmmath.training_memory.training_memory`;
+``chips`` and ``models`` list the presets (and any added from files) with their sources.
+"""
+
+from __future__ import annotations
+
+from .chip_prices import example_price, list_example_prices
+from .cli_format import LINK_NAMES, Report, count, ms, params, percent, short, si, sig, table, usd
+from .hardware import Chip
+from .models import ModelConfig
+from .placement import Layout
+from .training import pipeline_bubble_fraction, training_step
+from .training_memory import training_memory
+from .units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+
+
+def train(
+    model: ModelConfig,
+    chip: Chip,
+    layout: Layout,
+    tokens: float,
+    batch_tokens: float,
+    microbatches: int,
+    activations: str,
+    mfu: float,
+    price: float | None,
+) -> Report:
+    """Days and chip-hours to train on ``tokens``, memory per chip, bubble, communication."""
+    step = training_step(
+        model, layout, chip, batch_tokens, microbatches=microbatches, activations=activations,
+        flops_efficiency=mfu,
+    )  # fmt: skip
+    memory = training_memory(
+        model, layout, batch_tokens, microbatches=microbatches, activations=activations
+    )
+    steps = tokens / batch_tokens
+    fast, slow = steps * float(step.lower_s), steps * float(step.upper_s)
+    chip_hours = layout.n_gpus * fast / SECONDS_PER_HOUR
+    bubble = float(pipeline_bubble_fraction(layout.pp, microbatches, layout.virtual_stages))
+    parts = {name: float(value) for name, value in memory.parts().items()}
+    total = float(memory.total_bytes)
+    data = {
+        "command": "train",
+        "model": model.name,
+        "chip": chip.name,
+        "n_chips": layout.n_gpus,
+        "layout": str(layout),
+        "tokens": tokens,
+        "batch_tokens": batch_tokens,
+        "microbatches": microbatches,
+        "activations": activations,
+        "flops_efficiency": mfu,
+        "usd_per_chip_hour": price,
+        "steps": steps,
+        "step_s": float(step.lower_s),
+        "step_serial_s": float(step.upper_s),
+        "days": fast / SECONDS_PER_DAY,
+        "days_serial": slow / SECONDS_PER_DAY,
+        "chip_hours": chip_hours,
+        "cost_usd": None if price is None else chip_hours * price,
+        "mfu": float(step.mfu),
+        "mfu_serial": float(step.mfu_no_overlap),
+        "bubble_fraction": bubble,
+        "memory_bytes_per_chip": {**parts, "total": total},
+        "fits": total <= chip.hbm_bytes,
+        "communication": {
+            kind: {
+                "collective": c.collective,
+                "link": c.link,
+                "bytes_per_chip": float(c.bytes_per_gpu),
+                "time_s": float(c.time_s),
+            }
+            for kind, c in step.communication.items()
+        },
+    }
+    report = Report(data)
+    fits = (
+        "fits"
+        if data["fits"]
+        else (
+            f"does NOT fit, {si(total - chip.hbm_bytes, 'B')} over\n           (try "
+            "--microbatches, zero1-3 or pp, or --activations checkpointed)"
+        )
+    )
+    report.add(
+        f"Training {model.name} ({params(model.total_params)} parameters) on "
+        f"{count(layout.n_gpus)} x {chip.full_name}",
+        f"  layout   {layout}",
+        f"  run      {short(tokens)} tokens in {count(steps)} steps of {count(batch_tokens)} "
+        f"tokens,",
+        f"           {microbatches} microbatch{'es' if microbatches > 1 else ''} per replica, "
+        f"activations {activations}",
+        f"  time     {sig(fast / SECONDS_PER_DAY)} days with communication hidden, "
+        f"{sig(slow / SECONDS_PER_DAY)} with none hidden",
+        f"           ({ms(float(step.lower_s))}-{ms(float(step.upper_s))} ms per step)",
+        f"  compute  {short(chip_hours)} chip-hours"
+        + (f", {usd(chip_hours * price)} at {usd(price)} per chip-hour" if price else "")
+        + f";\n           MFU {percent(float(step.mfu))} ({percent(float(step.mfu_no_overlap))} "
+        "serial)",
+        f"  bubble   {percent(bubble)} of each step idle in the pipeline",
+        f"  memory   {si(total, 'B')} per chip of {si(chip.hbm_bytes, 'B')}: {fits}",
+        "",
+        table(["memory per chip", "size"], [[k, si(v, "B")] for k, v in parts.items()]),
+        "",
+        table(
+            ["traffic", "collective", "link", "bytes/step", "ms/step", "of compute"],
+            [
+                [
+                    kind,
+                    c.collective,
+                    LINK_NAMES.get(c.link, c.link),
+                    si(float(c.bytes_per_gpu), "B"),
+                    ms(float(c.time_s)),
+                    percent(float(c.time_s / step.compute_s)),
+                ]
+                for kind, c in step.communication.items()
+                if float(c.bytes_per_gpu) > 0
+            ],
+        ),
+        "link: up = within a scale-up domain (NVLink, ICI), out = over the scale-out network",
+        "",
+        f"Floors, not promises: matmuls at {mfu:.0%} of peak FLOP/s while they run (--mfu),\n"
+        "collectives at full link speed, no stragglers or failures (the step's MFU is lower).",
+    )
+    return report
+
+
+def chips(listed: dict[str, Chip]) -> Report:
+    """Every chip with its peaks, memory, links and example price, then the sources."""
+    priced = set(list_example_prices())
+    rows: list[list[str]] = []
+    data: list[dict[str, object]] = []
+    for chip in listed.values():
+        price = example_price(chip).usd_per_chip_hour if chip.name in priced else None
+        bf16 = chip.peak_flop_per_s.get("bf16")
+        fp8 = chip.peak_flop_per_s.get("fp8")
+        rows.append(
+            [
+                chip.name,
+                "-" if bf16 is None else sig(bf16 / 1e12),
+                "-" if fp8 is None else sig(fp8 / 1e12),
+                sig(chip.hbm_bytes / 1e9),
+                sig(chip.hbm_bandwidth_bytes_per_s / 1e12),
+                sig(chip.scale_up_bandwidth_bytes_per_s / 1e9),
+                count(chip.scale_up_domain_size),
+                sig(chip.scale_out_bandwidth_bytes_per_s / 1e9),
+                usd(price),
+            ]
+        )
+        data.append(
+            {
+                "name": chip.name,
+                "full_name": chip.full_name,
+                "peak_flop_per_s": chip.peak_flop_per_s,
+                "hbm_bytes": chip.hbm_bytes,
+                "hbm_bandwidth_bytes_per_s": chip.hbm_bandwidth_bytes_per_s,
+                "scale_up_bandwidth_bytes_per_s": chip.scale_up_bandwidth_bytes_per_s,
+                "scale_up_domain_size": chip.scale_up_domain_size,
+                "scale_out_bandwidth_bytes_per_s": chip.scale_out_bandwidth_bytes_per_s,
+                "example_usd_per_chip_hour": price,
+                "source": chip.source,
+                "source_date": chip.source_date,
+            }
+        )
+    header = [
+        "chip",
+        "bf16 TFLOP/s",
+        "fp8 TFLOP/s",
+        "HBM GB",
+        "HBM TB/s",
+        "scale-up GB/s",
+        "domain",
+        "scale-out GB/s",
+        "$/chip-h",
+    ]
+    report = Report({"command": "chips", "chips": data})
+    report.add(
+        table(header, rows),
+        "",
+        "Dense peaks (no 'with sparsity' figures); link bandwidths one direction per chip;",
+        "prices are examples (data/chip_prices.toml). Sources:",
+        *(f"  {c.name}: {c.source} ({c.source_date})" for c in listed.values()),
+    )
+    return report
+
+
+def models(listed: list[ModelConfig]) -> Report:
+    """Every model with its shape, parameters and KV bytes per token, then the sources."""
+    rows: list[list[str]] = []
+    data: list[dict[str, object]] = []
+    for spec in listed:
+        rows.append(
+            [
+                spec.name,
+                params(spec.total_params),
+                params(spec.active_params),
+                count(spec.n_layers),
+                count(spec.d_model),
+                f"{spec.n_heads}/{spec.n_kv_heads}",
+                spec.attention_kind,
+                f"{spec.n_experts}/{spec.experts_per_token}" if spec.is_moe else "-",
+                si(spec.kv_bytes_per_token("bf16"), "B"),
+                count(spec.max_context),
+            ]
+        )
+        data.append(
+            {
+                "name": spec.name,
+                "total_params": spec.total_params,
+                "active_params": spec.active_params,
+                "kv_bytes_per_token_bf16": spec.kv_bytes_per_token("bf16"),
+                "shape": {
+                    f: getattr(spec, f)
+                    for f in ModelConfig.__dataclass_fields__
+                    if f not in ("name", "source", "source_date")
+                },
+                "source": spec.source,
+                "source_date": spec.source_date,
+            }
+        )
+    header = [
+        "model",
+        "params",
+        "active",
+        "layers",
+        "d_model",
+        "heads N/K",
+        "attention",
+        "experts E/k",
+        "KV/token bf16",
+        "context",
+    ]
+    report = Report({"command": "models", "models": data})
+    report.add(
+        table(header, rows),
+        "",
+        "Parameters from the shape (embeddings, norms, routers included). Sources:",
+        *(
+            f"  {m.name}: {m.source}" + (f" ({m.source_date})" if m.source_date else "")
+            for m in listed
+        ),
+    )
+    return report
+
+
+__all__ = ["chips", "models", "train"]

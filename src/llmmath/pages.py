@@ -1,0 +1,48 @@
+"""What a lesson page shows besides its figures: package source and the exercise link.
+
+A leaf module (it imports IPython): lessons use it in hidden setup cells, so that the same page
+reads the same in the built book (MyST-NB) and in JupyterLab (jupyterlab-myst), which cannot
+read files from disk or resolve ``{doc}`` links to the book's pages.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from IPython.display import Markdown
+
+#: Set by ``scripts/lab.py`` for the kernels of ``make lab``: the learner's folder, relative to
+#: the course folder. Unset in the book build.
+LEARNER_DIR_ENV = "LLMMATH_LEARNER_DIR"
+
+
+def source(function: Callable[..., Any] | property) -> Markdown:
+    """``function``'s source (a function, method or property) as a Python code block.
+
+    The code shown is the code that runs: it is read from the installed package.
+    """
+    code = function.fget if isinstance(function, property) else function
+    if code is None:
+        raise ValueError("a property without a getter has no source to show")
+    return _markdown(f"```python\n{textwrap.dedent(inspect.getsource(code)).rstrip()}\n```")
+
+
+def exercise_path(assignment: str) -> str:
+    """The exercise notebook a lesson links to, relative to ``lessons/``: the learner's own copy
+    in ``make lab``, the released exercise page in the book."""
+    learner = os.environ.get(LEARNER_DIR_ENV)
+    folder = learner.strip("/") if learner else "exercises"
+    return f"../{folder}/{assignment}/{assignment}.ipynb"
+
+
+def exercise_link(assignment: str, text: str) -> Markdown:
+    """A Markdown link to ``exercise_path(assignment)`` (show it with ``{eval}``)."""
+    return _markdown(f"[{text}]({exercise_path(assignment)})")
+
+
+def _markdown(text: str) -> Markdown:
+    return Markdown(text)  # type: ignore[no-untyped-call]

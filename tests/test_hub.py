@@ -1,0 +1,290 @@
+"""The class on a real JupyterHub: one OS user per student, the formgrader as a hub service.
+
+Runs as root (as CI does): scripts/hub.py creates throwaway users, starts JupyterHub 6 with its
+npm proxy and the local-process spawner (each student's server runs as that student), and on
+teardown stops the hub and every server and removes the users, whatever happened.
+
+- The class: in chromium, students log in and see nbgrader's Assignments tab and no grader
+  tool; the instructor releases; each student fetches, answers and submits; the instructor
+  collects and autogrades (scripts/instructor.py grade, as the instructor's OS user), scores a
+  reflection through the formgrader service, and releases feedback; each student fetches
+  their own feedback, and no student can read another's work or the source notebooks.
+- Load: thirty students' servers started and thirty submissions made at once; nothing lost,
+  every submission graded once, and the time it took is printed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import csv
+import json
+import os
+import secrets
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from grading_support import ROOT, load_specs, submission_from_release
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from hub import HUB_ENV, Hub, running_hub
+
+SPEC = {spec.assignment: spec for spec in load_specs()}["roofline"]
+ASSIGNMENT, NOTEBOOK, COURSE = SPEC.assignment, SPEC.notebook_id, "llmmath"
+PYTHON = str(HUB_ENV / "bin" / "python")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0, reason="needs root to create OS users (CI runs make test as root)"
+    ),
+]
+
+
+def free_port_block(size: int = 4) -> int:
+    """The first port of ``size`` consecutive free loopback ports."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + size > 65535:
+            continue
+        try:
+            for offset in range(size):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", base + offset))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no block of free ports")
+
+
+class Api:
+    """The hub's REST API and the students' servers, with the test's service token."""
+
+    def __init__(self, hub: Hub, token: str) -> None:
+        self.hub, self.token = hub, token
+
+    def call(self, method: str, path: str, body: Any = None, timeout: float = 300) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.hub.url}{path}", data=data, method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read().decode()
+        return json.loads(text) if text.strip() else None
+
+    def start_server(self, user: str) -> None:
+        try:
+            self.call("POST", f"/hub/api/users/{user}/server")
+        except urllib.error.HTTPError as error:
+            if error.code != 400:  # 400: already running
+                raise
+
+    def wait_ready(self, users: list[str], timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        waiting = set(users)
+        while waiting and time.monotonic() < deadline:
+            for user in sorted(waiting):
+                model = self.call("GET", f"/hub/api/users/{user}")
+                if (model.get("servers", {}).get("", {}) or {}).get("ready"):
+                    waiting.discard(user)
+            time.sleep(1)
+        assert not waiting, f"servers not ready after {timeout} s: {sorted(waiting)}"
+
+    def nbgrader(self, user: str, action: str) -> Any:
+        """What the Assignments tab's buttons do: fetch, submit, fetch_feedback."""
+        body = {"course_id": COURSE, "assignment_id": ASSIGNMENT}
+        return self.call("POST", f"/user/{user}/assignments/{action}", body)
+
+    def save(self, user: str, path: str, nb: Any) -> None:
+        """Save a notebook into the student's home through their own server."""
+        model = {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))}
+        self.call("PUT", f"/user/{user}/api/contents/{path}", model)
+
+    def read(self, user: str, path: str) -> Any:
+        return self.call("GET", f"/user/{user}/api/contents/{path}")
+
+
+@pytest.fixture(scope="module")
+def class_hub() -> Iterator[tuple[Hub, Api]]:
+    token = secrets.token_hex(16)
+    with running_hub(3, free_port_block(), prefix="llmmt", admin_token=token) as hub:
+        yield hub, Api(hub, token)
+
+
+def release(hub: Hub) -> None:
+    hub.as_user(hub.instructor, PYTHON, "-m", "nbgrader", "generate_assignment", ASSIGNMENT,
+                "--force", cwd=hub.course)  # fmt: skip
+    hub.as_user(hub.instructor, PYTHON, "-m", "nbgrader", "release_assignment", ASSIGNMENT,
+                cwd=hub.course)  # fmt: skip
+
+
+def answered(hub: Hub, wrong: bool) -> Any:
+    release_nb = hub.course / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    nb = submission_from_release(release_nb, SPEC.source_nb, SPEC.wrong_answers if wrong else {})
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in SPEC.manual_cells:
+            cell.source = "Each step reads every weight once; more FLOP/s does not help."
+    return nb
+
+
+def login(browser: Any, hub: Hub, user: str) -> Any:
+    page = browser.new_page()
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", hub.password)
+    page.click("input[type=submit], button[type=submit]")
+    page.wait_for_url(f"**/user/{user}/lab**", timeout=180_000)
+    page.wait_for_selector(".jp-LauncherCard", timeout=180_000)
+    return page
+
+
+def menu_items(page: Any, menu: str) -> list[str]:
+    page.click(f".lm-MenuBar-itemLabel:text-is('{menu}')")
+    page.wait_for_selector(".lm-Menu-itemLabel", timeout=30_000)
+    labels = [t.strip() for t in page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()]
+    page.keyboard.press("Escape")
+    return labels
+
+
+@pytest.mark.browser
+def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
+    from site_support import chromium
+
+    hub, api = class_hub
+    release(hub)
+    students = hub.students
+    with chromium() as browser:
+        # Each student logs in; the hub starts their server as their own OS user.
+        pages = {user: login(browser, hub, user) for user in students}
+        for page in pages.values():
+            labels = menu_items(page, "Nbgrader")
+            assert "Assignment List" in labels, labels
+            assert not {"Formgrader", "Course List"} & set(labels), labels
+        pages[students[0]].screenshot(path=str(tmp_path / "student-lab.png"))
+        # Fetch, answer, submit: the Assignments tab's buttons call these endpoints.
+        for i, user in enumerate(students):
+            api.nbgrader(user, "fetch")
+            api.save(user, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb", answered(hub, wrong=i == 1))
+            listing = api.nbgrader(user, "submit")
+            assert listing["success"], listing
+            assert any(a["status"] == "submitted" for a in listing["value"]), listing
+        owner = {p.name: p.stat().st_uid for p in (hub.exchange / COURSE / "inbound").iterdir()}
+        assert len(owner) == len(students), "one submission each"
+        # The instructor collects and grades, as the instructor's OS user, in the course root.
+        log = hub.as_user(hub.instructor, PYTHON, "scripts/instructor.py", "grade", ASSIGNMENT,
+                          "--jobs", "2", cwd=hub.course)  # fmt: skip
+        assert f"autograded {len(students)} of {len(students)}" in log, log
+        # A reflection scored through the formgrader service, in the instructor's browser.
+        grader = login(browser, hub, hub.instructor)
+        score_reflection_in_formgrader(grader, hub, students[0], 2.0)
+        grader.screenshot(path=str(tmp_path / "formgrader.png"))
+        hub.as_user(hub.instructor, PYTHON, "scripts/instructor.py", "release-feedback",
+                    ASSIGNMENT, cwd=hub.course)  # fmt: skip
+        for user in students:
+            api.nbgrader(user, "fetch_feedback")
+        for page in pages.values():
+            page.close()
+        grader.close()
+    first = hub.home(students[0]) / ASSIGNMENT / "feedback"
+    feedback = list(first.glob(f"*/{NOTEBOOK}.html"))
+    assert len(feedback) == 1, feedback
+    assert "Score: 10.0 / 10.0" in feedback[0].read_text(encoding="utf-8")
+    assert_isolated(hub, api)
+
+
+def score_reflection_in_formgrader(page: Any, hub: Hub, student: str, score: float) -> None:
+    base = f"{hub.url}/services/formgrader"
+    page.goto(f"{base}/formgrader/manage_students")
+    page.wait_for_selector(f"text={student}", timeout=120_000)
+    # The formgrader's own API (the same calls its grading page makes), with the page's cookie.
+    submissions = page.request.get(
+        f"{base}/formgrader/api/submitted_notebooks/{ASSIGNMENT}/{NOTEBOOK}"
+    ).json()
+    submission = next(s for s in submissions if s["student"] == student)
+    page.goto(f"{base}/formgrader/submissions/{submission['id']}/")
+    page.wait_for_selector("input.score", timeout=120_000)
+    grades = page.request.get(
+        f"{base}/formgrader/api/grades?submission_id={submission['id']}"
+    ).json()
+    reflection = next(g for g in grades if g["name"] in SPEC.manual_cells)
+    field = page.locator(f"input.score#{reflection['name']}")
+    field.fill(f"{score:g}")
+    field.press("Tab")  # the formgrader saves a score when its field loses focus
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        saved = page.request.get(f"{base}/formgrader/api/grade/{reflection['id']}").json()
+        if saved["manual_score"] == score:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the formgrader did not save the score: {saved}")
+
+
+def assert_isolated(hub: Hub, api: Api) -> None:
+    """No student reads another's home, another's submission, or the instructor's sources."""
+    first, second = hub.students[:2]
+    cannot = [
+        hub.home(second) / ASSIGNMENT / f"{NOTEBOOK}.ipynb",
+        hub.course / "solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb",
+        hub.course / "gradebook.db",
+    ]
+    for path in cannot:
+        with pytest.raises(RuntimeError, match="Permission denied"):
+            hub.as_user(first, "cat", str(path))
+    with pytest.raises(RuntimeError, match="Permission denied"):
+        hub.as_user(first, "ls", str(hub.exchange / COURSE / "inbound"))
+    # Through the student's own server: its files are the student's home, nothing else.
+    with pytest.raises(urllib.error.HTTPError):
+        api.read(first, "../" + second)
+    # The formgrader service refuses a student.
+    request = urllib.request.Request(f"{hub.url}/services/formgrader/formgrader")
+    opener = urllib.request.build_opener(urllib.request.HTTPRedirectHandler())
+    response = opener.open(request, timeout=60)
+    assert "/hub/login" in response.url, "the formgrader answered without a login"
+
+
+def test_thirty_students_submit_at_once() -> None:
+    token = secrets.token_hex(16)
+    started = time.perf_counter()
+    with running_hub(30, free_port_block(), prefix="llmml", admin_token=token) as hub:
+        api = Api(hub, token)
+        release(hub)
+        up = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(30) as pool:
+            list(pool.map(api.start_server, hub.students))
+        api.wait_ready(hub.students)
+        servers_s = time.perf_counter() - up
+        with concurrent.futures.ThreadPoolExecutor(30) as pool:
+            list(pool.map(lambda user: api.nbgrader(user, "fetch"), hub.students))
+        nb = answered(hub, wrong=False)
+        for user in hub.students:
+            api.save(user, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb", nb)
+        submit = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(30) as pool:
+            list(pool.map(lambda user: api.nbgrader(user, "submit"), hub.students))
+        submit_s = time.perf_counter() - submit
+        grade = time.perf_counter()
+        log = hub.as_user(hub.instructor, PYTHON, "scripts/instructor.py", "grade", ASSIGNMENT,
+                          "--jobs", "4", cwd=hub.course)  # fmt: skip
+        grade_s = time.perf_counter() - grade
+        assert "autograded 30 of 30" in log, log
+        journal = (hub.course / "autograded" / f".journal-{ASSIGNMENT}.tsv").read_text()
+        graded = [line.split("\t")[0] for line in journal.splitlines()]
+        assert sorted(graded) == sorted(hub.students), "every submission graded exactly once"
+        with (hub.course / "grades.csv").open() as fh:
+            scores = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(fh)}
+        assert scores == dict.fromkeys(hub.students, 8.0), "each graded right"
+    total_s = time.perf_counter() - started
+    print(
+        f"\n30 students: servers ready in {servers_s:.0f} s, 30 submissions in {submit_s:.1f} s, "
+        f"collected and graded in {grade_s:.0f} s; {total_s:.0f} s with setup and teardown"
+    )

@@ -1,0 +1,36 @@
+"""llmmath.pages: the package code a lesson shows, and where its exercise link points."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from llmmath import batching, pages, roofline
+
+
+def test_source_shows_the_function_that_runs_as_a_python_block() -> None:
+    shown = pages.source(roofline.critical_batch).data
+    assert shown.startswith("```python\ndef critical_batch(") and shown.endswith("\n```")
+    assert inspect.getsource(roofline.critical_batch).strip() in shown
+
+
+def test_source_of_a_property_shows_its_getter() -> None:
+    shown = pages.source(batching.DecodeStep.time_s).data
+    assert shown.startswith("```python\n@property\ndef time_s(self)"), shown  # dedented
+
+
+def test_source_of_a_property_without_getter_says_so() -> None:
+    with pytest.raises(ValueError, match="without a getter"):
+        pages.source(property())
+
+
+def test_exercise_link_is_the_release_in_the_book(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(pages.LEARNER_DIR_ENV, raising=False)
+    link = pages.exercise_link("roofline", "the roofline exercise").data
+    assert link == "[the roofline exercise](../exercises/roofline/roofline.ipynb)"
+
+
+def test_exercise_link_is_the_learners_copy_in_make_lab(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(pages.LEARNER_DIR_ENV, "my-work")
+    assert pages.exercise_path("moe") == "../my-work/moe/moe.ipynb"
