@@ -12,7 +12,13 @@ from llmmath import batching, pages, roofline
 def test_source_shows_the_function_that_runs_as_a_python_block() -> None:
     shown = pages.source(roofline.critical_batch).data
     assert shown.startswith("```python\ndef critical_batch(") and shown.endswith("\n```")
-    assert inspect.getsource(roofline.critical_batch).strip() in shown
+    assert inspect.getsource(roofline.critical_batch).strip().removeprefix("@contract()\n") in shown
+
+
+def test_source_leaves_out_the_contract_however_long() -> None:
+    shown = pages.source(batching.slow_mode).data
+    assert "@contract" not in shown and shown.startswith("```python\ndef slow_mode("), shown
+    assert inspect.getsource(batching.slow_mode).split("def slow_mode(", 1)[1] in shown + "\n"
 
 
 def test_source_of_a_property_shows_its_getter() -> None:

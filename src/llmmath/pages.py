@@ -23,12 +23,27 @@ LEARNER_DIR_ENV = "LLMMATH_LEARNER_DIR"
 def source(function: Callable[..., Any] | property) -> Markdown:
     """``function``'s source (a function, method or property) as a Python code block.
 
-    The code shown is the code that runs: it is read from the installed package.
+    The code shown is the code that runs: it is read from the installed package. Its
+    ``@contract(...)`` (the input checks at the package's edge) is left out: the lesson is about
+    the arithmetic.
     """
     code = function.fget if isinstance(function, property) else function
     if code is None:
         raise ValueError("a property without a getter has no source to show")
-    return _markdown(f"```python\n{textwrap.dedent(inspect.getsource(code)).rstrip()}\n```")
+    text = _without_contract(textwrap.dedent(inspect.getsource(code)).rstrip())
+    return _markdown(f"```python\n{text}\n```")
+
+
+def _without_contract(code: str) -> str:
+    """``code`` less its leading ``@contract(...)`` decorator, however many lines it spans."""
+    if not code.startswith("@contract("):
+        return code
+    depth = 0
+    for end, char in enumerate(code):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == ")" and depth == 0:
+            return code[end + 1 :].lstrip("\n")
+    return code
 
 
 def exercise_path(assignment: str) -> str:
