@@ -35,13 +35,14 @@ from llmmath import (
 )
 from llmmath.contracts import AnyOf, Constraint, Count, Instance, Real, contract
 
-#: Everything but the drawing layers, the command line and the contract machinery itself is
-#: core: a module added to the package tomorrow is walked too.
-NOT_CORE = {"plots", "widgets", "cli", "hf_config", "contracts"}
+#: Everything but the drawing layers, the command line (``cli*``, ``hf_config``), the lesson
+#: display helpers (``pages``: links and source listings for the book, no model arithmetic) and
+#: the contract machinery itself is core: a module added to the package tomorrow is walked too.
+NOT_CORE = {"plots", "widgets", "cli", "hf_config", "pages", "contracts"}
 CORE = sorted(
     m.name
     for m in pkgutil.iter_modules(llmmath.__path__)
-    if m.name[0] != "_" and m.name not in NOT_CORE
+    if m.name[0] != "_" and m.name not in NOT_CORE and not m.name.startswith("cli_")
 )
 #: These time the machine itself: their valid extremes (a 16k matmul, 1000 repeats) take
 #: minutes by design, so only their bad inputs are tried.
@@ -101,6 +102,7 @@ EXAMPLES: dict[object, Callable[[], object]] = {
     "chip_from_dict.spec": lambda: dict(data.table("hardware")["H100"]),
     "model_from_dict.spec": lambda: dict(data.table("models")["Llama-3-8B"]),
     "load_chips.path": lambda: str(Path(hardware.__file__).parent / "data" / "hardware.toml"),
+    "load_models.path": lambda: str(Path(models.__file__).parent / "data" / "models.toml"),
     "TrainingStep.communication": dict,
     hardware.Chip: lambda: hardware.get_chip("H100"),
     models.ModelConfig: lambda: models.get_model("Llama-3-8B"),

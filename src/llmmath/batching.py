@@ -43,6 +43,7 @@ from .contracts import (
     Count,
     Instance,
     Optional,
+    Real,
     checked,
     contract,
     each,
@@ -309,6 +310,11 @@ PASS_TOKENS = np.unique(np.round(np.logspace(0, np.log10(8192), 121)))
 
 
 @dataclass(frozen=True)
+@checked(
+    **each(RESULT, "batch weights matmul_flops kv total time_s tokens_per_s_per_chip"),
+    **each(RESULT, "critical_batch weight_floor_s hbm_floor_s"),
+    max_batch=RESULT_OR_INF,
+)
 class CostCurves:
     """Cost per million output tokens over the batches that fit, whole and by part, with the
     step time and throughput at each batch and the latency floors for scale."""
@@ -327,6 +333,12 @@ class CostCurves:
     hbm_floor_s: float
 
 
+@contract(
+    infinite_ok=True,
+    context=SCALAR,
+    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+    batches=Real(ndarray=True),
+)
 def cost_curves(
     deployment: Deployment,
     context: float,
@@ -363,6 +375,9 @@ def cost_curves(
 
 
 @dataclass(frozen=True)
+@checked(
+    broadcast=False, **each(RESULT, "prompt_tokens prefill_mfu batch decode_mfu critical_batch")
+)
 class PassCurves:
     """MFU of one forward pass against the tokens in it: a prefill of each prompt length, and
     a decode step of each batch at one context (up to where the KV caches fill the HBM)."""
@@ -374,6 +389,7 @@ class PassCurves:
     critical_batch: float
 
 
+@contract(context=SCALAR, tokens=Real(ndarray=True))
 def pass_curves(
     deployment: Deployment, context: float, tokens: FloatArray = PASS_TOKENS
 ) -> PassCurves:

@@ -180,6 +180,7 @@ def hierarchical_all_gather_time_s(
     return as_output(_sent(size, size * per_byte + latency))
 
 
+@contract()
 def hierarchical_all_gather_s_per_byte(
     n_chips: int, chip: str | Chip, *, per_domain: int | None = None
 ) -> float:

@@ -80,6 +80,24 @@ RESULT_OR_INF = Real(low_open=False, high=np.inf)
 WHOLE = Count(low=0)
 #: A count of chips (a degree of parallelism, a group's size).
 CHIPS = Count(high=MAX_CHIPS)
+
+
+class NotANumber(Constraint):
+    """Only NaN (an amount that is undefined: ``AnyOf((RESULT, NotANumber()))``)."""
+
+    allowed = "NaN"
+
+    def problem(self, value: object) -> tuple[type[Exception], str, str] | None:
+        ok = isinstance(value, float | np.floating) and value != value
+        return None if ok else self.refuse(TypeError, value)
+
+    def bad(self) -> tuple[object, ...]:
+        return ()
+
+
+#: Only NaN: ``AnyOf((RESULT, NOT_A_NUMBER))`` is an amount that may be undefined (a
+#: crossover past the model's longest context), in a record field listed in ``nan_ok``.
+NOT_A_NUMBER = NotANumber()
 #: A name, and a free-text note (a source, a date) that may be empty.
 NAME = Text()
 NOTE = Text(empty_ok=True)
@@ -253,7 +271,9 @@ def _finite(result: object, infinite_ok: bool = False) -> bool:
     if hasattr(type(result), "__contract__") and hasattr(result, "__dict__"):
         # A record built inside the call: its numbers (records it holds, such as the
         # Deployment, were checked when they came in).
-        fields = [v for v in vars(result).values() if isinstance(v, _NUMBERS)]
+        spec = getattr(type(result), "__contract__", None)
+        skip: frozenset[str] = getattr(spec, "nan_ok", frozenset())
+        fields = [v for k, v in vars(result).items() if k not in skip and isinstance(v, _NUMBERS)]
         return all(_finite(value, infinite_ok) for value in fields)
     return True
 
@@ -290,9 +310,16 @@ def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callabl
 class RecordContract:
     """A record's declared fields, checked in ``__post_init__``."""
 
-    def __init__(self, kind: type, constraints: dict[str, Constraint], broadcast: bool) -> None:
+    def __init__(
+        self,
+        kind: type,
+        constraints: dict[str, Constraint],
+        broadcast: bool,
+        nan_ok: tuple[str, ...] = (),
+    ) -> None:
         self.kind = kind
         self.broadcast = broadcast
+        self.nan_ok = frozenset(nan_ok)
         self.declared = constraints
         self._constraints: dict[str, Constraint] | None = None
 
@@ -324,16 +351,19 @@ class RecordContract:
             check_shapes(where, arrays)
 
 
-def checked(*, broadcast: bool = True, **constraints: Constraint) -> Callable[[C], C]:
+def checked(
+    *, broadcast: bool = True, nan_ok: tuple[str, ...] = (), **constraints: Constraint
+) -> Callable[[C], C]:
     """Validate a (frozen) dataclass's fields on construction; place it under ``@dataclass``.
 
     A record built inside a function from values that overflowed raises :class:`NotFiniteError`,
     which that function's contract reports under the input that caused it. Its array fields
-    must broadcast together unless ``broadcast=False`` (a record of rows by columns).
+    must broadcast together unless ``broadcast=False`` (a record of rows by columns). The
+    fields named in ``nan_ok`` may be NaN (undefined) in a function's result.
     """
 
     def decorate(cls: C) -> C:
-        spec = RecordContract(cls, constraints, broadcast)
+        spec = RecordContract(cls, constraints, broadcast, nan_ok)
         original = cls.__dict__.get("__post_init__")
 
         def __post_init__(self: Any) -> None:  # noqa: N807 (the dataclass hook)
@@ -384,6 +414,7 @@ __all__ = [
     "MAX_REPEATS",
     "NAME",
     "NOTE",
+    "NOT_A_NUMBER",
     "POSITIVE",
     "RESULT",
     "RESULT_OR_INF",
@@ -401,6 +432,7 @@ __all__ = [
     "Instance",
     "Later",
     "MappingOf",
+    "NotANumber",
     "NotFiniteError",
     "Nothing",
     "OneOf",

@@ -26,15 +26,35 @@ import numpy as np
 from ._checks import positive
 from .batching import max_batch
 from .chip_prices import list_example_prices
+from .contracts import (
+    CHIPS,
+    RESULT,
+    RESULT_OR_INF,
+    SCALAR,
+    SCALAR_POSITIVE,
+    Count,
+    Instance,
+    OneOf,
+    Optional,
+    Real,
+    checked,
+    contract,
+)
 from .deployment import Deployment, check_context
 from .placement import DoesNotFitError, Layout
-from .serving import DecodeStep, decode_step
+from .serving import OVERLAP_RULES, DecodeStep, decode_step
 
 #: Batches above this are not searched (a context of 0 would otherwise fit any batch).
 MAX_SEARCH_BATCH = 2**20
 
 
 @dataclass(frozen=True)
+@checked(
+    batch=RESULT,
+    max_batch=RESULT_OR_INF,
+    step=Instance(DecodeStep),
+    cost_per_million_usd=Optional(RESULT),
+)
 class Candidate:
     """One layout at the largest batch whose step meets the target (and fits)."""
 
@@ -53,6 +73,13 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+@checked(
+    latency_s=SCALAR_POSITIVE,
+    candidates=Instance(list, example=list),
+    too_slow=Instance(list, example=list),
+    do_not_fit=Instance(list, example=list),
+    not_allowed=Count(low=0),
+)
 class SearchResult:
     """Layouts that meet the target, cheapest first, and why the others were left out."""
 
@@ -66,11 +93,13 @@ class SearchResult:
     not_allowed: int
 
 
+@contract(n=CHIPS)
 def divisors(n: int) -> list[int]:
     """Every whole number that divides ``n``, smallest first."""
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+@contract()
 def serving_layouts(deployment: Deployment) -> tuple[list[Layout], int]:
     """Every ``Layout(dp, tp, pp, ep)`` with ``dp tp pp ep = n`` that the model allows, and how
     many splits it does not allow."""
@@ -89,6 +118,12 @@ def serving_layouts(deployment: Deployment) -> tuple[list[Layout], int]:
     return allowed, refused
 
 
+@contract(
+    latency_s=SCALAR_POSITIVE,
+    context=SCALAR,
+    most=Real(low=1.0, low_open=False, high=MAX_SEARCH_BATCH, scalar=True),
+    overlap=OneOf(OVERLAP_RULES),
+)
 def largest_batch_within(
     deployment: Deployment,
     latency_s: float,
@@ -114,6 +149,7 @@ def largest_batch_within(
     return lo
 
 
+@contract(latency_s=SCALAR_POSITIVE, context=SCALAR, overlap=OneOf(OVERLAP_RULES))
 def best_layouts(
     deployment: Deployment, latency_s: float, context: float, *, overlap: str = "perfect"
 ) -> SearchResult:

@@ -32,6 +32,7 @@ from .contracts import (
     Count,
     Instance,
     OneOf,
+    PathLike,
     Real,
     checked,
     contract,
@@ -333,6 +334,7 @@ def model_from_dict(name: str, spec: dict[str, Any]) -> ModelConfig:
     return ModelConfig(name=name, **spec)
 
 
+@contract(path=PathLike())
 def load_models(path: str | os.PathLike[str]) -> dict[str, ModelConfig]:
     """Read every model in a TOML file shaped like ``data/models.toml`` (one table each)."""
     with Path(path).open("rb") as handle:

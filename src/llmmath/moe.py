@@ -27,7 +27,19 @@ from numpy.typing import ArrayLike
 
 from . import collectives
 from ._checks import FloatArray, as_output, choice, fraction, positive, positive_int
-from .contracts import CHIPS, RESULT, SCALAR_FRACTION, WHOLE, Count, OneOf, checked, contract, each
+from .contracts import (
+    CHIPS,
+    RESULT,
+    SCALAR_FRACTION,
+    SCALAR_POSITIVE,
+    WHOLE,
+    Count,
+    OneOf,
+    SequenceOf,
+    checked,
+    contract,
+    each,
+)
 from .dtypes import bytes_per_element
 from .hardware import Chip
 from .models import (
@@ -403,6 +415,7 @@ def _root(excess: Callable[[FloatArray], FloatArray], low: float, high: float) -
 
 # ---- curves the figures draw ----------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(**each(RESULT, "width compute_s weight_read_s all_to_all_s lower_s"))
 class EPWidthCurves:
     """One MoE layer's floors per GPU against the expert-parallel width, at one batch."""
 
@@ -413,6 +426,7 @@ class EPWidthCurves:
     lower_s: FloatArray
 
 
+@contract(chip=DOMAIN, batch=SCALAR_POSITIVE, widths=SequenceOf(CHIPS))
 def ep_width_curves(
     model: str | ModelConfig,
     batch: float,

@@ -41,7 +41,19 @@ from dataclasses import dataclass
 from numpy.typing import ArrayLike
 
 from ._checks import positive
-from .contracts import SCALAR_FRACTION, OneOf, contract
+from .contracts import (
+    CHIPS,
+    RESULT,
+    SCALAR,
+    SCALAR_FRACTION,
+    Instance,
+    MappingOf,
+    OneOf,
+    SequenceOf,
+    checked,
+    contract,
+    each,
+)
 from .hardware import Chip, get_chip
 from .models import ModelConfig, get_model
 from .placement import (
@@ -136,6 +148,16 @@ def decode_step(
 
 # ---- curves the figures draw ----------------------------------------------------------------
 @dataclass(frozen=True)
+@checked(
+    **each(RESULT, "total_memory_bytes hbm_bytes lower_s upper_s mfu bubble_fraction"),
+    memory_bytes=MappingOf(
+        OneOf(("weights", "gradients", "optimizer", "activations"), "part"),
+        RESULT,
+        "part",
+        example=lambda: {"weights": 1.0},
+    ),
+    time_parts=SequenceOf(Instance(tuple)),
+)
 class LayoutBreakdown:
     """One layout training one model, as the chapter's figures show it: memory per GPU by
     part, and the step time as (label, seconds, link) for the compute, the bubble and each
@@ -152,6 +174,12 @@ class LayoutBreakdown:
     bubble_fraction: float
 
 
+@contract(
+    global_batch_tokens=SCALAR,
+    microbatches=CHIPS,
+    activations=OneOf(ACTIVATION_MODES, "mode"),
+    flops_efficiency=SCALAR_FRACTION,
+)
 def layout_breakdown(
     model: str | ModelConfig,
     chip: str | Chip,

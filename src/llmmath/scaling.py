@@ -383,6 +383,7 @@ def overtraining_factor(
 CURVE_DEMANDS = np.logspace(10, 16, 60)
 
 
+@contract(target_loss=SCALAR)
 def size_sweep(target_loss: float) -> FloatArray:
     """Model sizes that can reach ``target_loss``: 1.15x to 300x the smallest that can."""
     n_min = float(min_params_for_loss(target_loss))
@@ -390,6 +391,7 @@ def size_sweep(target_loss: float) -> FloatArray:
 
 
 @dataclass(frozen=True)
+@checked(**each(SCALAR, "target_loss inference_tokens"), **each(RESULT, "params total_flops"))
 class LifetimeCurve:
     """Training + lifetime inference FLOPs of every size in :func:`size_sweep` that reaches
     one target loss, at one lifetime demand; the cheapest size is found only when asked."""
@@ -425,6 +427,7 @@ class LifetimeCurve:
         return float(self.optimum.tokens_per_param)
 
 
+@contract(target_loss=SCALAR, inference_tokens=SCALAR)
 def lifetime_curve(target_loss: float, inference_tokens: float) -> LifetimeCurve:
     """:func:`lifetime_compute` over :func:`size_sweep`."""
     sizes = size_sweep(target_loss)
@@ -433,6 +436,7 @@ def lifetime_curve(target_loss: float, inference_tokens: float) -> LifetimeCurve
 
 
 @dataclass(frozen=True)
+@checked(**each(RESULT, "demand tokens_per_param without_inference"))
 class TokensPerParamCurve:
     """Tokens per parameter of the cheapest model reaching one loss, against lifetime demand,
     and the fit's ratio with no inference at all."""
@@ -442,6 +446,7 @@ class TokensPerParamCurve:
     without_inference: float
 
 
+@contract(target_loss=SCALAR, demand=AMOUNT)
 def tokens_per_param_curve(
     target_loss: float, demand: FloatArray = CURVE_DEMANDS
 ) -> TokensPerParamCurve:
