@@ -18,6 +18,7 @@ formgrader keep nbgrader's own kernels.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import json
 import os
 import signal
@@ -36,6 +37,8 @@ PRELOAD = (
     "matplotlib",
     "matplotlib.pyplot",
 )
+#: prctl(2) option: the signal a process gets when its parent dies (Linux).
+PR_SET_PDEATHSIG = 1
 # What ipykernel sets for the kernel's plots; set before matplotlib is imported in the server.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
@@ -66,9 +69,10 @@ def serve() -> None:
     for line in requests:
         request = json.loads(line)
         if request["op"] == "launch":
+            server = os.getpid()
             pid = os.fork()
             if pid == 0:
-                _become_kernel(request)  # never returns
+                _become_kernel(request, server)  # never returns
             reply: dict[str, Any] = {"pid": pid}
         else:  # "poll": None while running, else the exit code
             reply = {"exitcode": exited.pop(request["pid"], None)}
@@ -76,8 +80,19 @@ def serve() -> None:
         replies.flush()
 
 
-def _become_kernel(request: dict[str, Any]) -> None:
+def _die_with(server: int) -> None:
+    """End this kernel when the fork server ends, even if it ended a moment ago: the kernel
+    asks Linux for SIGKILL on its parent's death, then checks it was not already orphaned
+    (a kill between fork() and here would otherwise leave it running for good)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != server:
+        os._exit(0)
+
+
+def _become_kernel(request: dict[str, Any], server: int) -> None:
     try:
+        _die_with(server)
         os.setsid()  # its own process group, as Popen(start_new_session=True) would give
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDWR)
@@ -89,7 +104,7 @@ def _become_kernel(request: dict[str, Any]) -> None:
         os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
         # ipykernel exits when this parent (the fork server) goes, as it does for the parent
         # a Popen launch names: a worker killed mid-run leaves no kernel behind.
-        os.environ["JPY_PARENT_PID"] = str(os.getppid())
+        os.environ["JPY_PARENT_PID"] = str(server)
         sys.argv = request["argv"]
         from ipykernel.kernelapp import IPKernelApp
 
