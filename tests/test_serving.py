@@ -232,3 +232,21 @@ def test_max_context_counts_the_pipeline_batches_in_flight() -> None:
     assert pp8.kv_bytes_held_per_token == 8 * tp8.kv_bytes_held_per_token
     ratio = float(kv_cache.max_context(tp8, 1000)) / float(kv_cache.max_context(pp8, 1000))
     assert ratio == pytest.approx(8 * tp8.kv_budget_bytes / pp8.kv_budget_bytes, rel=1e-2)
+
+
+def test_the_roofline_chapters_matmul_step_is_the_serving_step_on_one_chip() -> None:
+    # The roofline chapter's worked number: Llama-3-70B on one H100 at batch 1, a what-if
+    # (141 GB of weights, 80 GB of HBM). roofline.decode_weight_time, which its explorer
+    # draws, is the matmul part of the one decode step.
+    from llmmath import roofline
+
+    for weights in ("bf16", "int8"):
+        alone = Deployment(LLAMA, "H100", 1, weight_dtype=weights, allow_overflow=True)
+        for batch in (1.0, 64.0, 512.0):
+            step = serving.decode_step(alone, batch, 0, allow_overflow=True)
+            part = roofline.decode_weight_time(LLAMA, batch, "H100", weight_dtype=weights)
+            assert float(step.weight_read_s) == float(part.memory_s)
+            assert float(step.matmul_compute_s) == float(part.compute_s)
+            assert bool(step.fits) == (weights == "int8")  # 70.6 GB of int8 fit in 80 GB
+    with pytest.raises(DoesNotFitError):
+        Deployment(LLAMA, "H100", 1)

@@ -430,7 +430,7 @@ def max_decode_batch(
     one = serving_memory(model, layout, 1.0, context, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     room = spec.hbm_bytes - one.weights_bytes
     per_sequence = np.asarray(one.kv_bytes, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where no KV: np.inf
         batch = np.where(per_sequence > 0, np.floor(np.maximum(room, 0) / per_sequence), np.inf)
     return as_output(np.asarray(batch, dtype=float))
 
