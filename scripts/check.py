@@ -22,6 +22,8 @@ import os
 import re
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,8 +84,9 @@ def execute(path: Path, root: Path) -> Any:
     saved = {k: os.environ.get(k) for k in ("NBGRADER_VALIDATING", "NBGRADER_EXECUTION")}
     os.environ.update(NBGRADER_VALIDATING="1", NBGRADER_EXECUTION="validate")
     try:
-        for preprocessor in (ClearOutput, Execute):
-            nb, resources = preprocessor(config=config).preprocess(nb, resources)
+        with _kernel_stderr_discarded():
+            for preprocessor in (ClearOutput, Execute):
+                nb, resources = preprocessor(config=config).preprocess(nb, resources)
     finally:
         for key, value in saved.items():
             if value is None:
@@ -91,6 +94,22 @@ def execute(path: Path, root: Path) -> Any:
             else:
                 os.environ[key] = value
     return nb
+
+
+@contextmanager
+def _kernel_stderr_discarded() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null while the kernel runs: the kernel inherits it, and
+    what it writes there (its log, libzmq's shutdown asserts on a loaded machine) is not the
+    course's to print. The learner's own stderr output travels over the kernel's channels and
+    still reaches the report."""
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def changed(cell: Any) -> bool:
