@@ -64,10 +64,14 @@ def _overlap(overlap: str) -> str:
     return choice("overlap", overlap, OVERLAP_RULES)
 
 
-def _flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False; got {value!r}")
-    return value
+def _perfect_overlap(compute: FloatArray, memory: FloatArray, comm: FloatArray) -> FloatArray:
+    """The floor of one stage: its slowest part, every other part hidden under it."""
+    return np.maximum(np.maximum(compute, memory), comm)
+
+
+def _through_pipeline(stage: FloatArray, pp: int, hop: FloatArray) -> FloatArray:
+    """A token passes every stage in turn, and the ``pp - 1`` hops between them."""
+    return pp * stage + (pp - 1) * hop
 
 
 # ---- one decode step ------------------------------------------------------------------------
@@ -135,14 +139,14 @@ class DecodeStep:
         default): ``max(compute, memory, communication)``, or each operation at its roofline
         in turn and then the communication."""
         if _overlap(overlap or self.overlap) == "perfect":
-            return np.maximum(np.maximum(self.compute_s, self.memory_s), self.communication_s)
+            return _perfect_overlap(self.compute_s, self.memory_s, self.communication_s)
         matmuls = np.maximum(self.matmul_compute_s, self.weight_read_s)
         attention = np.maximum(self.attention_compute_s, self.kv_read_s)
         return matmuls + attention + self.communication_s
 
     def token_time_s(self, overlap: str | None = None) -> FloatArray:
         """Time between two tokens of one sequence: through every stage and every hop."""
-        return self.pp * self.stage_time_s(overlap) + (self.pp - 1) * self.pp_s
+        return _through_pipeline(self.stage_time_s(overlap), self.pp, self.pp_s)
 
     @property
     def time_s(self) -> FloatArray:
@@ -218,14 +222,11 @@ def decode_step(
     where the KV caches do not fit beside the weights, unless ``allow_overflow`` (then see
     :attr:`DecodeStep.fits`). ``overlap`` names how the parts add up (module docstring).
     """
-    if not isinstance(deployment, Deployment):
-        raise TypeError(f"deployment must be a llmmath.serving.Deployment; got {deployment!r}")
-    dep, model = deployment, deployment.model
-    rule = _overlap(overlap)
+    dep, model = deployment, deployment.model  # types and names: checked by the contract
     B0 = positive("batch", batch)
     T0 = check_context(model, context)
     B, T = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(B0, T0))
-    if not _flag("allow_overflow", allow_overflow):
+    if not allow_overflow:
         check_capacity(dep, B, T)
     split = chip_shares(dep)
     matmul_flops = B * 2.0 * model.matmul_params_per_token
@@ -248,7 +249,7 @@ def decode_step(
         deployment=dep,
         batch=B,
         context=T,
-        overlap=rule,
+        overlap=overlap,
         weight_read_s=np.asarray(matmuls.memory_s),
         kv_read_s=np.asarray(attention.memory_s),
         matmul_compute_s=np.asarray(matmuls.compute_s),
@@ -294,10 +295,10 @@ class PrefillStep:
         """Through every stage: ``max(compute, memory, communication)`` per stage under
         perfect overlap, ``max(compute, memory) + communication`` under none."""
         if self.overlap == "perfect":
-            stage = np.maximum(np.maximum(self.compute_s, self.memory_s), self.communication_s)
+            stage = _perfect_overlap(self.compute_s, self.memory_s, self.communication_s)
         else:
             stage = np.maximum(self.compute_s, self.memory_s) + self.communication_s
-        return self.pp * stage + (self.pp - 1) * self.pp_s
+        return _through_pipeline(stage, self.pp, self.pp_s)
 
     @property
     def compute_bound(self) -> FloatArray:
@@ -326,16 +327,13 @@ def prefill(
     A prompt is a batch of P tokens for the weights, so prefill is compute-bound once ``B P``
     passes the critical batch.
     """
-    if not isinstance(deployment, Deployment):
-        raise TypeError(f"deployment must be a llmmath.serving.Deployment; got {deployment!r}")
-    dep, model = deployment, deployment.model
-    rule = _overlap(overlap)
+    dep, model = deployment, deployment.model  # types and names: checked by the contract
     P0 = check_context(model, prompt_tokens, "prompt_tokens")
     if np.any(P0 < 1):
         raise ValueError(f"prompt_tokens must be >= 1; got {float(np.min(P0)):g}")
     B0 = positive("batch", batch)
     P, B = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(P0, B0))
-    if not _flag("allow_overflow", allow_overflow):
+    if not allow_overflow:
         check_capacity(dep, B, P)
     split = chip_shares(dep)
     tokens = B * P
@@ -355,7 +353,7 @@ def prefill(
         deployment=dep,
         prompt_tokens=P,
         batch=B,
-        overlap=rule,
+        overlap=overlap,
         compute_s=np.asarray(t.compute_s),
         memory_s=np.asarray(t.memory_s),
         communication_s=traffic.tp_s + traffic.ep_s,
