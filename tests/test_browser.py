@@ -3,6 +3,8 @@ and the controls switch the figure with no kernel and no request leaving the mac
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 
 import pytest
@@ -114,8 +116,9 @@ def test_every_lesson_control_switches_the_figure(
     visit = Visit(browser, f"{base_url}/{path}")
     page = visit.page
     page.locator(".widget-image").first.wait_for(state="visible", timeout=20000)
-    static_figures = page.locator("figure img")
-    assert static_figures.count() >= 1 and static_figures.first.is_visible(), "no captioned figure"
+    captions = page.locator(".cell_output p", has_text=re.compile(r"^Figure\. \w"))
+    assert captions.count() >= 1 and captions.first.is_visible(), "no captioned figure"
+    assert page.locator(".cell_output img").first.is_visible(), "no figure"
 
     moves = []
     for i in range(page.locator(".widget-slider").count()):

@@ -462,6 +462,12 @@ def book_prose(lesson: Path) -> str:
     return article.get_text(" ")
 
 
+def book_captions(lesson: Path) -> int:
+    """How many figure captions (``pages.figure``) the built page shows."""
+    page = BeautifulSoup((HTML / "lessons" / f"{lesson.stem}.html").read_text(), "html.parser")
+    return sum(p.get_text().startswith("Figure. ") for p in page.select(".cell_output p"))
+
+
 def lab_prose(learner: Learner) -> str:
     # jupyterlab-myst renders into .myst (the hidden editor beside it holds the source).
     markdown = learner.notebook.locator(".jp-MarkdownCell .myst")
@@ -546,6 +552,9 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     assert not missing, f"numbers of the book's {lesson.stem} page missing in JupyterLab: {missing}"
     extra = sorted(numbers(prose) - numbers(book))
     assert not extra, f"numbers JupyterLab shows that the book's page does not: {extra}"
+    # Every caption under the book's figures, under the same figures in JupyterLab.
+    captions = learner.notebook.locator(".jp-OutputArea-output", has_text=re.compile(r"^Figure\."))
+    assert captions.count() == book_captions(lesson), f"{lesson.name}: captions differ from the book"
     source = learner.notebook.locator(".jp-OutputArea-output pre", has_text=re.compile("^def "))
     assert source.count() >= 1, "the package code the book shows is missing"
 
