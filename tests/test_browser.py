@@ -4,7 +4,6 @@ and the controls switch the figure with no kernel and no request leaving the mac
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterator
 
 import pytest

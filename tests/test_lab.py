@@ -554,7 +554,8 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     assert not extra, f"numbers JupyterLab shows that the book's page does not: {extra}"
     # Every caption under the book's figures, under the same figures in JupyterLab.
     captions = learner.notebook.locator(".jp-OutputArea-output", has_text=re.compile(r"^Figure\."))
-    assert captions.count() == book_captions(lesson), f"{lesson.name}: captions differ from the book"
+    shown, expected = captions.count(), book_captions(lesson)
+    assert shown == expected, f"{lesson.name}: {shown} figure captions, the book's page {expected}"
     source = learner.notebook.locator(".jp-OutputArea-output pre", has_text=re.compile("^def "))
     assert source.count() >= 1, "the package code the book shows is missing"
 
