@@ -330,6 +330,10 @@ class Learner:
         status = self.page.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
         status.wait_for(timeout=STARTUP_S * 1000)
 
+    def dirty(self) -> bool:
+        """The current document's unsaved-changes flag (the tab's dot)."""
+        return bool(self.page.evaluate("() => jupyterapp.shell.currentWidget.context.model.dirty"))
+
     def menu(self, menu: str, command: str) -> None:
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
         self.page.locator(f'.lm-Menu-item[data-command="{command}"]').click()
@@ -533,6 +537,9 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     learner = Learner(browser, lab, f"lesson-{lesson.stem}")
     learner.open(f"lessons/{lesson.name}")
     learner.wait_for_kernel()
+    for _ in range(8):  # the kernel's language arrives just after it is idle: no change either
+        learner.page.wait_for_timeout(250)
+        assert not learner.dirty(), f"opening {lesson.name} marks it modified"
     code = learner.code_cells()
     assert code.count() > 0, f"{lesson.name} did not open as a notebook with code cells"
     rendered = learner.notebook.locator(".jp-MarkdownCell .myst")
