@@ -13,7 +13,6 @@ from site_support import (
     HTML,
     ROOT,
     built_pages,
-    chromium,
     is_local,
     serve,
 )
@@ -28,12 +27,6 @@ if not (HTML / "index.html").exists():
 def base_url() -> Iterator[str]:
     with serve(HTML) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 class Visit:

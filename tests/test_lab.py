@@ -41,7 +41,7 @@ from bs4 import BeautifulSoup
 from grading_support import cell_by_id, leaks, load_specs, nbgrader_meta, submission_from_release
 from playwright.sync_api import Browser, Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from site_support import HTML, chromium, is_local
+from site_support import HTML, is_local
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -237,12 +237,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     prepare_course(root)
     with running_lab(root) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 def test_server_is_stopped_and_its_port_freed_whatever_happens(
