@@ -65,8 +65,11 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 		else echo "The browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 
+# Both cores (at most 4 workers): each test file runs whole on one worker, so a module's
+# server, browser and built files are set up once (pytest-xdist, --dist loadfile).
+PYTEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
 pytest: setup browser $(if $(filter 0,$(shell id -u)),hub-env,)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=15
 
 test: lint types book pytest
 

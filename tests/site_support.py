@@ -55,16 +55,27 @@ def serve(directory: Path) -> Iterator[str]:
         thread.join(timeout=5)
 
 
+_running: list[Browser] = []  # the browser this process has open, if any
+
+
 @contextmanager
 def chromium() -> Iterator[Browser]:
-    """Debian's chromium driven by Playwright (never a downloaded browser); always closed."""
+    """Debian's chromium driven by Playwright (never a downloaded browser); always closed.
+
+    One per process: Playwright's sync API cannot run twice at once in a thread, so a caller
+    inside another's ``with`` (a test using the session's browser) shares the open one."""
+    if _running and _running[-1].is_connected():
+        yield _running[-1]
+        return
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: apt-get install chromium", pytrace=False)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        _running.append(browser)
         try:
             yield browser
         finally:
+            _running.remove(browser)
             browser.close()
 
 

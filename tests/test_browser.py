@@ -3,6 +3,7 @@ and the controls switch the figure with no kernel and no request leaving the mac
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +13,6 @@ from site_support import (
     HTML,
     ROOT,
     built_pages,
-    chromium,
     is_local,
     serve,
 )
@@ -27,12 +27,6 @@ if not (HTML / "index.html").exists():
 def base_url() -> Iterator[str]:
     with serve(HTML) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 class Visit:
@@ -114,8 +108,9 @@ def test_every_lesson_control_switches_the_figure(
     visit = Visit(browser, f"{base_url}/{path}")
     page = visit.page
     page.locator(".widget-image").first.wait_for(state="visible", timeout=20000)
-    static_figures = page.locator("figure img")
-    assert static_figures.count() >= 1 and static_figures.first.is_visible(), "no captioned figure"
+    captions = page.locator(".cell_output p", has_text=re.compile(r"^Figure\. \w"))
+    assert captions.count() >= 1 and captions.first.is_visible(), "no captioned figure"
+    assert page.locator(".cell_output img").first.is_visible(), "no figure"
 
     moves = []
     for i in range(page.locator(".widget-slider").count()):

@@ -41,7 +41,7 @@ from bs4 import BeautifulSoup
 from grading_support import cell_by_id, leaks, load_specs, nbgrader_meta, submission_from_release
 from playwright.sync_api import Browser, Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from site_support import HTML, chromium, is_local
+from site_support import HTML, is_local
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -239,12 +239,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
-
-
 def test_server_is_stopped_and_its_port_freed_whatever_happens(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -329,6 +323,10 @@ class Learner:
         self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").wait_for()
         status = self.page.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
         status.wait_for(timeout=STARTUP_S * 1000)
+
+    def dirty(self) -> bool:
+        """The current document's unsaved-changes flag (the tab's dot)."""
+        return bool(self.page.evaluate("() => jupyterapp.shell.currentWidget.context.model.dirty"))
 
     def menu(self, menu: str, command: str) -> None:
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
@@ -462,6 +460,12 @@ def book_prose(lesson: Path) -> str:
     return article.get_text(" ")
 
 
+def book_captions(lesson: Path) -> int:
+    """How many figure captions (``pages.figure``) the built page shows."""
+    page = BeautifulSoup((HTML / "lessons" / f"{lesson.stem}.html").read_text(), "html.parser")
+    return sum(p.get_text().startswith("Figure. ") for p in page.select(".cell_output p"))
+
+
 def lab_prose(learner: Learner) -> str:
     # jupyterlab-myst renders into .myst (the hidden editor beside it holds the source).
     markdown = learner.notebook.locator(".jp-MarkdownCell .myst")
@@ -527,6 +531,9 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     learner = Learner(browser, lab, f"lesson-{lesson.stem}")
     learner.open(f"lessons/{lesson.name}")
     learner.wait_for_kernel()
+    for _ in range(8):  # the kernel's language arrives just after it is idle: no change either
+        learner.page.wait_for_timeout(250)
+        assert not learner.dirty(), f"opening {lesson.name} marks it modified"
     code = learner.code_cells()
     assert code.count() > 0, f"{lesson.name} did not open as a notebook with code cells"
     rendered = learner.notebook.locator(".jp-MarkdownCell .myst")
@@ -546,6 +553,10 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     assert not missing, f"numbers of the book's {lesson.stem} page missing in JupyterLab: {missing}"
     extra = sorted(numbers(prose) - numbers(book))
     assert not extra, f"numbers JupyterLab shows that the book's page does not: {extra}"
+    # Every caption under the book's figures, under the same figures in JupyterLab.
+    captions = learner.notebook.locator(".jp-OutputArea-output", has_text=re.compile(r"^Figure\."))
+    shown, expected = captions.count(), book_captions(lesson)
+    assert shown == expected, f"{lesson.name}: {shown} figure captions, the book's page {expected}"
     source = learner.notebook.locator(".jp-OutputArea-output pre", has_text=re.compile("^def "))
     assert source.count() >= 1, "the package code the book shows is missing"
 

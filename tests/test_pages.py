@@ -40,3 +40,32 @@ def test_exercise_link_is_the_release_in_the_book(monkeypatch: pytest.MonkeyPatc
 def test_exercise_link_is_the_learners_copy_in_make_lab(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(pages.LEARNER_DIR_ENV, "my-work")
     assert pages.exercise_path("moe") == "../my-work/moe/moe.ipynb"
+
+
+def test_figure_shows_the_drawing_then_returns_its_caption(monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    shown: list[object] = []
+    monkeypatch.setattr(pages, "display", shown.append)
+    drawing = Figure()
+    caption = pages.figure(drawing, "  The weight read, shared by the batch.  ")
+    assert shown == [drawing]  # the figure first, the caption beneath it
+    assert caption.data == "**Figure.** The weight read, shared by the batch."
+
+
+def test_figure_without_a_caption_is_refused() -> None:
+    from matplotlib.figure import Figure
+
+    with pytest.raises(ValueError, match="caption"):
+        pages.figure(Figure(), " ")
+
+
+def test_no_lesson_keeps_a_caption_where_jupyterlab_cannot_show_it() -> None:
+    from pathlib import Path
+
+    lessons = Path(__file__).resolve().parent.parent / "lessons"
+    for lesson in lessons.glob("*.md"):
+        assert "caption:" not in lesson.read_text(), (
+            f"{lesson.name}: a figure caption in MyST-NB metadata is invisible in JupyterLab; "
+            "show the figure with pages.figure(drawing, caption)"
+        )

@@ -4,12 +4,16 @@ scripts/lab.py puts this folder on JUPYTER_CONFIG_PATH. With it:
 
 - the course's lessons (``lessons/*.md``) open read-only: a learner runs them, moves their
   controls and reads them, but neither autosave nor Ctrl-S rewrites them, so ``git status`` and
-  ``git pull`` stay clean. File -> Save As puts a copy of their own in ``my-work/``;
+  ``git pull`` stay clean, and opening one does not mark it modified. File -> Save As puts a
+  copy of their own in ``my-work/``;
 - nbgrader's instructor tools are off: the formgrader server extension here, the Create
   Assignment panel and the Nbgrader menu in ``labconfig/page_config.json``. Validate stays.
 """
 
-from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+import copy
+
+from ipykernel.ipkernel import IPythonKernel
+from jupytext.async_contentsmanager import AsyncTextFileContentsManager
 from tornado.web import HTTPError
 
 READ_ONLY = ("lessons/",)
@@ -19,13 +23,22 @@ def read_only(path: str) -> bool:
     return path.strip("/").startswith(READ_ONLY)
 
 
-class ReadOnlyLessons(AsyncLargeFileManager):
-    """Files under lessons/ are reported not writable, and a save to them is refused."""
+class ReadOnlyLessons(AsyncTextFileContentsManager):
+    """Files under lessons/ are reported not writable, and a save to them is refused.
+
+    It is Jupytext's contents manager (so Jupytext does not wrap it again): ``get`` sees the
+    lesson as the notebook JupyterLab will show."""
 
     async def get(self, path, content=True, type=None, format=None, **kwargs):
         model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if read_only(path):
             model["writable"] = False
+            if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
+                # The kernel reports its language on connecting and JupyterLab writes that into
+                # the notebook's metadata, marking a lesson nobody changed as modified. Serve it
+                # already there (the lesson's kernel is this environment's ipykernel).
+                metadata = model["content"].setdefault("metadata", {})
+                metadata.setdefault("language_info", copy.deepcopy(IPythonKernel.language_info))
         return model
 
     async def save(self, model, path=""):

@@ -1,4 +1,5 @@
-"""What a lesson page shows besides its figures: package source and the exercise link.
+"""What a lesson page shows besides its figures' drawing: package source, captions, the
+exercise link.
 
 A leaf module (it imports IPython): lessons use it in hidden setup cells, so that the same page
 reads the same in the built book (MyST-NB) and in JupyterLab (jupyterlab-myst), which cannot
@@ -13,7 +14,8 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from IPython.display import Markdown
+from IPython.display import Markdown, display
+from matplotlib.figure import Figure
 
 #: Set by ``scripts/lab.py`` for the kernels of ``make lab``: the learner's folder, relative to
 #: the course folder. Unset in the book build.
@@ -57,6 +59,19 @@ def exercise_path(assignment: str) -> str:
 def exercise_link(assignment: str, text: str) -> Markdown:
     """A Markdown link to ``exercise_path(assignment)`` (show it with ``{eval}``)."""
     return _markdown(f"[{text}]({exercise_path(assignment)})")
+
+
+def figure(drawing: Figure, caption: str) -> Markdown:
+    """Show ``drawing``, then return its caption for the cell to show beneath it.
+
+    A caption in the cell's output, not in MyST-NB's ``figure`` metadata, reads the same in the
+    book and in JupyterLab (which shows no metadata), and its numbers can come from the package
+    (an f-string in the cell) instead of being typed.
+    """
+    if not caption.strip():
+        raise ValueError("caption must say what the figure shows, got an empty string")
+    display(drawing)  # type: ignore[no-untyped-call]
+    return _markdown(f"**Figure.** {caption.strip()}")
 
 
 def _markdown(text: str) -> Markdown:
