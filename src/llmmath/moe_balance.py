@@ -32,8 +32,8 @@ from .contracts import CHIPS, Count, Real, contract
 
 #: Expected loads of the experts of one layer (one number per expert, >= 0, not all zero).
 LOADS = Real(low_open=False, high=1e12)
-#: A Zipf exponent: 0 is uniform routing; 1 is far hotter than trained routers (with a
-#: balancing loss) are reported to run.
+#: A Zipf exponent: 0 is uniform routing. Top-k routing caps an expert's load at E/k times
+#: the mean (one slot of every token): for 256 experts and top-8, skews above ~0.9 exceed it.
 SKEW = Real(low_open=False, high=4.0, scalar=True)
 #: Redundant expert copies in one expert-parallel group.
 REDUNDANT = Count(low=0, high=MAX_CHIPS)

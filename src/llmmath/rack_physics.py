@@ -76,8 +76,9 @@ def get_rack(name: str) -> Rack:
 @contract(budget_w=SCALAR_POSITIVE, watts_per_gpu=SCALAR_POSITIVE)
 def gpus_in_power_budget(budget_w: float, watts_per_gpu: float) -> int:
     """How many GPUs a rack fed (and cooled) for ``budget_w`` watts holds, at
-    ``watts_per_gpu`` all-in: ``floor(budget / watts per GPU)``."""
-    return math.floor(budget_w / watts_per_gpu)
+    ``watts_per_gpu`` all-in: ``floor(budget / watts per GPU)`` (a ratio a rounding error
+    below a whole number counts as that number)."""
+    return math.floor(budget_w / watts_per_gpu * (1 + 1e-12))
 
 
 @contract(n_gpus=WHOLE, watts_per_gpu=SCALAR_POSITIVE)
