@@ -74,6 +74,10 @@ def test_moe_lesson_rack_claims() -> None:
     # "more than many raised floors were rated to carry": well over a tonne.
     assert nvl72.weight_kg > 1000
     assert nvl72.rack_power_w > room["air_cooled_rack_max_w"]
+    # "denser rather than wider": the 576-die rack draws more per package, in one rack.
+    kyber = rack_physics.get_rack("Kyber NVL576 (Rubin Ultra)")
+    assert kyber.watts_per_gpu > nvl72.watts_per_gpu and kyber.rack_power_w > nvl72.rack_power_w
+    assert data.table("systems")["racks"][kyber.name]["gpu_dies"] == 576
     # Domains past one rack: denser NVLink racks, and TPU pods of thousands of chips.
     chips = [d.chips for d in rack_physics.domain_sizes()]
     assert chips == sorted(chips) and chips[-1] > 1000

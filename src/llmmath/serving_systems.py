@@ -186,11 +186,12 @@ def disaggregated_pools(
     prefill_rate = np.asarray(fill.tokens_per_s / dep.n_chips)
     decode_rate = np.asarray(step.tokens_per_s_per_chip)
     computed = np.asarray(input_tokens_per_s, dtype=np.float64) * (1.0 - cache_hit_fraction)
+    output = np.asarray(output_tokens_per_s, dtype=np.float64)
     return Pools(
         prefill_tokens_per_s_per_chip=prefill_rate,
         decode_tokens_per_s_per_chip=decode_rate,
         prefill_chips=np.asarray(computed / prefill_rate),
-        decode_chips=np.asarray(np.asarray(output_tokens_per_s, dtype=np.float64) / decode_rate),
+        decode_chips=np.asarray(output / decode_rate),
     )
 
 
