@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmmath import (
     collectives,
@@ -129,6 +131,22 @@ def test_redundant_copies_help_and_keep_the_load(skew: float) -> None:
     without = moe_balance.imbalance_slowdown(loads, 32)
     with_copies = moe_balance.imbalance_slowdown(loads, 32, 32)
     assert 1.0 <= with_copies < without
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    loads=st.lists(st.floats(0.0, 100.0), min_size=8, max_size=8).filter(lambda x: sum(x) > 0),
+    redundant=st.sampled_from([0, 2, 4, 8]),
+)
+def test_placement_keeps_the_load_and_never_beats_balance(
+    loads: list[float], redundant: int
+) -> None:
+    per_gpu = moe_balance.gpu_loads(loads, 2, redundant)
+    assert per_gpu.sum() == pytest.approx(sum(loads))
+    assert moe_balance.imbalance_slowdown(loads, 2, redundant) >= 1.0 - 1e-12
+    # No GPU can do better than the hottest expert split over all its copies.
+    copies = moe_balance.replica_counts(loads, redundant)
+    assert per_gpu[0] >= max(np.asarray(loads) / copies) - 1e-9
 
 
 def test_slots_must_divide_evenly() -> None:

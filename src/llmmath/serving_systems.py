@@ -38,6 +38,7 @@ from .contracts import (
     POSITIVE,
     RESULT,
     SCALAR,
+    SCALAR_POSITIVE,
     Count,
     Real,
     SequenceOf,
@@ -161,7 +162,7 @@ class Pools:
     input_tokens_per_s=AMOUNT,
     output_tokens_per_s=AMOUNT,
     decode_batch=POSITIVE,
-    context=POSITIVE,
+    context=SCALAR_POSITIVE,
     cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
 )
 def disaggregated_pools(
@@ -235,7 +236,7 @@ def deepseek_pools() -> PublishedPools:
     )
 
 
-@contract(prompt_tokens=POSITIVE, decode_batch=POSITIVE, context=POSITIVE)
+@contract(prompt_tokens=SCALAR_POSITIVE, decode_batch=SCALAR_POSITIVE, context=SCALAR_POSITIVE)
 def prefill_stall_steps(
     deployment: Deployment, prompt_tokens: float, decode_batch: float, context: float
 ) -> float:
