@@ -1,0 +1,260 @@
+"""Two systems consequences of the floors: the latency of tensor-parallel all-reduces at small
+batch, and separate pools of chips for prefill and decode.
+
+**Collective latency.** Tensor parallelism all-reduces each layer's activations twice (after
+attention, after the MLP). Each all-reduce pays the link's per-step latency alpha for every
+step of its algorithm, however few bytes it carries, and the next layer cannot start before it
+ends: at batch 1 nothing hides it. So a token's latency is at least the weight read plus
+``2 L x steps x alpha``, a term that grows with the TP degree while the weight read shrinks.
+
+**Disaggregation.** Prefill is compute-bound (a prompt is a batch for the weights) and decode
+is bandwidth-bound below the critical batch, so a chip does several times more input tokens
+than output tokens per second. A server that runs them on separate pools (DeepSeek's, DistServe,
+Splitwise) sizes each pool by its own rate, and a long prefill no longer stalls every decoding
+sequence. Chip counts from floors are lower bounds.
+
+>>> from llmmath import serving_systems
+>>> b = serving_systems.tp_decode_breakdown("Llama-3-70B", "H100", 8, 1, 2048)
+>>> round(float(b.alpha_s) * 1e3, 2), round(float(b.serial_s) * 1e3, 2)   # ms per token
+(1.05, 6.27)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import collectives, data
+from ._checks import FloatArray
+from ._constraints import MAX_CHIPS
+from .batching import step_critical_batch
+from .contracts import (
+    AMOUNT,
+    POSITIVE,
+    RESULT,
+    SCALAR,
+    SCALAR_POSITIVE,
+    Count,
+    Real,
+    SequenceOf,
+    checked,
+    contract,
+    each,
+)
+from .deployment import Deployment
+from .hardware import Chip, get_chip
+from .models import ModelConfig
+from .parallelism import decode_step as layout_decode_step
+from .placement import Layout
+from .serving import decode_step, prefill
+
+# ---- collective latency in tensor-parallel decode ----------------------------------------------
+
+
+def _double_latency(chip: str | Chip) -> Chip:
+    """The same chip with links of twice the latency. A collective's time is linear in alpha,
+    so the time this adds is exactly the latency part of the original."""
+    spec = get_chip(chip)
+    return dataclasses.replace(
+        spec,
+        scale_up_latency_s=2 * spec.scale_up_latency_s,
+        scale_out_latency_s=2 * spec.scale_out_latency_s,
+    )
+
+
+@contract(group=SequenceOf(Count(high=MAX_CHIPS)), n_all_reduces=Count(low=0))
+def all_reduce_latency_s(chip: str | Chip, group: Sequence[int], n_all_reduces: int) -> float:
+    """The latency part (alpha x steps) of ``n_all_reduces`` all-reduces over a group of
+    ``prod(group)`` chips, reduced one dimension at a time with a ring along each: ``(64,)`` is
+    one ring over 64 chips (``2 x 63`` steps), ``(4, 4, 4)`` a 3D torus (``2 x 9`` steps).
+    Each dimension's share is what :func:`llmmath.collectives.all_reduce_time_s` adds when
+    the latency doubles."""
+    slow = _double_latency(chip)
+    per_all_reduce = sum(
+        collectives.all_reduce_time_s(1.0, d, slow) - collectives.all_reduce_time_s(1.0, d, chip)
+        for d in group
+    )
+    return float(n_all_reduces * per_all_reduce)
+
+
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "batch weight_read_s tp_s alpha_s floor_s serial_s"), tp=Count(high=MAX_CHIPS)
+)
+class TPBreakdown:
+    """One decode step with tensor parallelism over ``tp`` chips, per token of one sequence:
+    the weight read, the TP all-reduces (``tp_s``) and their latency part (``alpha_s``), the
+    floor (everything overlapped) and the serial estimate (the all-reduces after the matmuls,
+    which is what a dependent chain of layers does at batch 1)."""
+
+    tp: int
+    batch: FloatArray
+    weight_read_s: FloatArray
+    tp_s: FloatArray
+    alpha_s: FloatArray
+    floor_s: FloatArray
+    serial_s: FloatArray
+
+    @property
+    def alpha_share(self) -> FloatArray:
+        """The all-reduces' latency as a share of the serial step."""
+        return np.asarray(self.alpha_s / self.serial_s)
+
+
+@contract(tp=Count(high=MAX_CHIPS), context=AMOUNT)
+def tp_decode_breakdown(
+    model: str | ModelConfig,
+    chip: str | Chip,
+    tp: int,
+    batch: ArrayLike,
+    context: ArrayLike,
+    *,
+    weight_dtype: str = "bf16",
+) -> TPBreakdown:
+    """:func:`llmmath.parallelism.decode_step` with ``Layout(tp=tp)``, split into the weight
+    read and the all-reduces; the latency part is what the step's ``tp_s`` gains when the
+    links' latency doubles."""
+    layout = Layout(tp=tp)
+    step = layout_decode_step(model, layout, chip, batch, context, weight_dtype=weight_dtype)
+    slow = layout_decode_step(
+        model, layout, _double_latency(chip), batch, context, weight_dtype=weight_dtype
+    )
+    return TPBreakdown(
+        tp=tp,
+        batch=np.asarray(step.batch),
+        weight_read_s=np.asarray(step.weight_read_s),
+        tp_s=np.asarray(step.tp_s),
+        alpha_s=np.asarray(slow.tp_s - step.tp_s),
+        floor_s=np.asarray(step.floor_s),
+        serial_s=np.asarray(step.serial_s),
+    )
+
+
+# ---- disaggregated prefill and decode ----------------------------------------------------------
+@dataclass(frozen=True)
+@checked(
+    **each(
+        RESULT,
+        "prefill_tokens_per_s_per_chip decode_tokens_per_s_per_chip prefill_chips decode_chips",
+    )
+)
+class Pools:
+    """The chips each pool needs for a stream of input and output tokens (lower bounds: the
+    rates are floors' rates), and each pool's rate per chip."""
+
+    prefill_tokens_per_s_per_chip: FloatArray
+    decode_tokens_per_s_per_chip: FloatArray
+    prefill_chips: FloatArray
+    decode_chips: FloatArray
+
+    @property
+    def decode_share(self) -> FloatArray:
+        """The share of all chips that decode."""
+        return np.asarray(self.decode_chips / (self.prefill_chips + self.decode_chips))
+
+
+@contract(
+    input_tokens_per_s=AMOUNT,
+    output_tokens_per_s=AMOUNT,
+    decode_batch=POSITIVE,
+    context=SCALAR_POSITIVE,
+    cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
+)
+def disaggregated_pools(
+    deployment: Deployment,
+    input_tokens_per_s: ArrayLike,
+    output_tokens_per_s: ArrayLike,
+    decode_batch: ArrayLike,
+    context: float,
+    cache_hit_fraction: float = 0.0,
+) -> Pools:
+    """Chips for a prefill pool and a decode pool, each built of copies of ``deployment``.
+
+    Prefill: prompts of ``context`` tokens, ``ceil(B* / context)`` per pass (enough to be
+    compute-bound, as :func:`llmmath.pricing.serving_cost` does); input tokens found in the
+    prompt cache (``cache_hit_fraction``) are not recomputed. Decode: ``decode_batch``
+    sequences at ``context`` per step. Chips = tokens per second / (tokens per second per chip).
+    """
+    dep = deployment
+    per_pass = math.ceil(float(step_critical_batch(dep)) / float(context))
+    fill = prefill(dep, context, per_pass)
+    step = decode_step(dep, decode_batch, context)
+    prefill_rate = np.asarray(fill.tokens_per_s / dep.n_chips)
+    decode_rate = np.asarray(step.tokens_per_s_per_chip)
+    computed = np.asarray(input_tokens_per_s, dtype=np.float64) * (1.0 - cache_hit_fraction)
+    output = np.asarray(output_tokens_per_s, dtype=np.float64)
+    return Pools(
+        prefill_tokens_per_s_per_chip=prefill_rate,
+        decode_tokens_per_s_per_chip=decode_rate,
+        prefill_chips=np.asarray(computed / prefill_rate),
+        decode_chips=np.asarray(output / decode_rate),
+    )
+
+
+@dataclass(frozen=True)
+@checked(
+    **each(SCALAR, "input_tokens_per_s output_tokens_per_s prefill_nodes decode_nodes fleet_nodes"),
+    cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
+)
+class PublishedPools:
+    """DeepSeek's fleet, one day's averages: the token streams and the nodes each pool needs
+    at its published per-node rate (``fleet_nodes`` is what they ran on average)."""
+
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    prefill_nodes: float
+    decode_nodes: float
+    fleet_nodes: float
+    cache_hit_fraction: float
+
+    @property
+    def input_output_ratio(self) -> float:
+        return self.input_tokens_per_s / self.output_tokens_per_s
+
+
+@contract()
+def deepseek_pools() -> PublishedPools:
+    """DeepSeek's day (``data/systems.toml``): input and output tokens per second, and the
+    nodes each pool needs at ~73.7k input tokens/s (cache hits included) per prefill node and
+    ~14.8k output tokens/s per decode node."""
+    spec = data.table("systems")["deepseek_serving"]
+    day_s = 24 * 3600.0
+    input_rate = spec["input_tokens_per_day"] / day_s
+    output_rate = spec["output_tokens_per_day"] / day_s
+    return PublishedPools(
+        input_tokens_per_s=input_rate,
+        output_tokens_per_s=output_rate,
+        prefill_nodes=input_rate / spec["prefill_input_tokens_per_s_per_node"],
+        decode_nodes=output_rate / spec["decode_output_tokens_per_s_per_node"],
+        fleet_nodes=float(spec["fleet_nodes"]),
+        cache_hit_fraction=spec["cached_input_tokens_per_day"] / spec["input_tokens_per_day"],
+    )
+
+
+@contract(prompt_tokens=SCALAR_POSITIVE, decode_batch=SCALAR_POSITIVE, context=SCALAR_POSITIVE)
+def prefill_stall_steps(
+    deployment: Deployment, prompt_tokens: float, decode_batch: float, context: float
+) -> float:
+    """How many decode steps one prefill of ``prompt_tokens`` lasts on the same chips: on a
+    server that mixes them, every decoding sequence waits that many token-times (the
+    interference that disaggregation removes; chunked prefill spreads it instead)."""
+    fill = prefill(deployment, prompt_tokens, 1)
+    step = decode_step(deployment, decode_batch, context)
+    return float(fill.time_s / step.time_s)
+
+
+__all__ = [
+    "Pools",
+    "PublishedPools",
+    "TPBreakdown",
+    "all_reduce_latency_s",
+    "deepseek_pools",
+    "disaggregated_pools",
+    "prefill_stall_steps",
+    "tp_decode_breakdown",
+]

@@ -1,0 +1,295 @@
+"""The systems sections (issue 18): rack physics, MoE load imbalance, collective latency in
+tensor-parallel decode, and disaggregated prefill and decode.
+
+Each function is checked against a hand derivation, and each claim the new lesson sections
+make in words (``a third of a rack``, ``not 2x``, ``most chips decode``) is pinned to the
+values the sections show.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmmath import (
+    collectives,
+    data,
+    get_chip,
+    get_model,
+    moe,
+    moe_balance,
+    published,
+    rack_physics,
+    serving,
+    serving_systems,
+)
+from llmmath.deployment import Deployment
+
+# ---- rack physics ------------------------------------------------------------------------------
+
+
+def test_every_rack_and_domain_has_a_source_and_date() -> None:
+    for name in rack_physics.list_racks():
+        rack = rack_physics.get_rack(name)
+        assert rack.source and rack.source_date, name
+    for domain in rack_physics.domain_sizes():
+        assert domain.source and domain.source_date, domain.name
+    room = data.table("systems")["room"]
+    assert room["source"] and room["source_date"]
+
+
+def test_the_racks_domain_agrees_with_the_hardware_preset() -> None:
+    # One domain, two files: the rack's GPU count and the chip preset's domain size.
+    assert rack_physics.get_rack("GB200 NVL72").gpus == get_chip("GB200-NVL72").scale_up_domain_size
+    sizes = {d.name: d.chips for d in rack_physics.domain_sizes()}
+    assert sizes["GB200 NVL72"] == get_chip("GB200-NVL72").scale_up_domain_size
+    assert sizes["HGX H100"] == get_chip("H100").scale_up_domain_size
+    assert sizes["TPU v5p pod"] == get_chip("TPU-v5p").scale_up_domain_size
+
+
+def test_gpus_in_power_budget_is_the_floor_of_the_ratio() -> None:
+    nvl72 = rack_physics.get_rack("GB200 NVL72")
+    assert nvl72.watts_per_gpu == pytest.approx(nvl72.rack_power_w / 72)
+    # 40 kW / (120 kW / 72) is 24 in exact arithmetic: a rounding error must not make it 23.
+    assert rack_physics.gpus_in_power_budget(40e3, 120e3 / 72) == 24
+    assert rack_physics.gpus_in_power_budget(40e3 - 1.0, 120e3 / 72) == 23
+    assert rack_physics.rack_power_for_w(72, nvl72.watts_per_gpu) == pytest.approx(120e3)
+
+
+def test_moe_lesson_rack_claims() -> None:
+    nvl72 = rack_physics.get_rack("GB200 NVL72")
+    dgx = rack_physics.get_rack("DGX H100 node (air)")
+    room = rack_physics.room_limits()
+    air = rack_physics.gpus_in_power_budget(room["air_cooled_rack_max_w"], nvl72.watts_per_gpu)
+    legacy = rack_physics.gpus_in_power_budget(room["legacy_rack_w"], nvl72.watts_per_gpu)
+    nodes = rack_physics.gpus_in_power_budget(room["air_cooled_rack_max_w"], dgx.rack_power_w)
+    # "{air_gpus} GPUs: a third of an NVL72 rack": air cannot cool the 72-GPU domain.
+    assert air * 3 == nvl72.gpus
+    assert legacy < air < nvl72.gpus
+    # The air-cooled H100 rack holds several 8-GPU nodes, each its own NVLink domain.
+    assert nodes > 1 and nodes * dgx.gpus == air
+    # "more than many raised floors were rated to carry": well over a tonne.
+    assert nvl72.weight_kg > 1000
+    assert nvl72.rack_power_w > room["air_cooled_rack_max_w"]
+    # "denser rather than wider": the 576-die rack draws more per package, in one rack.
+    kyber = rack_physics.get_rack("Kyber NVL576 (Rubin Ultra)")
+    assert kyber.watts_per_gpu > nvl72.watts_per_gpu and kyber.rack_power_w > nvl72.rack_power_w
+    assert data.table("systems")["racks"][kyber.name]["gpu_dies"] == 576
+    # Domains past one rack: denser NVLink racks, and TPU pods of thousands of chips.
+    chips = [d.chips for d in rack_physics.domain_sizes()]
+    assert chips == sorted(chips) and chips[-1] > 1000
+
+
+# ---- MoE load imbalance ------------------------------------------------------------------------
+
+
+def test_zipf_loads_have_mean_one_and_the_zipf_ratio() -> None:
+    loads = moe_balance.zipf_expert_loads(256, 0.5)
+    assert loads.mean() == pytest.approx(1.0)
+    assert np.all(np.diff(loads) <= 0)
+    assert loads[0] / loads[3] == pytest.approx(4**0.5)
+    np.testing.assert_allclose(moe_balance.zipf_expert_loads(64, 0.0), np.ones(64))
+
+
+def test_replica_counts_go_to_the_hottest_per_copy() -> None:
+    loads = [4.0, 1.0, 1.0, 1.0]
+    # First copy to the expert of load 4 (then 2 per copy), second again (2 > 1), third
+    # again (4/3 > 1), fourth to a load-1 expert (1 > 4/4... tie broken by the heap).
+    assert list(moe_balance.replica_counts(loads, 2)) == [3, 1, 1, 1]
+    assert moe_balance.replica_counts(loads, 5).sum() == 4 + 5
+    np.testing.assert_array_equal(moe_balance.replica_counts(np.ones(8), 8), np.full(8, 2.0))
+
+
+def test_gpu_loads_by_hand() -> None:
+    # 8 experts on 2 GPUs, 4 slots each: the hot expert's GPU must also take 3 cold ones.
+    loads = [4.0, 1, 1, 1, 1, 1, 1, 1]
+    per_gpu = moe_balance.gpu_loads(loads, 2)
+    np.testing.assert_allclose(per_gpu, [7.0, 4.0])
+    assert moe_balance.imbalance_slowdown(loads, 2) == pytest.approx(7.0 / 5.5)
+    # The greedy placement is optimal here: check against every split into 4 + 4.
+    best = min(
+        max(sum(loads[i] for i in part), sum(loads) - sum(loads[i] for i in part))
+        for part in itertools.combinations(range(8), 4)
+    )
+    assert per_gpu[0] == best
+
+
+def test_one_expert_per_gpu_slows_by_the_hottest_expert() -> None:
+    loads = moe_balance.zipf_expert_loads(256, 0.5)
+    assert moe_balance.imbalance_slowdown(loads, 256) == pytest.approx(loads[0])
+
+
+@pytest.mark.parametrize("skew", [0.3, 0.5, 0.8])
+def test_redundant_copies_help_and_keep_the_load(skew: float) -> None:
+    loads = moe_balance.zipf_expert_loads(256, skew)
+    assert moe_balance.gpu_loads(loads, 32, 32).sum() == pytest.approx(256.0)
+    without = moe_balance.imbalance_slowdown(loads, 32)
+    with_copies = moe_balance.imbalance_slowdown(loads, 32, 32)
+    assert 1.0 <= with_copies < without
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    loads=st.lists(st.floats(0.0, 100.0), min_size=8, max_size=8).filter(lambda x: sum(x) > 0),
+    redundant=st.sampled_from([0, 2, 4, 8]),
+)
+def test_placement_keeps_the_load_and_never_beats_balance(
+    loads: list[float], redundant: int
+) -> None:
+    per_gpu = moe_balance.gpu_loads(loads, 2, redundant)
+    assert per_gpu.sum() == pytest.approx(sum(loads))
+    assert moe_balance.imbalance_slowdown(loads, 2, redundant) >= 1.0 - 1e-12
+    # No GPU can do better than the hottest expert split over all its copies.
+    copies = moe_balance.replica_counts(loads, redundant)
+    assert per_gpu[0] >= max(np.asarray(loads) / copies) - 1e-9
+
+
+def test_slots_must_divide_evenly() -> None:
+    with pytest.raises(ValueError, match="n_gpus"):
+        moe_balance.gpu_loads(np.ones(256), 144)
+    with pytest.raises(ValueError, match="loads"):
+        moe_balance.gpu_loads(np.zeros(8), 2)
+
+
+def test_moe_lesson_imbalance_claims() -> None:
+    spec = data.table("systems")
+    redundant = spec["deepseek_redundant_experts"]
+    serving_spec = spec["deepseek_serving"]
+    assert (256 + redundant["prefill_redundant_experts"]) % redundant["prefill_gpus"] == 0
+    assert (256 + serving_spec["decode_redundant_experts"]) % serving_spec["decode_ep"] == 0
+    hot = moe_balance.zipf_expert_loads(256, 0.5)
+    ep32 = moe_balance.imbalance_slowdown(hot, 32)
+    ep32_copies = moe_balance.imbalance_slowdown(hot, 32, 32)
+    ep144_copies = moe_balance.imbalance_slowdown(hot, 144, 32)
+    # "runs {slow_ep32}x slower without copies and {slow_ep32_copies}x with 32"
+    assert ep32 > 1.4 and ep32_copies < 1.01
+    # "Wide EP balances worse", even under uniform routing (256 over 144 does not split).
+    assert ep144_copies > ep32_copies
+    assert moe_balance.imbalance_slowdown(np.ones(256), 144, 32) > 1.05
+    # "Why not {hot_expert}x?": the hottest GPU holds the hot expert plus 7 cold ones.
+    top = moe_balance.gpu_loads(hot, 32)[0]
+    assert hot[0] + hot[-7:].sum() <= top < hot[0] + 7 * hot.mean()
+    assert ep32 == pytest.approx(top / 8)
+    # The table's skews stay under top-8's cap of E/k times the mean.
+    cap = moe.sparsity(get_model("DeepSeek-V3"), "experts")
+    assert moe_balance.zipf_expert_loads(256, 0.8)[0] < cap
+    # On EP64 in a rack the layer's compute floor stretches by the slowdown.
+    assert moe_balance.imbalance_slowdown(hot, 64) > ep32
+
+
+# ---- collective latency in tensor-parallel decode ---------------------------------------------
+
+
+def test_all_reduce_latency_counts_ring_steps() -> None:
+    alpha = get_chip("H100").scale_up_latency_s
+    assert serving_systems.all_reduce_latency_s("H100", (8,), 1) == pytest.approx(2 * 7 * alpha)
+    alpha_tpu = get_chip("TPU-v4").scale_up_latency_s
+    torus = serving_systems.all_reduce_latency_s("TPU-v4", (4, 4, 4), 10)
+    assert torus == pytest.approx(10 * 2 * 9 * alpha_tpu)
+    assert serving_systems.all_reduce_latency_s("H100", (8,), 0) == 0.0
+
+
+def test_tp_breakdown_latency_part_is_two_per_layer() -> None:
+    llama, h100 = get_model("Llama-3-70B"), get_chip("H100")
+    one = serving_systems.tp_decode_breakdown(llama, h100, 8, 1, 2048)
+    expected = 2 * llama.n_layers * 2 * 7 * h100.scale_up_latency_s
+    assert float(one.alpha_s) == pytest.approx(expected)
+    # The latency does not grow with the batch; the bytes do.
+    big = serving_systems.tp_decode_breakdown(llama, h100, 8, 256, 2048)
+    assert float(big.alpha_s) == pytest.approx(float(one.alpha_s))
+    assert float(big.tp_s) > float(one.tp_s)
+    assert float(one.serial_s) >= float(one.weight_read_s + one.alpha_s)
+
+
+def test_parallelism_lesson_latency_claims() -> None:
+    llama, h100 = get_model("Llama-3-70B"), get_chip("H100")
+    rows = {
+        tp: serving_systems.tp_decode_breakdown(llama, h100, tp, 1, 2048) for tp in (2, 4, 8, 16)
+    }
+    shares = [float(rows[tp].alpha_share) for tp in (2, 4, 8, 16)]
+    assert shares == sorted(shares)  # the latency's share grows with TP
+    assert 0.1 < shares[2] < 0.25  # "{tp8_alpha_share}% of a serial step" at TP8
+    gain = float(rows[8].serial_s / rows[16].serial_s)
+    assert 1.0 < gain < 1.6  # "TP16 is only {tp16_gain}x faster than TP8, not 2x"
+    assert float(rows[16].alpha_s) > float(rows[8].alpha_s)
+    # NVLS-like two-step all-reduces: far below the ring's latency.
+    two_step = serving_systems.all_reduce_latency_s(h100, (2,), 2 * llama.n_layers)
+    assert two_step < float(rows[8].alpha_s) / 5
+
+
+def test_palm_latency_brackets_the_gap() -> None:
+    palm, tpu = get_model("PaLM-540B"), get_chip("TPU-v4")
+    comparison = published.decode_comparison("palm-540b-decode")
+    gap = comparison.measured - comparison.floor
+    n = 2 * palm.n_layers
+    ring = serving_systems.all_reduce_latency_s(tpu, (64,), n)
+    torus = serving_systems.all_reduce_latency_s(tpu, (4, 4, 4), n)
+    # "between {palm_torus_share}% and {palm_ring_share}% of the gap": both below it, so the
+    # floor plus the latency stays a floor under the measured 29 ms.
+    assert 0 < torus < ring < gap
+    assert comparison.floor + ring < comparison.measured
+
+
+# ---- disaggregated prefill and decode ----------------------------------------------------------
+
+
+def test_pools_are_the_streams_over_the_rates() -> None:
+    node = Deployment("Llama-3-70B", "H100", 8)
+    pools = serving_systems.disaggregated_pools(node, 3.0e6, 1.0e6, 64, 2048, 0.5)
+    decode_rate = serving.decode_step(node, 64, 2048).tokens_per_s_per_chip
+    assert float(pools.decode_tokens_per_s_per_chip) == pytest.approx(float(decode_rate))
+    assert float(pools.prefill_chips * pools.prefill_tokens_per_s_per_chip) == pytest.approx(1.5e6)
+    assert float(pools.decode_chips * pools.decode_tokens_per_s_per_chip) == pytest.approx(1.0e6)
+    # Prefill is compute-bound: at most C / (2 P) tokens per chip (attention adds FLOPs).
+    h100, llama = get_chip("H100"), get_model("Llama-3-70B")
+    ceiling = h100.peak("bf16") / (2 * llama.matmul_params_per_token)
+    assert 0.9 * ceiling < float(pools.prefill_tokens_per_s_per_chip) <= ceiling
+    every_hit = serving_systems.disaggregated_pools(node, 3.0e6, 1.0e6, 64, 2048, 1.0)
+    assert float(every_hit.prefill_chips) == 0.0
+
+
+def test_deepseek_pools_add_up_to_its_fleet() -> None:
+    day = serving_systems.deepseek_pools()
+    spec = data.table("systems")["deepseek_serving"]
+    assert day.input_output_ratio == pytest.approx(608 / 168)
+    assert day.prefill_nodes == pytest.approx(
+        608e9 / 86400 / spec["prefill_input_tokens_per_s_per_node"]
+    )
+    # Published rates and token counts, one day: the two pools need what the fleet ran.
+    assert day.prefill_nodes + day.decode_nodes == pytest.approx(day.fleet_nodes, rel=0.01)
+    assert day.fleet_nodes == data.table("api_prices")["fleets"]["DeepSeek-V3/R1, 24 h"]["nodes"]
+
+
+def test_pricing_lesson_disaggregation_claims() -> None:
+    node = Deployment("Llama-3-70B", "H100", 8)
+    day = serving_systems.deepseek_pools()
+    pools = serving_systems.disaggregated_pools(
+        node, day.input_tokens_per_s, day.output_tokens_per_s, 64, 2048, day.cache_hit_fraction
+    )
+    # "even at {ds_mix} input tokens per output token, {pool_decode_share}% of the chips decode"
+    assert day.input_output_ratio > 3 and float(pools.decode_share) > 0.5
+    # The measured per-node ratio is "close to the floors' ratio".
+    spec = data.table("systems")["deepseek_serving"]
+    measured = (
+        spec["prefill_input_tokens_per_s_per_node"] / spec["decode_output_tokens_per_s_per_node"]
+    )
+    floors = float(pools.prefill_tokens_per_s_per_chip / pools.decode_tokens_per_s_per_chip)
+    assert abs(math.log(floors / measured)) < math.log(1.5)
+    # One 8,192-token prefill lasts many decode steps.
+    stall = serving_systems.prefill_stall_steps(node, 8192, 64, 2048)
+    assert stall == pytest.approx(
+        float(serving.prefill(node, 8192, 1).time_s / serving.decode_step(node, 64, 2048).time_s)
+    )
+    assert stall > 10
+    # Moving a prompt's KV cache costs little beside its prefill.
+    kv = 2048 * node.kv_bytes_per_token
+    move = float(collectives.point_to_point_time_s(kv / 8, "H100", across_domains=True))
+    assert move < float(serving.prefill(node, 2048, 1).time_s) / 10
+    # The check-yourself answer: a 10:1 retrieval mix, no cache hits; prefill takes most.
+    rag = serving_systems.disaggregated_pools(node, 10.0, 1.0, 64, 2048)
+    assert float(rag.decode_share) < 0.5
