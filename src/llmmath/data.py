@@ -28,6 +28,7 @@ TABLES = {
     "measurements": "published measurements the course's floors are checked against",
     "memory_tiers": "memory tiers for a KV cache, and prompt-cache prices",
     "models": "transformer shapes from the models' published configs",
+    "serving_modes": "focus machines, fast and batch modes, MTP, request lengths, NVFP4",
 }
 
 
