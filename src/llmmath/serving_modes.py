@@ -9,7 +9,7 @@ fast-mode and batch-API prices are in ``data/serving_modes.toml``.
 >>> from llmmath.deployment import Deployment
 >>> fast = serving_modes.fast_mode(Deployment("Llama-3-70B", "H100", 8), 2048, 2.0)
 >>> int(fast.fast_batch), round(float(fast.price_multiple), 1)
-(42, 3.5)
+(44, 3.4)
 """
 
 from __future__ import annotations
