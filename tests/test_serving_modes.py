@@ -277,3 +277,30 @@ def test_figures_draw(llama: Deployment, deepseek: Deployment) -> None:
     cases = [("MTP", deepseek, 1, 0.85, 0.044), ("draft", llama, 3, 0.7, 0.02)]
     figure = plots.serving_modes.speculative_figure(cases, 2048)
     assert len(figure.axes[0].lines) == 3
+
+
+# ---- what the new lesson sections say -----------------------------------------------------------
+def test_a_patient_frontier_batch_stops_at_the_capacity_wall(deepseek: Deployment) -> None:
+    from llmmath import batching
+
+    patient = serving_modes.fleet_scale(deepseek, 2048, 0.050, 3e8)
+    assert patient.batch == float(batching.max_batch(deepseek, 2048))
+    assert float(patient.step.time_s) < 0.050
+
+
+def test_formats_cut_cost_and_the_weight_floor() -> None:
+    fmt = number_formats.format_effects("Llama-3.1-405B", "B200", 8, 32768)
+    assert np.all(np.diff(fmt.cost_per_million_usd) < 0)
+    assert fmt.weight_floor_s[1] == pytest.approx(fmt.weight_floor_s[0] / 2, rel=1e-12)
+    kv_only = number_formats.format_effects(
+        "Llama-3.1-405B", "B200", 8, 32768, (("bf16", "fp8", "bf16"),)
+    )
+    assert kv_only.max_batch[0] == 2 * fmt.max_batch[0] < fmt.max_batch[1]
+
+
+def test_big_pages_waste_about_half_a_page(llama: Deployment) -> None:
+    pack = serving_modes.kv_packing(llama, 161, 338, 8192, 256)
+    waste = pack.mean_paged_tokens - pack.mean_cached_tokens
+    assert waste == pytest.approx(128, rel=0.1)
+    assert pack.paged_kv_use == pytest.approx(pack.mean_cached_tokens / pack.mean_paged_tokens)
+    assert pack.paged_batch > pack.critical_batch
