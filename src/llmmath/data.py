@@ -29,6 +29,7 @@ TABLES = {
     "memory_tiers": "memory tiers for a KV cache, and prompt-cache prices",
     "models": "transformer shapes from the models' published configs",
     "systems": "rack power, cooling and reach; scale-up domains; published serving deployments",
+    "serving_modes": "focus machines, fast and batch modes, MTP, request lengths, NVFP4",
 }
 
 

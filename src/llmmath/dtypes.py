@@ -13,6 +13,9 @@ BYTES_PER_ELEMENT: dict[str, float] = {
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5,
+    # NVFP4 (Blackwell): 4-bit values and one 8-bit scale per block of 16, 4.5 bits a value
+    # (data/serving_modes.toml, [formats.nvfp4]); the per-tensor fp32 scale is negligible.
+    "nvfp4": (4 + 8 / 16) / 8,
 }
 
 #: Any number format the course knows (a parameter's contract).

@@ -3,7 +3,16 @@
 the lesson's figure and the chapter's explorer use, and the curves come from the model
 (``llmmath.<chapter>``'s "curves the figures draw"); so the book and the notebook agree."""
 
-from . import batching, kv_cache, moe, overtraining_pricing, parallelism, published, roofline
+from . import (
+    batching,
+    kv_cache,
+    moe,
+    overtraining_pricing,
+    parallelism,
+    published,
+    roofline,
+    serving_modes,
+)
 from .common import figure_and_axes, figure_png
 
 __all__ = [
@@ -16,4 +25,5 @@ __all__ = [
     "parallelism",
     "published",
     "roofline",
+    "serving_modes",
 ]

@@ -1,0 +1,382 @@
+"""Serving modes around the one decode step: fast, batch (slow), at a frontier provider's
+scale, and continuous batching with a paged KV cache.
+
+Every time here is :func:`llmmath.serving.decode_step`'s floor (perfect overlap at the
+deployment's efficiency knobs); every price multiple is a ratio of two floors' costs. Vendors'
+fast-mode and batch-API prices are in ``data/serving_modes.toml``.
+
+>>> from llmmath import serving_modes
+>>> from llmmath.deployment import Deployment
+>>> fast = serving_modes.fast_mode(Deployment("Llama-3-70B", "H100", 8), 2048, 2.0)
+>>> int(fast.fast_batch), round(float(fast.price_multiple), 1)
+(44, 3.4)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import data
+from ._checks import FloatArray, positive
+from .batching import max_batch, slow_mode, step_critical_batch
+from .contracts import (
+    FLAG,
+    NAME,
+    NOTE,
+    RESULT,
+    SCALAR,
+    SCALAR_FRACTION,
+    SCALAR_POSITIVE,
+    Count,
+    Instance,
+    Real,
+    checked,
+    contract,
+    each,
+)
+from .deployment import Deployment, check_context
+from .hardware import get_chip
+from .models import get_model
+from .serving import DecodeStep, decode_step
+
+
+# ---- vendors' modes (data) --------------------------------------------------------------------
+@dataclass(frozen=True)
+@checked(
+    label=NAME,
+    speedup=SCALAR_POSITIVE,
+    price_multiple=SCALAR_POSITIVE,
+    checked=FLAG,
+    **each(NOTE, "source source_date"),
+)
+class FastModePrice:
+    """A vendor's fast mode: how much faster (its "up to"), and how many times the price."""
+
+    label: str
+    speedup: float
+    price_multiple: float
+    checked: bool
+    source: str
+    source_date: str
+
+
+@dataclass(frozen=True)
+@checked(
+    label=NAME,
+    discount=SCALAR_FRACTION,
+    turnaround_h=SCALAR_POSITIVE,
+    checked=FLAG,
+    **each(NOTE, "source source_date"),
+)
+class BatchApiPrice:
+    """A vendor's batch API: the share taken off the price, and the promised turnaround."""
+
+    label: str
+    discount: float
+    turnaround_h: float
+    checked: bool
+    source: str
+    source_date: str
+
+
+@contract()
+def fast_mode_prices() -> list[FastModePrice]:
+    """The fast modes in ``data/serving_modes.toml``."""
+    table = data.table("serving_modes")["fast_modes"]
+    return [FastModePrice(**spec) for spec in table.values()]
+
+
+@contract()
+def batch_api_prices() -> list[BatchApiPrice]:
+    """The batch APIs in ``data/serving_modes.toml``."""
+    table = data.table("serving_modes")["batch_apis"]
+    return [BatchApiPrice(**spec) for spec in table.values()]
+
+
+# ---- fast mode: what a shorter step costs -------------------------------------------------------
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "standard_batch standard_time_s fast_time_s fast_batch"),
+    **each(RESULT, "max_speedup price_multiple wider_price_multiple speedup"),
+)
+class FastMode:
+    """A ``speedup`` of one user's tokens, bought two ways from the floor.
+
+    *Smaller batch*, same chips: the step may only take ``standard / speedup``, so fewer
+    sequences share the weight read; the price per token rises by the cost ratio, and no
+    batch beats the weight floor (``max_speedup``). *More chips*, same batch: each chip reads
+    ``1/speedup`` of the weights; at the floor with an ideal split the price does not change
+    (``wider_price_multiple``), but the split's collectives are left out (the parallelism
+    chapter counts them).
+    """
+
+    speedup: FloatArray
+    #: The standard mode: the cheapest batch (``min(ceil(B*), max batch)``) and its step.
+    standard_batch: float
+    standard_time_s: float
+    fast_time_s: FloatArray
+    #: The largest batch whose step fits in ``fast_time_s`` (0 where none does).
+    fast_batch: FloatArray
+    #: Standard step / weight floor: the most any batch can speed a token up.
+    max_speedup: float
+    #: Cost per token at ``fast_batch`` over the standard cost (inf where none is fast enough).
+    price_multiple: FloatArray
+    #: The same speed-up from ``speedup`` times the chips at the standard batch, at the floor.
+    wider_price_multiple: FloatArray
+
+
+@contract(infinite_ok=True, context=SCALAR, speedup=Real(low=1.0, low_open=False))
+def fast_mode(deployment: Deployment, context: float, speedup: ArrayLike) -> FastMode:
+    """What a ``speedup`` in tokens per second per user costs, against a standard mode that
+    runs at the cheapest batch (the cost floor) at ``context``."""
+    dep = deployment
+    s = positive("speedup", speedup)
+    standard = slow_mode(dep, context, 1.0)  # any wait: its floor batch is the standard mode
+    B0, t0 = standard.floor_batch, standard.saturation_latency_s
+    target = t0 / s
+    fast = slow_mode(dep, context, target)
+    base_cost = standard.floor_cost_per_million_usd
+    wider = []
+    for factor in np.ravel(s):
+        chips = max(1, math.ceil(dep.n_chips * float(factor)))
+        step = decode_step(replace(dep, n_chips=chips), B0, context, allow_overflow=True)
+        wider.append(float(step.cost_per_million_tokens_usd(dep.chip_hour_usd)) / base_cost)
+    return FastMode(
+        speedup=s,
+        standard_batch=B0,
+        standard_time_s=t0,
+        fast_time_s=np.asarray(target),
+        fast_batch=fast.batch,
+        max_speedup=t0 / float(decode_step(dep, 1, context).time_s),
+        price_multiple=np.asarray(fast.cost_per_million_usd / base_cost),
+        wider_price_multiple=np.reshape(np.array(wider), np.shape(s)),
+    )
+
+
+# ---- a frontier provider's scale ---------------------------------------------------------------
+@dataclass(frozen=True)
+@checked(
+    step=Instance(
+        DecodeStep,
+        example=lambda: decode_step(Deployment(get_model("Llama-3-8B"), get_chip("H100")), 1, 0),
+    ),
+    **each(RESULT, "batch batch_tokens_per_s fleet_tokens_per_s replicas chips"),
+)
+class FleetScale:
+    """One batch (one replica's decode step) and the fleet of them a service needs."""
+
+    step: DecodeStep
+    batch: float
+    #: Output tokens per second of one replica at ``batch``.
+    batch_tokens_per_s: float
+    fleet_tokens_per_s: float
+    #: Replicas (batches in flight at once) and chips the fleet needs at the floor.
+    replicas: float
+    chips: float
+
+
+@contract(context=SCALAR, token_latency_s=SCALAR_POSITIVE, fleet_tokens_per_s=SCALAR_POSITIVE)
+def fleet_scale(
+    deployment: Deployment, context: float, token_latency_s: float, fleet_tokens_per_s: float
+) -> FleetScale:
+    """The largest useful batch whose step meets ``token_latency_s`` per token, the tokens
+    per second of that one batch, and how many such replicas serve ``fleet_tokens_per_s``."""
+    mode = slow_mode(deployment, context, token_latency_s)
+    B = float(mode.batch)
+    if B < 1:
+        floor = mode.weight_floor_s
+        raise ValueError(
+            f"token_latency_s={token_latency_s:g} is below this deployment's weight floor "
+            f"({floor:.4g} s): no batch is that fast"
+        )
+    step = decode_step(deployment, B, context)
+    per_batch = float(step.tokens_per_s)
+    replicas = math.ceil(fleet_tokens_per_s / per_batch)
+    return FleetScale(
+        step=step,
+        batch=B,
+        batch_tokens_per_s=per_batch,
+        fleet_tokens_per_s=float(fleet_tokens_per_s),
+        replicas=float(replicas),
+        chips=float(replicas * deployment.n_chips),
+    )
+
+
+# ---- batch APIs: deferred work in a fleet sized for the peak -----------------------------------
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "interactive_batch interactive_cost_per_million_usd floor_batch"),
+    **each(RESULT, "floor_cost_per_million_usd batching_saving trough_to_peak idle_share"),
+)
+class DeferredWork:
+    """Why a batch API can be cheap: bigger batches, and chips that would otherwise idle."""
+
+    #: The interactive mode: the largest batch meeting the latency target, and its cost.
+    interactive_batch: float
+    interactive_cost_per_million_usd: float
+    #: Without a latency target: the cheapest batch and its cost.
+    floor_batch: float
+    floor_cost_per_million_usd: float
+    #: ``1 - floor cost / interactive cost``: what the bigger batch alone saves.
+    batching_saving: float
+    trough_to_peak: float
+    #: Share of a peak-sized fleet's chip-hours that interactive demand leaves idle.
+    idle_share: float
+
+
+@contract(
+    context=SCALAR,
+    interactive_latency_s=SCALAR_POSITIVE,
+    trough_to_peak=Real(low=0.0, low_open=False, high=1.0, scalar=True),
+)
+def deferred_work(
+    deployment: Deployment, context: float, interactive_latency_s: float, trough_to_peak: float
+) -> DeferredWork:
+    """The two sources of a batch API's discount, from the floor.
+
+    Demand through a day swinging like a cosine between ``trough_to_peak`` and 1 of the
+    peak, on a fleet sized for the peak, leaves ``(1 - trough_to_peak) / 2`` of its
+    chip-hours idle; work that may wait 24 h fills them. A deferred token also needs no
+    latency target, so it can run at the cheapest batch.
+    """
+    r = float(trough_to_peak)
+    interactive = slow_mode(deployment, context, interactive_latency_s)
+    cost = float(interactive.cost_per_million_usd)
+    if not np.isfinite(cost):
+        raise ValueError(
+            f"interactive_latency_s={interactive_latency_s:g} is below the weight floor "
+            f"({interactive.weight_floor_s:.4g} s)"
+        )
+    floor = interactive.floor_cost_per_million_usd
+    return DeferredWork(
+        interactive_batch=float(interactive.batch),
+        interactive_cost_per_million_usd=cost,
+        floor_batch=interactive.floor_batch,
+        floor_cost_per_million_usd=floor,
+        batching_saving=1.0 - floor / cost,
+        trough_to_peak=r,
+        idle_share=(1.0 - r) / 2.0,
+    )
+
+
+# ---- continuous batching and a paged KV cache ---------------------------------------------------
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "prompt_tokens mean_output_tokens reserved_tokens page_tokens"),
+    **each(RESULT, "mean_cached_tokens mean_paged_tokens reserved_batch paged_batch"),
+    **each(RESULT, "reserved_kv_use paged_kv_use static_busy_share critical_batch"),
+)
+class KVPacking:
+    """How many sequences fit, and how full the KV memory is, with and without paging.
+
+    *Reserved*: each sequence holds room for ``reserved_tokens`` from the start (a static
+    allocation). *Paged*: each holds its tokens so far, rounded up to pages. In steady state a
+    request of ``o`` output tokens is live for ``o`` steps, so long requests are weighted by
+    their length. *Static batching* (no refill) keeps a batch until its longest request ends:
+    on average only ``static_busy_share`` of its slots are busy.
+    """
+
+    prompt_tokens: float
+    mean_output_tokens: float
+    reserved_tokens: float
+    page_tokens: float
+    #: Tokens a live sequence has cached, on average over steps.
+    mean_cached_tokens: float
+    #: The same rounded up to whole pages.
+    mean_paged_tokens: float
+    reserved_batch: float
+    paged_batch: float
+    #: Share of the KV memory holding real tokens: reserved, and paged.
+    reserved_kv_use: float
+    paged_kv_use: float
+    static_busy_share: float
+    #: The deployment's critical batch, for comparison.
+    critical_batch: float
+
+
+#: Quantiles of the output-length distribution the steady state averages over.
+LENGTH_SAMPLES = 512
+
+
+@contract(
+    prompt_tokens=Count(),
+    mean_output_tokens=SCALAR_POSITIVE,
+    reserved_tokens=Count(),
+    page_tokens=Count(high=1 << 12),
+)
+def kv_packing(
+    deployment: Deployment,
+    prompt_tokens: int,
+    mean_output_tokens: float,
+    reserved_tokens: int,
+    page_tokens: int = 16,
+) -> KVPacking:
+    """KV memory use and batch for requests of ``prompt_tokens`` and output lengths drawn
+    from an exponential of mean ``mean_output_tokens`` (capped so a request fits in
+    ``reserved_tokens``), with each sequence reserving ``reserved_tokens`` or paging."""
+    dep = deployment
+    check_context(dep.model, reserved_tokens, "reserved_tokens")
+    cap = reserved_tokens - prompt_tokens
+    if cap < 1:
+        raise ValueError(
+            f"reserved_tokens={reserved_tokens} leaves no room for output after "
+            f"prompt_tokens={prompt_tokens}"
+        )
+    q = (np.arange(LENGTH_SAMPLES) + 0.5) / LENGTH_SAMPLES
+    outputs = np.clip(np.ceil(-mean_output_tokens * np.log1p(-q)), 1, cap)
+    cached, paged, steps = _steady_state(float(prompt_tokens), outputs, page_tokens)
+    budget, kv = dep.kv_budget_bytes, dep.kv_bytes_held_per_token
+    return KVPacking(
+        prompt_tokens=float(prompt_tokens),
+        mean_output_tokens=float(np.mean(outputs)),
+        reserved_tokens=float(reserved_tokens),
+        page_tokens=float(page_tokens),
+        mean_cached_tokens=cached / steps,
+        mean_paged_tokens=paged / steps,
+        reserved_batch=float(max_batch(dep, reserved_tokens)),
+        paged_batch=math.floor(budget / (paged / steps * kv)),
+        reserved_kv_use=cached / steps / reserved_tokens,
+        paged_kv_use=cached / paged,
+        static_busy_share=float(np.mean(outputs) / np.max(outputs)),
+        critical_batch=step_critical_batch(dep),
+    )
+
+
+def _steady_state(prompt: float, outputs: FloatArray, page: int) -> tuple[float, float, float]:
+    """Sums over every (request, step) pair: cached tokens, the same in whole pages, steps."""
+    cached = paged = 0.0
+    for o in outputs:
+        lengths = prompt + np.arange(1.0, o + 1.0)  # the cache after each of its o steps
+        cached += float(np.sum(lengths))
+        paged += float(np.sum(np.ceil(lengths / page) * page))
+    return cached, paged, float(np.sum(outputs))
+
+
+@contract()
+def request_lengths() -> dict[str, float]:
+    """The ShareGPT means and the vLLM paper's measured KV use of earlier systems (data)."""
+    spec = data.table("serving_modes")["request_lengths"]["sharegpt"]
+    keys = ("prompt_tokens", "mean_output_tokens", "used_share_low", "used_share_high")
+    return {key: float(spec[key]) for key in keys}
+
+
+__all__ = [
+    "LENGTH_SAMPLES",
+    "BatchApiPrice",
+    "DeferredWork",
+    "FastMode",
+    "FastModePrice",
+    "FleetScale",
+    "KVPacking",
+    "batch_api_prices",
+    "deferred_work",
+    "fast_mode",
+    "fast_mode_prices",
+    "fleet_scale",
+    "kv_packing",
+    "request_lengths",
+]
