@@ -271,3 +271,17 @@ def test_capacity_rule_and_the_fits_answers_it_moves() -> None:
     h200 = Deployment("Llama-3-70B", at_exposed("H200"), 1)
     assert f"room for {batching.max_batch(h200, 2048):.0f} sequences of 2,048" in header
     assert f"{0.9 * exposed['H100'] / 1e9:.1f}e9 B on an H100" in header
+
+
+def test_data_parallel_batch_in_a_rack_against_a_node() -> None:
+    # Check yourself 4 of the parallelism lesson: (C / W) (n - 1) / n for each domain.
+    def hidden_batch(name: str) -> float:
+        chip = get_chip(name)
+        n = chip.scale_up_domain_size
+        return float(chip.peak("bf16") / chip.scale_up_bandwidth_bytes_per_s * (n - 1) / n)
+
+    rack, node = hidden_batch("GB200-NVL72"), hidden_batch("H100")
+    words = text("lessons/parallelism.md")
+    assert f"\\approx {round(rack, -1):,.0f}".replace(",", "{,}") in words
+    assert f"\\approx {round(node, -1):,.0f}".replace(",", "{,}") in words
+    assert rack > 1.3 * node and "about the same as on an H100 node" not in words
