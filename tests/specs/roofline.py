@@ -15,8 +15,8 @@ SPEC = AssignmentSpec(
     manual_cells=("reflection",),
     answers={
         "weight_bytes": 1.411e11,
-        "weight_read_time_s": 0.042121615818507464,
-        "compute_time_batch1_s": 1.426768584347826e-4,
+        "weight_read_time_s": 0.04149213543164179,
+        "compute_time_batch1_s": 1.4054464478867543e-4,
         "critical_batch_h100": 295.2238805970149,
         "critical_batch_int8": 147.61194029850745,
     },
