@@ -271,6 +271,9 @@ def test_capacity_rule_and_the_fits_answers_it_moves() -> None:
     h200 = Deployment("Llama-3-70B", at_exposed("H200"), 1)
     assert f"room for {batching.max_batch(h200, 2048):.0f} sequences of 2,048" in header
     assert f"{0.9 * exposed['H100'] / 1e9:.1f}e9 B on an H100" in header
+    experts = float(moe.expert_bytes_per_gpu("DeepSeek-V3", 8, "fp8"))
+    assert f"EP = 8 ({experts / 1e9:.1f}e9 B per GPU)" in header
+    assert get_chip("H100").hbm_bytes < experts < exposed["H100"]
 
 
 def test_data_parallel_batch_in_a_rack_against_a_node() -> None:

@@ -51,6 +51,6 @@ SPEC = AssignmentSpec(
     },
     # chinchilla_loss(...) twice in Part 1, tokens_for_loss(...) twice in Part 3.
     pinned_expressions=4,
-    leaky_examples=("the run takes 10.3 days", "a markup of 6.46 times cost"),
+    leaky_examples=("the run takes 9.65 days", "a markup of 6.46 times cost"),
     clean_examples=("226.75 nodes of 8 GPUs at 2 USD per GPU-hour, 608e9 input tokens",),
 )
