@@ -16,9 +16,9 @@ SPEC = AssignmentSpec(
     manual_points=2.0,  # the reflection
     manual_cells=("reflection",),
     answers={
-        "training_flops": 7.227e23,
-        "training_days": 10.324239650478177,
-        "training_cost_usd": 1014914.0546006068,
+        "training_flops": 6.7541970816e23,
+        "training_days": 9.64880992348121,
+        "training_cost_usd": 948516.6107178968,
         "total_flops_a": 3.3834594434119766e24,
         "total_flops_b": 1.187032079617324e24,
         "daily_cost_usd": 87072.0,
@@ -29,7 +29,8 @@ SPEC = AssignmentSpec(
     # by their training compute alone (no lifetime inference).
     wrong_answers={
         "training_run": (
-            "training_flops = TRAINING_FLOPS_PER_PARAM_TOKEN * LLAMA3_8B_PARAMS * TRAINING_TOKENS\n"
+            "matmul_params = LLAMA3_8B_PARAMS - LLAMA3_8B_EMBEDDING_PARAMS\n"
+            "training_flops = TRAINING_FLOPS_PER_PARAM_TOKEN * matmul_params * TRAINING_TOKENS\n"
             "training_seconds = training_flops / (N_CHIPS * H100_BF16_FLOP_PER_S)\n"
             "training_days = training_seconds / SECONDS_PER_DAY\n"
             "training_cost_usd = N_CHIPS * training_seconds / SECONDS_PER_HOUR"
@@ -50,6 +51,6 @@ SPEC = AssignmentSpec(
     },
     # chinchilla_loss(...) twice in Part 1, tokens_for_loss(...) twice in Part 3.
     pinned_expressions=4,
-    leaky_examples=("the run takes 10.3 days", "a markup of 6.46 times cost"),
+    leaky_examples=("the run takes 9.65 days", "a markup of 6.46 times cost"),
     clean_examples=("226.75 nodes of 8 GPUs at 2 USD per GPU-hour, 608e9 input tokens",),
 )
