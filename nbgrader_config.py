@@ -10,7 +10,6 @@ shells out to ``alembic``.
 from pathlib import Path
 
 import nbgrader
-from markupsafe import Markup
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
@@ -35,22 +34,14 @@ c.ExecutePreprocessor.timeout = 10
 # "Minimal" so that only the assert message, which never holds the answer, is shown.)
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
 
-# The feedback page is nbgrader's "feedback" template, except its mathjax() macro: the one in
-# grading/nbconvert/feedback/ is found first and carries MathJax inside the page instead of
-# loading it from a CDN. The formgrader sets its own templates, so this changes only
-# generate_feedback. __file__ is this file: grading/ sits next to it in the course root.
-_feedback_templates = Path(__file__).resolve().parent / "grading" / "nbconvert"
+# The feedback page is nbgrader's "feedback" template, and the formgrader's pages its
+# "formgrade" template, except for their mathjax() macro: the one in grading/nbconvert/feedback/
+# (grading/nbconvert/formgrade/ links to it) is found first and loads the course's vendored
+# MathJax by a relative URL instead of a CDN, so the maths renders offline and each feedback
+# file stays small (see that template). The formgrader reads this file too: its own templates
+# stay on the list, after ours. __file__ is this file: grading/ sits next to it in the course.
+_templates = Path(__file__).resolve().parent / "grading" / "nbconvert"
 c.HTMLExporter.extra_template_basedirs = [
-    str(_feedback_templates),
+    str(_templates),
     str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
 ]
-
-
-def _inline_script(name: str) -> Markup:
-    """A script from grading/nbconvert/feedback/, inlined (the template's macro has no
-    ``resources`` to do it with): ``{{ "tex-svg.js" | inline_script }}``."""
-    text = (_feedback_templates / "feedback" / name).read_text(encoding="utf-8")
-    return Markup(f"<script>{text}</script>")  # our own vendored file, never user input
-
-
-c.HTMLExporter.filters = {"inline_script": _inline_script}

@@ -39,6 +39,7 @@ import concurrent.futures
 import csv
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -50,6 +51,9 @@ BIN = str(Path(sys.executable).parent)
 REPO = Path(__file__).resolve().parent.parent
 # nbgrader_config.py points generate_feedback here; the rubric page uses its MathJax too.
 FEEDBACK_TEMPLATE = REPO / "grading" / "nbconvert" / "feedback"
+# The course's pinned MathJax (scripts/vendor_js.py). Feedback pages load one shared copy of it
+# from feedback/mathjax/ by a relative URL (see FEEDBACK_TEMPLATE's mathjax.html.j2).
+MATHJAX = REPO / "book" / "_vendor" / "mathjax" / "tex-svg.js"
 # Names whose use in a student's code cell is flagged for review.
 SUSPECT_CALLS = {
     "setattr",
@@ -356,6 +360,9 @@ def release_feedback(root: Path, assignment: str) -> None:
     if not result["success"]:
         print(result.get("log", "") + result.get("error", ""))
     folders = sorted((root / "feedback").glob(f"*/{assignment}"))
+    shared = root / "feedback" / "mathjax" / MATHJAX.name
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(MATHJAX, shared)  # what each feedback/<student>/<assignment>/ page loads
     print(f"feedback written for {len(folders)} to feedback/*/{assignment}/", flush=True)
     if not exchange_inbound(root).exists():
         return
@@ -571,7 +578,7 @@ def rubric(root: Path, assignment: str, out: Path) -> Path | None:
     (out / "rubric.md").write_text(text, encoding="utf-8")
     mathjax = (FEEDBACK_TEMPLATE / "mathjax.html.j2").read_text(encoding="utf-8")
     config = mathjax[mathjax.index("<script>") : mathjax.index("</script>") + 9]
-    script = (FEEDBACK_TEMPLATE / "tex-svg.js").read_text(encoding="utf-8")
+    script = MATHJAX.read_text(encoding="utf-8")  # one page for the graders: carried inline
     html = (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Rubric: {assignment}</title>"
         "<style>body{font-family:sans-serif;max-width:50em;margin:2em auto;line-height:1.5}"

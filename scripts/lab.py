@@ -223,6 +223,9 @@ def lab_command(root: Path, learner: Path, port: int, extra: list[str]) -> list[
         "--no-browser",
         f"--ServerApp.root_dir={root}",
         f"--LabApp.workspaces_dir={learner / STATE / 'workspaces'}",
+        # The course's vendored MathJax at <server>/static/mathjax/: feedback pages and the
+        # formgrader load it from there (grading/nbconvert/feedback/mathjax.html.j2).
+        f"--ServerApp.extra_static_paths={ROOT / 'book' / '_vendor'}",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         command.append("--allow-root")  # jupyter refuses to run as root without it

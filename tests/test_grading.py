@@ -9,7 +9,9 @@ mistakes. The repository itself is never written to.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +239,240 @@ def test_feedback_strips_hidden_tests(
     for actual, values in hidden_expected_values(spec).items():
         for value in values:
             assert repr(value) not in html, f"feedback shows the hidden value for {actual}"
+
+
+# ---- what a learner reads when a test fails -------------------------------------------------
+# nbgrader's Validate dialog shows a failing visible test's message in a narrow box, and the
+# feedback shows a hidden one's: each names its part, and a visible one fits in the box.
+VISIBLE_MESSAGE_CHARS = 145  # the longest in the roofline exercise, the pattern, is 142
+HIDDEN_MESSAGE_CHARS = 200
+GUARD = re.compile(
+    r'^assert not missing, f"Part (\d+): run your answer cell first; not defined: \{missing\}"$',
+    re.M,
+)
+
+
+def part_number(nb: Any, grade_id: str) -> int:
+    """The N of the last "## Part N" heading above the cell ``grade_id``."""
+    number = 0
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade_id") == grade_id:
+            assert number, f"{grade_id}: no '## Part N' heading above it"
+            return number
+        found = re.search(r"^## Part (\d+)", cell.source, re.M)
+        if cell.cell_type == "markdown" and found:
+            number = int(found.group(1))
+    raise AssertionError(f"no cell {grade_id}")
+
+
+def messages(text: str) -> list[tuple[ast.Assert, str, str]]:
+    """Each assert with a message: the node, its source, and its literal text (no fields)."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            pieces = node.msg.values if isinstance(node.msg, ast.JoinedStr) else [node.msg]
+            literal = "".join(
+                p.value for p in pieces if isinstance(p, ast.Constant) and isinstance(p.value, str)
+            )
+            found.append((node, ast.unparse(node.msg), literal))
+    return sorted(found, key=lambda item: item[0].lineno)
+
+
+def visible_and_hidden(spec: AssignmentSpec, grade_id: str) -> tuple[str, str]:
+    source = cell_by_id(read(spec.source_nb), grade_id).source
+    hidden = "\n".join(region(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"))
+    return source.split("### BEGIN HIDDEN TESTS")[0], hidden
+
+
+def answer_names(nb: Any, grade_id: str) -> set[str]:
+    """The names a part asks for, from its answer cells (those between the previous test cell
+    and ``grade_id``): each "# Define a, b and c." line, and each function the release keeps."""
+    names: set[str] = set()
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade_id") == grade_id:
+            return names
+        if cell.cell_type != "code":
+            continue
+        if meta.get("grade") and not meta.get("solution"):
+            names = set()  # a test cell closes the previous part
+        elif meta.get("solution"):
+            outside = "\n".join(
+                line
+                for line in cell.source.split("### END SOLUTION")[-1].splitlines()
+                if "BEGIN SOLUTION" not in line
+            )
+            given = cell.source.split("### BEGIN SOLUTION")[0] + outside
+            names |= set(re.findall(r"^def (\w+)\(", given, re.M))
+            for line in re.findall(r"^# Define (.+)\.$", cell.source, re.M):
+                names |= set(re.findall(r"\w+", line.replace(" and ", ", "))) - {"and"}
+    raise AssertionError(f"no cell {grade_id}")
+
+
+@each_test_cell
+def test_every_assert_message_names_its_part_and_is_short(
+    spec: AssignmentSpec, grade_id: str
+) -> None:
+    part = part_number(read(spec.source_nb), grade_id)
+    visible, hidden = visible_and_hidden(spec, grade_id)
+    for text, limit in ((visible, VISIBLE_MESSAGE_CHARS), (hidden, HIDDEN_MESSAGE_CHARS)):
+        for node, source, literal in messages(text):
+            assert literal.startswith(f"Part {part}: "), (
+                f"{grade_id} line {node.lineno}: the message should start 'Part {part}: ': {source}"
+            )
+            assert len(source) <= limit, f"{grade_id}: {len(source)} > {limit} chars: {source}"
+
+
+@each_test_cell
+def test_an_unanswered_part_says_so_instead_of_raising_name_error(
+    spec: AssignmentSpec, grade_id: str
+) -> None:
+    """The visible tests, run with nothing but the read-only numbers defined (as when a learner
+    runs a test cell before its answer), fail on the guard with the part and the missing names."""
+    nb = read(spec.source_nb)
+    part = part_number(nb, grade_id)
+    visible, _ = visible_and_hidden(spec, grade_id)
+    guards = GUARD.findall(visible)
+    assert guards == [str(part)], f"{grade_id}: one guard naming Part {part}, before the checks"
+    first = messages(visible)[0][1]
+    assert "run your answer cell first" in first, f"{grade_id}: the guard must come first"
+    names = answer_names(nb, grade_id)
+    namespace: dict[str, Any] = {}
+    exec(cell_by_id(nb, "specs").source, namespace)
+    with pytest.raises(AssertionError) as failure:
+        exec(visible, namespace)
+    message = str(failure.value)
+    assert message.startswith(f"Part {part}: run your answer cell first; not defined: ")
+    listed = set(ast.literal_eval(message.split("not defined: ", 1)[1]))
+    assert names <= listed, f"{grade_id}: the guard does not list {sorted(names - listed)}"
+
+
+def choices_of(visible: str) -> dict[str, tuple[str, ...]]:
+    """Answers with a few possible values, from their visible type checks: a True/False
+    (``type(x).__name__ in {"bool", "bool_"}``) or one of some literals (``x in ("A", "B")``)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for node in ast.walk(ast.parse(visible)):
+        if not (isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In)):
+            continue
+        left, options = node.left, node.comparators[0]
+        values = [e.value for e in getattr(options, "elts", []) if isinstance(e, ast.Constant)]
+        if "bool" in values and isinstance(left, ast.Attribute) and left.attr == "__name__":
+            call = left.value
+            if isinstance(call, ast.Call) and isinstance(call.args[0], ast.Name):
+                found[call.args[0].id] = ("True", "False")
+        elif isinstance(left, ast.Name) and values and all(isinstance(v, str) for v in values):
+            found[left.id] = tuple(f'"{v}"' for v in values)
+    return found
+
+
+def test_the_choice_detector_finds_every_true_false_and_choice_part() -> None:
+    found = {
+        name
+        for spec in SPECS
+        for grade_id in spec.test_cells
+        for name in choices_of(visible_and_hidden(spec, grade_id)[0])
+    }
+    assert found == {
+        "batch_64_memory_bound",
+        "batch_4096_compute_bound",
+        "fits_zero0",
+        "dp_compute_bound",
+        "cheaper_model",
+    }
+
+
+@each_test_cell
+def test_a_true_false_or_choice_part_does_not_give_its_answer_away(
+    spec: AssignmentSpec, grade_id: str
+) -> None:
+    """A hidden check of a bool alone, failing with "x is wrong", tells the student to flip
+    it. Each such answer is checked together with the number it follows from (an isclose in
+    the same assert), and the one message names neither value nor says "wrong"."""
+    visible, hidden = visible_and_hidden(spec, grade_id)
+    for name, values in choices_of(visible).items():
+        checks = [
+            (node, literal)
+            for node, _, literal in messages(hidden)
+            if name in {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        ]
+        assert checks, f"{grade_id}: no hidden test checks {name}"
+        for node, literal in checks:
+            calls = [n for n in ast.walk(node.test) if isinstance(n, ast.Call)]
+            assert any(getattr(c.func, "attr", "") == "isclose" for c in calls), (
+                f"{grade_id}: check {name} in one assert with the number it follows from"
+            )
+            said = [w for w in (*values, "wrong", "should be", f"not {name}") if w in literal]
+            assert not said, f"{grade_id}: the message for {name} says {said}: {literal}"
+
+
+# ---- the plots under a part (not graded) ----------------------------------------------------
+def plot_cells(nb: Any) -> list[Any]:
+    """The code cell after each "*Not graded.*" note."""
+    cells = list(nb.cells)
+    return [
+        after
+        for before, after in itertools.pairwise(cells)
+        if before.cell_type == "markdown"
+        and before.source.startswith("*Not graded.*")
+        and after.cell_type == "code"
+    ]
+
+
+def solved_namespace(nb: Any, upto: Any) -> dict[str, Any]:
+    """The read-only numbers and every solution cell above ``upto``, run."""
+    namespace: dict[str, Any] = {}
+    for cell in nb.cells:
+        if cell is upto:
+            return namespace
+        meta = nbgrader_meta(cell)
+        if cell.cell_type == "code" and (meta.get("solution") or meta.get("grade_id") == "specs"):
+            exec(cell.source, namespace)
+    raise AssertionError("plot cell not found")
+
+
+def as_float(function: Any) -> Any:
+    return lambda *args: float(function(*args))
+
+
+def as_array(function: Any) -> Any:
+    import numpy as np
+
+    return lambda *args: np.asarray(function(*args), dtype=float)
+
+
+def unanswered(*args: Any) -> Any:
+    raise NotImplementedError()
+
+
+@each_spec
+def test_plot_cells_draw_any_correct_answer_and_never_raise(
+    spec: AssignmentSpec, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A learner's function may return a float (float(...)), a numpy scalar or a 0-d array;
+    each plot draws all of them, and an unanswered part prints a line instead of raising."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nb = read(spec.source_nb)
+    for cell in plot_cells(nb):
+        base = solved_namespace(nb, cell)
+        functions = [n for n, v in base.items() if callable(v) and n in cell.source]
+        assert functions, f"{spec.assignment}: the plot cell calls no answer"
+        for variant in (None, as_float, as_array, "unanswered"):
+            namespace = dict(base)
+            for name in functions:
+                if variant == "unanswered":
+                    namespace[name] = unanswered
+                elif variant is not None:
+                    namespace[name] = variant(base[name])
+            plt.close("all")
+            exec(cell.source, namespace)  # raises if the plot cell does
+            drawn = plt.get_fignums()
+            printed = capsys.readouterr().out
+            if variant == "unanswered":
+                assert not drawn and "first" in printed, printed
+            else:
+                assert drawn and not printed, f"{spec.assignment} {variant}: {printed}"
+        plt.close("all")

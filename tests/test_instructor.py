@@ -11,9 +11,11 @@ never written to.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -21,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -464,28 +468,138 @@ def test_grading_run_is_quiet(term: dict[str, Any]) -> None:
     assert len(progress) == 16 + sum(1 for line in progress if line.startswith("[retry]"))
 
 
-def test_feedback_carries_its_own_mathjax(term: dict[str, Any]) -> None:
-    """Opened from disk with no network, the feedback's maths is typeset, and nothing is fetched."""
+# A roofline feedback page is ~0.2 MB, 0.12 MB of it nbconvert's inlined CSS; with MathJax
+# inlined it was 2.3 MB.
+FEEDBACK_BYTES = 300_000
+MATHJAX = ROOT / "book" / "_vendor" / "mathjax" / "tex-svg.js"
+RAW_MATH = "$[B, D]$"  # in Part 1's prompt: shown as is only if MathJax did not run
+
+
+def typeset(browser: Any, url: str, screenshot: Path | None = None) -> tuple[int, bool, list[str]]:
+    """Open ``url`` with every request off this machine refused; return the number of typeset
+    formulas, whether the raw TeX is still on the page, and the refused requests."""
+    from site_support import is_local
+
+    refused: list[str] = []
+
+    def route(request_route: Any) -> None:
+        url = request_route.request.url
+        if url.startswith("file:") or is_local(url):
+            request_route.continue_()
+        else:
+            refused.append(url)
+            request_route.abort()
+
+    page = browser.new_page()
+    try:
+        page.route("**/*", route)
+        page.goto(url)
+        with contextlib.suppress(Exception):  # counted below: no formula means no MathJax
+            page.wait_for_selector("mjx-container svg", timeout=30_000)
+        count = page.locator("mjx-container").count()
+        raw = page.evaluate(f"document.body.innerText.includes({RAW_MATH!r})")
+        if screenshot is not None:
+            page.screenshot(path=str(screenshot), full_page=False)
+    finally:
+        page.close()
+    return count, raw, refused
+
+
+@contextlib.contextmanager
+def course_lab(server_root: Path, course_root: Path) -> Iterator[str]:
+    """JupyterLab with scripts/lab.py's command line (instructor: the formgrader is on),
+    serving ``server_root``, started in the course folder; yields its URL with a token."""
+    import importlib.util
+
+    from test_lab import Lab, free_port, port_is_free, server_env, stop
+
+    spec = importlib.util.spec_from_file_location("lab_script", ROOT / "scripts" / "lab.py")
+    assert spec and spec.loader
+    lab_script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lab_script)
+    token, port = secrets.token_hex(16), free_port()
+    command = lab_script.lab_command(
+        server_root, course_root / "my-work", port, [f"--ServerApp.token={token}"]
+    )
+    log = server_root / "lab-server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=course_root,  # the formgrader reads nbgrader_config.py from here
+            env=server_env(server_root / "lab"),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    lab = Lab(f"http://127.0.0.1:{port}", token, server_root, port, process, log)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, log.read_text()
+            with contextlib.suppress(OSError, ValueError):
+                lab.api("GET", "status", timeout=2)
+                break
+            assert time.monotonic() < deadline, f"no answer in 120 s:\n{log.read_text()}"
+            time.sleep(0.25)
+        yield f"{lab.url}|{token}"
+    finally:
+        stop(process, lab)
+        assert process.poll() is not None and port_is_free(port)
+
+
+def test_feedback_is_small_and_typesets_offline_from_disk_and_from_the_lab(
+    term: dict[str, Any],
+) -> None:
+    """Each feedback file loads the course's one vendored MathJax by a relative URL: opened
+    from the instructor's feedback/ (next to the shared copy) or from a student's Lab server
+    (which serves it), its maths is typeset with every request off this machine refused."""
     from site_support import chromium
 
     course = term["course"]
-    path = next((course.home("bob") / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
-    html = path.read_text(encoding="utf-8")
-    # (MathJax's own source names its CDN as a default path: what counts is what loads.)
-    assert not re.search(r"""<script[^>]+src=["']?https?:""", html), "a script from the web"
-    assert "window.MathJax" in html
-    outside: list[str] = []
+    base = course.root.parent
+    mine = course.root / "feedback" / "bob" / ASSIGNMENT / f"{NOTEBOOK}.html"
+    fetched = next((course.home("bob") / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+    shared = course.root / "feedback" / "mathjax" / "tex-svg.js"
+    assert shared.read_bytes() == MATHJAX.read_bytes(), "release-feedback keeps one shared copy"
+    for path in (mine, fetched):
+        html = path.read_text(encoding="utf-8")
+        assert len(html.encode()) < FEEDBACK_BYTES, f"{path.name}: {len(html.encode())} bytes"
+        assert not re.search(r"""<script[^>]+src=["']?https?:""", html), "a script from the web"
+        assert "window.MathJax" in html and RAW_MATH in html
+    shots = base / "screenshots"
+    shots.mkdir(exist_ok=True)
     with chromium() as browser:
-        page = browser.new_page()
-        page.on("request", lambda request: outside.append(request.url))
-        page.goto(path.as_uri())
-        page.wait_for_selector("mjx-container svg", timeout=30_000)
-        typeset = page.locator("mjx-container").count()
-        raw = page.evaluate("document.body.innerText.includes('$[B, D]$')")
-        page.close()
-    outside = [url for url in outside if not url.startswith(("file:", "data:"))]
-    assert outside == [], f"the feedback page reached for {outside}"
-    assert typeset > 10 and not raw, "the maths was not typeset"
+        count, raw, refused = typeset(browser, mine.as_uri(), shots / "feedback-disk.png")
+        assert refused == [] and count > 10 and not raw, (count, raw, refused)
+        with course_lab(base, course.root) as served:
+            url, token = served.split("|")
+            path = urllib.parse.quote(fetched.relative_to(base).as_posix())
+            count, raw, refused = typeset(
+                browser, f"{url}/files/{path}?token={token}", shots / "feedback-lab.png"
+            )
+            assert refused == [] and count > 10 and not raw, (count, raw, refused)
+
+
+def test_formgrader_typesets_maths_offline(term: dict[str, Any]) -> None:
+    """A grader's view of a submission in the formgrader (make lab ROLE=instructor) loads the
+    vendored MathJax from the Lab server, not nbconvert's CDN: with the web out of reach the
+    maths is typeset, not raw $B$."""
+    from nbgrader.api import Gradebook
+    from site_support import chromium
+
+    course = term["course"]
+    base = course.root.parent
+    db = f"sqlite:///{course.root / 'gradebook.db'}"
+    with Gradebook(db, COURSE) as gradebook:
+        submission = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "bob").id
+    with chromium() as browser, course_lab(base, course.root) as served:
+        url, token = served.split("|")
+        page = f"{url}/formgrader/submissions/{submission}/?token={token}"
+        shot = base / "screenshots" / "formgrader.png"
+        shot.parent.mkdir(exist_ok=True)
+        count, raw, refused = typeset(browser, page, shot)
+    assert count > 10 and not raw, f"{count} formulas typeset, raw TeX shown: {raw}"
+    assert not [u for u in refused if "mathjax" in u.lower()], refused
 
 
 def test_rubric_is_for_graders_only(term: dict[str, Any]) -> None:

@@ -1,1 +1,0 @@
-../../../book/_vendor/mathjax/tex-svg.js
