@@ -4,10 +4,12 @@
     .venv/bin/python scripts/bench_contracts.py --quick    # fewer repeats, ~15 s
 
 Times a scalar ``serving.decode_step`` (one slider move's model call), a 1,000-batch decode
-sweep in one call, ``roofline.roofline_time``, and building a ``Deployment`` and a ``Layout``
-(result records checked on construction). "Bypassed" swaps every contracted function and
-method of the package for the function it wraps and marks the thread as inside a checked call
-(records skip their check), which is the package as it would run without contracts.
+sweep in one call, ``roofline.roofline_time``, building a ``Deployment`` and a ``Layout``
+(result records checked on construction), and three of ``make bench``'s heavier figures (the
+1,000 x 100 batching grid, a 10^6-point ``decode_weight_time``, a live slider move).
+"Bypassed" swaps every contracted function and method of the package for the function it
+wraps and marks the thread as inside a checked call (records skip their check): the package
+as it would run without contracts.
 
 CPU time of this thread (the machine is shared), per call: each sample times a block of calls;
 checked and bypassed samples alternate, and the median of each is reported. Writes
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 
 import llmmath
-from llmmath import contracts, roofline, serving
+from llmmath import batching, contracts, roofline, serving
 from llmmath.placement import Layout
 
 
@@ -105,6 +107,10 @@ def cases() -> dict[str, tuple[Callable[[], object], int]]:
     """Each figure's call and how many calls one sample times (about a millisecond's worth)."""
     deployment = serving.Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
     batches = np.arange(1.0, 1001.0)
+    grid_deployment = batching.Deployment("Llama-3-70B", "H100", 8)
+    grid_batch = np.linspace(1, 1000, 1000)[:, None]
+    grid_context = np.linspace(128, 8192, 100)[None, :]
+    million = np.linspace(1, 8192, 1_000_000)
     return {
         "decode_step scalar": (lambda: serving.decode_step(deployment, 8, 2048), 10),
         "decode_step 1000 batches": (
@@ -117,7 +123,33 @@ def cases() -> dict[str, tuple[Callable[[], object], int]]:
             10,
         ),
         "Layout(tp=8)": (lambda: Layout(tp=8), 100),
+        # make bench's heavier figures: one call each, the contracts' share is small.
+        "batching grid 1000x100": (
+            lambda: batching.decode_step(
+                grid_deployment, grid_batch, grid_context, allow_overflow=True
+            ),
+            1,
+        ),
+        "decode_weight_time 1e6": (
+            lambda: roofline.decode_weight_time("Llama-3-70B", million, "H100").lower_s,
+            1,
+        ),
+        "widget slider move": (slider_move(), 1),
     }
+
+
+def slider_move() -> Callable[[], object]:
+    """The roofline explorer's batch slider moved once: the model call and the redraw."""
+    from llmmath import widgets
+    from llmmath.widgets.common import live_explorer
+
+    slider = live_explorer(widgets.roofline.declaration()).controls["batch"]
+    values = iter(range(10**9))
+
+    def move() -> None:
+        slider.value = 1 + (next(values) * 97) % 4096
+
+    return move
 
 
 def main() -> None:

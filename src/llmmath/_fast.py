@@ -14,6 +14,8 @@ slider move. Two things keep it to a few microseconds:
 
 from __future__ import annotations
 
+import linecache
+import textwrap
 import types
 from collections.abc import Callable
 from typing import Any
@@ -143,15 +145,13 @@ def compile_wrapper(func: Callable[..., Any], env: dict[str, Any], spec: Any) ->
         f"        __spec.overflowed({kwargs}, 'inf or NaN', None)\n"
         "    return __result"
     )
-    source = (
-        f"def __make({', '.join(closure)}):\n"
-        f"  def {func.__name__}({head}):\n  " + "\n  ".join("\n".join(body).split("\n")) + "\n"
-        f"  return {func.__name__}\n"
-    )
+    wrapper_source = f"def {func.__name__}({head}):\n" + "\n".join(body)
+    source = f"def __make({', '.join(closure)}):\n{textwrap.indent(wrapper_source, '  ')}\n"
+    source += f"  return {func.__name__}\n"
     namespace: dict[str, Any] = {}
-    exec(
-        compile(source, f"<contract {spec.name}>", "exec"), namespace
-    )  # the source is ours, built above
+    filename = f"<contract {spec.name}>"
+    exec(compile(source, filename, "exec"), namespace)  # our source, from above
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks
     inner = namespace["__make"](**closure)
     # Rebuilt on func's globals, so doctest and ``literalinclude`` still find it in its module.
     wrapper = types.FunctionType(
