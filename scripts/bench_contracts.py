@@ -11,9 +11,9 @@ sweep in one call, ``roofline.roofline_time``, building a ``Deployment`` and a `
 wraps and marks the thread as inside a checked call (records skip their check): the package
 as it would run without contracts.
 
-CPU time of this thread (the machine is shared), per call: each sample times a block of calls;
-checked and bypassed samples alternate, and the median of each is reported. Writes
-``bench-contracts.json`` beside the repo root with ``--json``.
+CPU time of this thread (the machine is shared), per call: each sample times a block of calls
+after one untimed call; checked and bypassed samples alternate, and the median of each is
+reported. Writes ``bench-contracts.json`` beside the repo root with ``--json``.
 """
 
 from __future__ import annotations
@@ -70,11 +70,11 @@ def bypassed() -> Iterator[int]:
                 if plain is not None:
                     swapped.append((owner, name, value))
                     setattr(owner, name, plain)
-    contracts._STATE.inside = True  # records built from here on skip their check
+    token = contracts.INSIDE.set(True)  # records built from here on skip their check
     try:
         yield len(swapped)
     finally:
-        contracts._STATE.inside = False
+        contracts.INSIDE.reset(token)
         for owner, name, value in swapped:
             setattr(owner, name, value)
 
@@ -92,8 +92,10 @@ def compare(call: Callable[[], object], samples: int, block: int) -> dict[str, f
     off: list[float] = []
     call()  # warm caches (chip and model tables, compiled code)
     for _ in range(samples):
+        call()  # untimed: the first call after swapping runs from cold caches
         on.append(per_call_us(call, block))
         with bypassed():
+            call()
             off.append(per_call_us(call, block))
     checked, plain = statistics.median(on), statistics.median(off)
     return {

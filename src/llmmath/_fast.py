@@ -38,6 +38,8 @@ Quick = Callable[[object], bool]
 
 #: Number types compared directly (bool is excluded by the exact type test).
 _PLAIN = frozenset({float, int, np.float64, np.int64})
+#: Values that never have a shape to compare (numbers, names, None).
+PLAIN = _PLAIN | {bool, str, type(None)}
 _LOWEST, _HIGHEST = np.minimum.reduce, np.maximum.reduce
 
 
@@ -119,28 +121,31 @@ def compile_wrapper(func: Callable[..., Any], env: dict[str, Any], spec: Any) ->
     """``func``'s checking wrapper, written for its signature.
 
     ``spec`` (a :class:`~llmmath.contracts.Contract`) gives the constraints, the array
-    parameters whose shapes must broadcast, and ``fail``/``overflowed``/``finite``. ``env``
-    holds the thread's state. The wrapper, in order: inside another checked call, call
-    ``func`` at once; else check each argument (a quick test, the full one only when unsure;
-    a default is valid by declaration), the shapes, call ``func`` marked inside, and check the
-    result.
+    parameters whose shapes must broadcast, and ``fail`` and ``overflowed``; ``env`` the
+    functions that read and set whether this thread is inside a checked call, and the result
+    check. The wrapper, in order: inside another checked call, call ``func`` at once; else
+    check each argument (a quick test, the full one only when unsure; a default is valid by
+    declaration), the shapes, call ``func`` marked inside, and check the result.
     """
     params = list(spec.signature.parameters.values())
     names = {f"__ok_{p.name}": quick(spec.constraints[p.name]) for p in params if _checked(spec, p)}
     defaults = {f"__d_{p.name}": p.default for p in params if p.default is not p.empty}
-    closure = env | names | defaults | {"__func": func, "__spec": spec}
+    closure = env | names | defaults | {"__func": func, "__spec": spec, "__plain": PLAIN}
     head, call, kwargs = _signature(params)
-    body = [f"    if __state.inside:\n        return __func({call})"]
+    body = [f"    if __inside():\n        return __func({call})"]
     body += [_check_line(spec, p) for p in params if _checked(spec, p)]
-    if len(spec.arrays) > 1:
+    if len(spec.arrays) > 1:  # shapes compared only when two of them are not plain numbers
+        shaped = " + ".join(f"(type({n}) not in __plain)" for n in spec.arrays)
         pairs = "".join(f"({n!r}, {n}), " for n in spec.arrays)
-        body.append(f"    __spec.shapes(({pairs}))")
+        body.append(f"    if {shaped} > 1:\n        __spec.shapes(({pairs}))")
     body.append(
-        "    __state.inside = True\n    try:\n"
+        "    __token = __enter(True)\n    try:\n"
         f"        __result = __func({call})\n"
-        "    except __NotFiniteError as __error:\n        __state.inside = False\n"
+        "    except __NotFiniteError as __error:\n        __leave(__token)\n"
         f"        __spec.overflowed({kwargs}, str(__error), __error)\n"
-        "    finally:\n        __state.inside = False\n"
+        "        raise\n"
+        "    except BaseException:\n        __leave(__token)\n        raise\n"
+        "    __leave(__token)\n"
         "    if not __finite(__result, __spec.infinite_ok):\n"
         f"        __spec.overflowed({kwargs}, 'inf or NaN', None)\n"
         "    return __result"
