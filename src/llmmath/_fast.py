@@ -10,11 +10,13 @@ slider move. Two things keep it to a few microseconds:
   given for a value ``problem()`` refuses (``tests/test_contracts.py`` checks this).
 * :func:`compile_wrapper` writes, once per function, a wrapper with the function's own
   signature that checks each parameter in turn: no ``inspect.bind``, no dicts built per call.
+* :func:`finite` checks a result for inf and NaN with one sum per result (not per field).
 """
 
 from __future__ import annotations
 
 import linecache
+import math
 import textwrap
 import types
 from collections.abc import Callable
@@ -204,3 +206,69 @@ def _check_line(spec: Any, p: Any) -> str:
         )
     default = f"{n} is not __d_{n} and " if p.default is not p.empty else ""
     return f"    if {default}not __ok_{n}({n}):\n        __spec.fail({n!r}, {n})"
+
+
+# ---- the result check ---------------------------------------------------------------------
+def finite(result: object, infinite_ok: bool = False) -> bool:
+    """No inf or NaN in ``result`` (a number, an array, a result record, or a tuple, list or
+    dict of them); with ``infinite_ok``, no NaN. One pass per array: a sum is finite exactly
+    when every term is (the quantities here are >= 0 and far below 1e300)."""
+    kind = type(result)
+    if kind in _NOT_NUMBERS:
+        return True
+    spec = RECORDS.get(kind)
+    if spec is not None:
+        # A record built inside the call: its numbers (records it holds, such as the
+        # Deployment, were checked when they came in).
+        fields = result.__dict__
+        return _all_finite([fields[name] for name in spec.numeric_fields(fields)], infinite_ok)
+    if kind is float or kind is np.float64:
+        return not math.isnan(result) if infinite_ok else math.isfinite(result)  # type: ignore[arg-type]
+    if kind is np.ndarray:
+        array: np.ndarray = result  # type: ignore[assignment]
+        if array.dtype.kind != "f":
+            return True
+        total = array.item() if array.size == 1 else float(np.add.reduce(array, axis=None))
+        return not math.isnan(total) if infinite_ok else math.isfinite(total)
+    if isinstance(result, np.floating):
+        return finite(float(result), infinite_ok)
+    if isinstance(result, tuple | list):
+        return all(finite(item, infinite_ok) for item in result)
+    if isinstance(result, dict):
+        return all(finite(item, infinite_ok) for item in result.values())
+    inherited = getattr(kind, "__contract__", None)  # a subclass of a checked record
+    if hasattr(inherited, "numeric_fields") and hasattr(result, "__dict__"):
+        RECORDS[kind] = inherited
+        return finite(result, infinite_ok)
+    return True
+
+
+def _all_finite(values: list[Any], infinite_ok: bool) -> bool:
+    """:func:`finite` of every value, in one sum: the numbers added up, the arrays of more
+    than one number joined and reduced once (a record's dozen 1,000-point fields), unless
+    they are large."""
+    total, arrays, others = 0.0, [], []
+    for value in values:
+        kind = type(value)
+        if kind is float or kind is np.float64:
+            total += value
+        elif kind is np.ndarray and value.dtype.kind == "f":
+            if value.size == 1:
+                total += value.item()
+            elif value.size:
+                arrays.append(value.ravel())
+        elif kind is not np.ndarray:
+            others.append(value)
+    if sum(a.size for a in arrays) <= _JOIN_BELOW:
+        arrays = [np.concatenate(arrays)] if len(arrays) > 1 else arrays
+    for array in arrays:  # large ones reduced in place: joining them would copy them
+        total += float(np.add.reduce(array))
+    ok = not math.isnan(total) if infinite_ok else math.isfinite(total)
+    return ok and all(finite(value, infinite_ok) for value in others)
+
+
+#: Every checked record class, and its contract (a result's fields are checked for inf/NaN).
+RECORDS: dict[type, Any] = {}
+#: Below this many numbers in all, a record's arrays are joined and summed at once.
+_JOIN_BELOW = 100_000
+_NOT_NUMBERS = frozenset({int, bool, str, type(None), np.bool_})
