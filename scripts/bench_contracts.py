@@ -3,6 +3,11 @@
     .venv/bin/python scripts/bench_contracts.py            # ~1 min
     .venv/bin/python scripts/bench_contracts.py --quick    # fewer repeats, ~15 s
 
+    # instructions per call, which the machine's load does not move (~5 min):
+    valgrind --tool=callgrind --dump-before=getppid --callgrind-out-file=/tmp/cg/cg.out \
+        .venv/bin/python scripts/bench_contracts.py --phases | tail -1 > /tmp/cg/order.json
+    .venv/bin/python scripts/bench_contracts.py --callgrind /tmp/cg
+
 Times a scalar ``serving.decode_step`` (one slider move's model call), a 1,000-batch decode
 sweep in one call, ``roofline.roofline_time``, building a ``Deployment`` and a ``Layout``
 (result records checked on construction), and three of ``make bench``'s heavier figures (the
@@ -23,6 +28,7 @@ import contextlib
 import functools
 import importlib
 import json
+import os
 import pkgutil
 import statistics
 import sys
@@ -154,11 +160,62 @@ def slider_move() -> Callable[[], object]:
     return move
 
 
+# ---- instruction counts: the same comparison, free of the machine's load ---------------------
+#: Calls per phase when counting instructions (valgrind runs ~50x slower).
+COUNTED = {"batching grid 1000x100": 3, "decode_weight_time 1e6": 3, "widget slider move": 5}
+
+
+def phases() -> None:
+    """Each case checked, then bypassed, between ``os.getppid()`` marks: run under
+    ``valgrind --tool=callgrind --dump-before=getppid`` each phase is one dump file."""
+    order = []
+    for name, (call, block) in cases().items():
+        count = COUNTED.get(name, 20 * block)
+        call()
+        os.getppid()
+        for _ in range(count):
+            call()
+        os.getppid()  # the swap and the warm call are their own dump
+        with bypassed():
+            call()
+            os.getppid()
+            for _ in range(count):
+                call()
+            os.getppid()
+        order.append((name, count))
+    os.getppid()
+    print(json.dumps(order))
+
+
+def read_dumps(folder: Path, order: list[tuple[str, int]]) -> None:
+    """Instructions per call from the dumps of :func:`phases`: per case, its checked calls,
+    the swap, its bypassed calls, and the swap back."""
+    totals = []
+    for path in sorted(folder.glob("*.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1])):
+        summary = next(line for line in path.open() if line.startswith("summary:"))
+        totals.append(int(summary.split()[1]))
+    per_case = totals[-4 * len(order) :]  # numbered dumps; the one at exit has no number
+    for index, (name, count) in enumerate(order):
+        checked, _, plain, _ = per_case[4 * index : 4 * index + 4]
+        overhead = 100 * (checked / plain - 1)
+        print(
+            f"{name:26s} checked {checked / count / 1e3:9.1f}k   bypassed "
+            f"{plain / count / 1e3:9.1f}k instructions   overhead {overhead:+5.1f}%"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples")
     parser.add_argument("--json", action="store_true", help="write bench-contracts.json")
+    parser.add_argument("--phases", action="store_true", help="for valgrind: see phases()")
+    parser.add_argument("--callgrind", type=Path, help="read the dumps of a --phases run")
     options = parser.parse_args()
+    if options.phases:
+        return phases()
+    if options.callgrind:
+        order = json.loads((options.callgrind / "order.json").read_text())
+        return read_dumps(options.callgrind, order)
     samples = 15 if options.quick else 61
     with bypassed() as count:
         print(f"{count} contracted functions and methods; {samples} samples of each, CPU time")
