@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from llmmath import (
     serving,
     training,
 )
-from llmmath.contracts import MAX_CHIPS, NotFiniteError
+from llmmath.contracts import INSIDE, MAX_CHIPS, NotFiniteError
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +149,48 @@ def test_errors_name_the_parameter_the_reader_passed(dep: deployment.Deployment)
         pricing.serving_cost(dep, 8, 0)
     with pytest.raises(ValueError, match=r"serving_cost\(\): prefill_batch must be"):
         pricing.serving_cost(dep, 8, 128, prefill_batch=-1)
+
+
+# ---- checked once, at the package's boundary -------------------------------------------------
+def test_methods_check_their_arguments() -> None:
+    with pytest.raises(ValueError, match=r"Chip.peak\(\): unknown dtype 'fp5'"):
+        hardware.get_chip("H100").peak("fp5")
+    with pytest.raises(TypeError, match=r"ModelConfig.kv_bytes_per_token\(\): dtype must be"):
+        models.get_model("Llama-3-8B").kv_bytes_per_token(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Layout.for_cluster\(\): tp must be an integer"):
+        placement.Layout.for_cluster(64, tp=8.0)  # type: ignore[arg-type]
+
+
+def test_a_failed_call_leaves_the_next_one_checked(dep: deployment.Deployment) -> None:
+    """Inner calls skip their checks only while a checked call runs: an error (a bad argument,
+    a step that does not fit, an overflow) ends that, and the next call is checked again."""
+    failures = [
+        lambda: serving.decode_step(None, 8, 1024),  # type: ignore[arg-type]
+        lambda: serving.decode_step(dep, 10**6, 8192),
+        lambda: roofline.roofline_time(1e30, 1e9, "H100", flops_efficiency=1e-300),
+    ]
+    for fail in failures:
+        with pytest.raises(ValueError if fail is not failures[0] else TypeError):
+            fail()
+        assert not INSIDE.get()
+        with pytest.raises(ValueError, match="flops must be finite"):
+            roofline.roofline_time(-1.0, 1e9, "H100")
+
+
+def test_another_thread_is_checked_while_this_one_is_inside_a_call() -> None:
+    token = INSIDE.set(True)  # as if this thread were inside a checked call
+    errors: list[Exception] = []
+
+    def call() -> None:
+        try:
+            roofline.roofline_time(-1.0, 1e9, "H100")
+        except ValueError as error:
+            errors.append(error)
+
+    try:
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join()
+    finally:
+        INSIDE.reset(token)
+    assert len(errors) == 1 and "flops must be finite" in str(errors[0])

@@ -29,10 +29,14 @@ from llmmath import (
     hardware,
     measure,
     models,
+    placement,
     pricing,
     published,
+    racks,
     serving,
+    training_memory,
 )
+from llmmath._fast import quick
 from llmmath.contracts import AnyOf, Constraint, Count, Instance, Real, contract
 
 #: Everything but the drawing layers, the command line (``cli*``, ``hf_config``), the lesson
@@ -65,6 +69,74 @@ def public_callables() -> Iterator[tuple[str, Callable[..., Any]]]:
 CALLABLES = dict(public_callables())
 
 
+def _deployment() -> object:
+    return deployment.Deployment("Llama-3-8B", "H100")
+
+
+#: One instance of each public class with methods, to call its methods on (a class missing
+#: here fails ``test_every_public_method_declares_a_contract`` by name).
+INSTANCES: dict[type, Callable[[], object]] = {
+    hardware.Chip: lambda: hardware.get_chip("H100"),
+    models.ModelConfig: lambda: models.get_model("Llama-3-8B"),
+    placement.Layout: lambda: placement.Layout(tp=8),
+    placement.ServingMemory: lambda: placement.serving_memory(
+        "Llama-3-8B", placement.Layout(), 8.0, 1024.0
+    ),
+    training_memory.TrainingMemory: lambda: training_memory.model_state_bytes(8e9),
+    racks.ScaleUpDomain: lambda: racks.get_domain(racks.list_domains()[0]),
+    serving.DecodeStep: lambda: serving.decode_step(_deployment(), 1.0, 128.0),
+}
+
+
+def public_methods() -> Iterator[tuple[str, type, str]]:
+    """Every public method (classmethods and staticmethods too) that takes arguments, of every
+    public class, inherited ones included (``ServingMemory.fits`` from a private base).
+    Properties take none, so they have nothing to check."""
+    for name, cls in CALLABLES.items():
+        if not inspect.isclass(cls):
+            continue
+        for attr in sorted({a for k in cls.__mro__ if _ours(k) for a in vars(k)}):
+            value = inspect.getattr_static(cls, attr)
+            func = value.__func__ if isinstance(value, classmethod | staticmethod) else value
+            if attr[0] != "_" and inspect.isfunction(func) and _takes_arguments(func):
+                yield f"{name}.{attr}", cls, attr
+
+
+def _ours(cls: type) -> bool:
+    return cls.__module__.split(".")[0] == "llmmath"
+
+
+def _takes_arguments(func: Callable[..., Any]) -> bool:
+    return any(p not in ("self", "cls") for p in inspect.signature(func).parameters)
+
+
+def bound(cls: type, attr: str) -> Callable[..., Any] | None:
+    """The method, bound to an instance (or, for a classmethod, to the class); None for a
+    class without one in :data:`INSTANCES` (reported by the test below)."""
+    if isinstance(inspect.getattr_static(cls, attr), classmethod | staticmethod):
+        return getattr(cls, attr)  # type: ignore[no-any-return]
+    return getattr(INSTANCES[cls](), attr) if cls in INSTANCES else None
+
+
+METHODS = list(public_methods())
+
+
+def test_every_public_method_declares_a_contract() -> None:
+    missing = [n for n, cls, attr in METHODS if contract_of(getattr(cls, attr)) is None]
+    assert not missing, f"public methods without a contract (add @contract): {missing}"
+    unbound = [n for n, cls, attr in METHODS if bound(cls, attr) is None]
+    assert not unbound, f"methods with no instance to call them on (add to INSTANCES): {unbound}"
+    named = {n.split(".", 1)[1] for n, _, _ in METHODS}
+    assert {"Chip.peak", "ModelConfig.kv_bytes_per_token", "Layout.for_cluster"} <= named
+    assert {"ServingMemory.fits", "TrainingMemory.require_fit"} <= named  # inherited ones
+
+
+# Every callable the tests below call with bad input: functions, classes and bound methods.
+CALLS: dict[str, Callable[..., Any]] = CALLABLES | {
+    n: method for n, c, a in METHODS if (method := bound(c, a)) is not None
+}
+
+
 def contract_of(obj: Callable[..., Any]) -> Any:
     """A function's contract, a record's (its fields), or an exception's (its __init__)."""
     if inspect.isclass(obj) and "__contract__" not in vars(obj):
@@ -90,10 +162,6 @@ def parameters(obj: Callable[..., Any]) -> dict[str, tuple[Constraint, inspect.P
     assert spec is not None, f"{obj.__module__}.{obj.__qualname__} declares no contract"
     params = inspect.signature(obj).parameters
     return {name: (c, params[name]) for name, c in spec.constraints.items()}
-
-
-def _deployment() -> object:
-    return deployment.Deployment("Llama-3-8B", "H100")
 
 
 #: Valid objects for parameters whose constraint is "an instance of X" with no example of its
@@ -152,7 +220,7 @@ def baseline(obj: Callable[..., Any]) -> dict[str, object]:
 
 
 def bad_calls(name: str) -> Iterator[tuple[str, str, object]]:
-    obj = CALLABLES[name]
+    obj = CALLS[name]
     for param, (constraint, kind) in parameters(obj).items():
         shown = "extra" if kind.kind == kind.VAR_KEYWORD else param
         for value in constraint.bad():
@@ -173,9 +241,9 @@ def assert_refused(obj: Callable[..., Any], shown: str, value: object) -> None:
         pytest.fail(f"{obj.__qualname__} accepted {shown}={value!r}")
 
 
-@pytest.mark.parametrize("name", sorted(CALLABLES))
+@pytest.mark.parametrize("name", sorted(CALLS))
 def test_bad_input_is_refused_naming_the_parameter(name: str) -> None:
-    obj = CALLABLES[name]
+    obj = CALLS[name]
     for shown, _, value in bad_calls(name):
         assert_refused(obj, shown, value)
 
@@ -203,7 +271,7 @@ def invalid_numbers(constraint: Constraint) -> st.SearchStrategy[object]:
 
 NUMERIC = sorted(
     name
-    for name, obj in CALLABLES.items()
+    for name, obj in CALLS.items()
     if contract_of(obj) is not None
     and any(
         invalid_numbers(c) is not st.nothing()
@@ -217,7 +285,7 @@ NUMERIC = sorted(
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_generated_numbers_out_of_range_are_refused(name: str, data: st.DataObject) -> None:
-    obj = CALLABLES[name]
+    obj = CALLS[name]
     numeric = {
         n: invalid_numbers(c)
         for n, (c, p) in parameters(obj).items()
@@ -237,7 +305,7 @@ def array_parameters(obj: Callable[..., Any]) -> list[str]:
 
 SHAPED = sorted(
     n
-    for n, obj in CALLABLES.items()
+    for n, obj in CALLS.items()
     if contract_of(obj) is not None
     and len(array_parameters(obj)) >= 2
     and getattr(contract_of(obj), "broadcast", True)
@@ -246,7 +314,7 @@ SHAPED = sorted(
 
 @pytest.mark.parametrize("name", SHAPED)
 def test_mismatched_shapes_name_both_parameters(name: str) -> None:
-    obj = CALLABLES[name]
+    obj = CALLS[name]
     first, second = array_parameters(obj)[:2]
     shaped = {}
     for param, size in ((first, 2), (second, 3)):
@@ -266,13 +334,13 @@ def extreme_calls(obj: Callable[..., Any]) -> Iterator[tuple[str, object]]:
 
 
 EXTREMES = sorted(
-    n for n, obj in CALLABLES.items() if n.split(".")[0] not in TIMED and not inspect.isclass(obj)
+    n for n, obj in CALLS.items() if n.split(".")[0] not in TIMED and not inspect.isclass(obj)
 )
 
 
 @pytest.mark.parametrize("name", EXTREMES)
 def test_valid_extremes_give_a_finite_result_or_a_clean_error(name: str) -> None:
-    obj = CALLABLES[name]
+    obj = CALLS[name]
     for param, value in extreme_calls(obj):
         try:
             result = call_with(obj, param, value)
@@ -289,13 +357,46 @@ def _finite(result: object) -> bool:
 
 def test_the_counts_the_issue_asks_for(record_property: Callable[[str, object], None]) -> None:
     """How many callables, contracts and generated bad inputs (printed with ``-s``)."""
-    contracts = {id(contract_of(obj)) for obj in CALLABLES.values()}
-    bad = sum(len(list(bad_calls(name))) for name in CALLABLES)
+    contracts = {id(contract_of(obj)) for obj in CALLS.values()}
+    bad = sum(len(list(bad_calls(name))) for name in CALLS)
     generated = 15 * len(NUMERIC)
-    record_property("counts", (len(CALLABLES), len(contracts), bad + generated))
+    record_property("counts", (len(CALLABLES), len(METHODS), len(contracts), bad + generated))
     print(
-        f"\n{len(CALLABLES)} public callables, {len(contracts)} contracts, {bad} listed bad inputs"
+        f"\n{len(CALLABLES)} public callables and {len(METHODS)} public methods, "
+        f"{len(contracts)} contracts, {bad} listed bad inputs"
     )
     print(f"+ {generated} generated out-of-range numbers, {len(SHAPED)} shape mismatches")
-    assert len(contracts) == len(CALLABLES)
+    assert len({id(contract_of(obj)) for obj in CALLABLES.values()}) == len(CALLABLES)
+    static = [inspect.getattr_static(cls, attr) for _, cls, attr in METHODS]
+    methods = {id(getattr(m, "__func__", m)) for m in static}  # inherited ones shared
+    assert len(contracts) == len(CALLABLES) + len(methods)
     assert bad > 1000
+
+
+# ---- the fast paths agree with the full checks --------------------------------------------
+def every_constraint() -> Iterator[tuple[str, Constraint, inspect.Parameter]]:
+    for name, obj in CALLS.items():
+        for param, (constraint, kind) in parameters(obj).items():
+            yield f"{name}({param})", constraint, kind
+
+
+def test_a_quick_yes_is_never_given_to_a_value_the_full_check_refuses() -> None:
+    """The compiled wrappers trust ``quick``: every bad and valid example of every declared
+    constraint (and arrays with a bad element) must get a quick "no", or a full "yes"."""
+    tried = 0
+    for where, constraint, _ in every_constraint():
+        ok = quick(constraint)
+        values = [*constraint.bad(), *constraint.examples(), *constraint.extremes()]
+        values += [np.array([1.0, np.nan]), np.array([1.0, -1.0]), np.array([[1.0], [2.0]])]
+        for value in values:
+            tried += 1
+            if ok(value):
+                assert constraint.problem(value) is None, f"{where}: quick yes for {value!r}"
+    assert tried > 5000
+
+
+def test_every_default_meets_its_parameter_s_constraint() -> None:
+    """The wrappers skip a parameter left at its default: the default must be valid."""
+    for where, constraint, param in every_constraint():
+        if param.default is not inspect.Parameter.empty:
+            assert constraint.problem(param.default) is None, f"{where} = {param.default!r}"

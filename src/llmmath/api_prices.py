@@ -148,7 +148,7 @@ def get_price_sheet(model: str) -> PriceSheet:
     return sheets[choice("model", model, sheets)]
 
 
-@contract(name=OneOf(lambda: data.table("api_prices").get("fleet_days", {})))
+@contract(name=OneOf(lambda: data.table("api_prices")["fleets"], "fleet"))
 def get_fleet_day(name: str = "DeepSeek-V3/R1, 24 h") -> FleetDay:
     fleets = _load()[1]
     return fleets[choice("fleet", name, fleets)]

@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import sys
-import threading
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import fields, is_dataclass
-from types import FunctionType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -55,6 +53,8 @@ from ._constraints import (
     describe,
     span,
 )
+from ._fast import PLAIN, RECORDS, Quick, compile_wrapper, quick
+from ._fast import finite as _finite
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -104,8 +104,9 @@ NOTE = Text(empty_ok=True)
 FLAG = Flag()
 
 
-#: Whether this thread is inside a checked call (inner calls and records run unchecked).
-_STATE = threading.local()
+#: Whether this thread (or task) is inside a checked call: inner calls and records run
+#: unchecked. A context variable: per thread like a thread-local, and faster to read.
+INSIDE: ContextVar[bool] = ContextVar("llmmath_inside_a_checked_call", default=False)
 
 
 #: What a parameter of a common name accepts wherever it appears (``chip``, ``batch``,
@@ -143,7 +144,14 @@ def resolve(
 
 
 class Contract:
-    """One callable's declared constraints, checked on every call."""
+    """One callable's declared constraints, checked on every call from outside the package.
+
+    Its wrapper (compiled once by :func:`llmmath._fast.compile_wrapper`) checks at the
+    package's boundary only. A call made from inside another checked call (a solver's inner
+    loop, ``decode_step`` asking ``roofline_time``) runs unchecked: its arguments are the
+    outer call's checked arguments or values the package computed from them, and what it
+    returns flows into the outer call's result, which is checked for inf and NaN.
+    """
 
     def __init__(
         self, func: Callable[..., Any], constraints: dict[str, Constraint], infinite_ok: bool
@@ -154,78 +162,48 @@ class Contract:
         self.signature = inspect.signature(func)
         params = self.signature.parameters
         self.constraints = resolve(self.name, params, constraints)
-        self.positional = [
-            name
-            for name, p in params.items()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
         self.varkw = next((n for n, p in params.items() if p.kind == p.VAR_KEYWORD), None)
         self.arrays = [n for n, c in self.constraints.items() if _takes_arrays(c)]
 
-    def check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Each argument against its constraint, then the array arguments' shapes."""
-        for name, value in zip(self.positional, args, strict=False):
-            self._check(name, value)
-        for name, value in kwargs.items():
-            if name in self.constraints and name != self.varkw:
-                self._check(name, value)
-            elif self.varkw is not None:
-                self._check(self.varkw, value, shown=name)
-        if len(self.arrays) > 1:
-            self._check_shapes(args, kwargs)
-
-    def _check(self, name: str, value: object, shown: str | None = None) -> None:
-        constraint = self.constraints.get(name)
-        problem = constraint.problem(value) if constraint is not None else None
-        if constraint is not None and problem is not None:
+    def fail(self, name: str, value: object, shown: str | None = None) -> None:
+        """Raise the error for ``value`` of ``name``, if it has a problem (the quick test was
+        only unsure)."""
+        constraint = self.constraints[name]
+        problem = constraint.problem(value)
+        if problem is not None:
             message = constraint.message(f"{self.name}: {shown or name}", value, problem)
             raise problem[0](message)
 
-    def _check_shapes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        given = dict(zip(self.positional, args, strict=False)) | kwargs
-        check_shapes(self.name, [(n, given[n]) for n in self.arrays if n in given])
+    def shapes(self, named: tuple[tuple[str, Any], ...]) -> None:
+        """The array arguments must broadcast together."""
+        check_shapes(self.name, list(named))
 
-    def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Check at the package's boundary only: a call from inside another checked call
-        (a solver's inner loop) runs unchecked, its caller's contract having checked what
-        came in and checking what goes out."""
-        if getattr(_STATE, "inside", False):
-            return self.func(*args, **kwargs)
-        self.check_arguments(args, kwargs)
-        _STATE.inside = True
-        try:
-            result = self.func(*args, **kwargs)
-        except NotFiniteError as error:
-            _STATE.inside = False
-            raise self._overflow(args, kwargs, str(error)) from error
-        finally:
-            _STATE.inside = False
-        if not _finite(result, self.infinite_ok):
-            raise self._overflow(args, kwargs, "inf or NaN")
-        return result
-
-    def _overflow(self, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> NotFiniteError:
-        culprits = self._culprits(args, kwargs)
+    def overflowed(self, arguments: dict[str, Any], what: str, error: BaseException | None) -> None:
+        """Raise the overflow of a call with these (valid) arguments, naming the culprits."""
+        culprits = self._culprits(arguments)
         named = ", ".join(f"{n}={describe(v)}" for n, v in culprits.items())
-        return NotFiniteError(
+        raise NotFiniteError(
             f"{self.name}: {named} is too extreme: the result overflows ({what}); "
             "use values of a realistic size"
-        )
+        ) from error
 
-    def _culprits(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, object]:
-        """The numeric inputs that, set back to a typical value, make the result finite."""
-        bound = self.signature.bind(*args, **kwargs).arguments
-        numeric = {n: v for n, v in bound.items() if _is_numeric(self.constraints.get(n))}
+    def _culprits(self, arguments: dict[str, Any]) -> dict[str, object]:
+        """The numeric inputs that, set back to a typical value, make the result finite
+        (``arguments`` by name; the ``**`` ones flat, under their own keys)."""
+        constraint = {
+            n: self.constraints.get(n, self.constraints.get(self.varkw or "")) for n in arguments
+        }
+        numeric = {n: v for n, v in arguments.items() if _is_numeric(constraint[n])}
         found = {}
         for name in numeric:
-            typical = self.constraints[name].examples()[0]
+            typical = constraint[name].examples()[0]  # type: ignore[union-attr]
             try:
-                result = self.func(**(bound | {name: typical}))
+                result = self.func(**(arguments | {name: typical}))
             except Exception:
                 continue
             if _finite(result, self.infinite_ok):
                 found[name] = numeric[name]
-        return found or numeric or dict(bound)
+        return found or numeric or dict(arguments)
 
 
 def check_shapes(where: str, named: list[tuple[str, Any]]) -> None:
@@ -255,32 +233,6 @@ def _is_numeric(constraint: Constraint | None) -> bool:
     return isinstance(constraint, Real | Count)
 
 
-def _finite(result: object, infinite_ok: bool = False) -> bool:
-    """No inf or NaN in ``result`` (a number, an array, a result record, or a tuple, list or
-    dict of them); with ``infinite_ok``, no NaN. One pass per array: a sum is finite exactly
-    when every term is (the quantities here are >= 0 and far below 1e300)."""
-    ok = (lambda x: not math.isnan(x)) if infinite_ok else math.isfinite
-    if isinstance(result, float | np.floating):
-        return ok(result)
-    if isinstance(result, np.ndarray) and result.dtype.kind == "f":
-        return ok(result.item() if result.size == 1 else np.add.reduce(result, axis=None))
-    if isinstance(result, tuple | list):
-        return all(_finite(item, infinite_ok) for item in result)
-    if isinstance(result, dict):
-        return all(_finite(item, infinite_ok) for item in result.values())
-    if hasattr(type(result), "__contract__") and hasattr(result, "__dict__"):
-        # A record built inside the call: its numbers (records it holds, such as the
-        # Deployment, were checked when they came in).
-        spec = getattr(type(result), "__contract__", None)
-        skip: frozenset[str] = getattr(spec, "nan_ok", frozenset())
-        fields = [v for k, v in vars(result).items() if k not in skip and isinstance(v, _NUMBERS)]
-        return all(_finite(value, infinite_ok) for value in fields)
-    return True
-
-
-_NUMBERS = (float, np.floating, np.ndarray, dict, tuple, list)
-
-
 def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callable[[F], F]:
     """Declare ``func``'s parameters' constraints; check them (and the result) on each call.
 
@@ -292,16 +244,16 @@ def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callabl
 
     def decorate(func: F) -> F:
         spec = Contract(func, constraints, infinite_ok)
-        call = spec.call
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return call(args, kwargs)
-
-        code, closure = wrapper.__code__, wrapper.__closure__
-        rebuilt = FunctionType(code, func.__globals__, func.__name__, None, closure)
-        functools.update_wrapper(rebuilt, func)
-        rebuilt.__contract__ = spec  # type: ignore[attr-defined]
-        return rebuilt  # type: ignore[return-value]
+        env: dict[str, Any] = {
+            "__inside": INSIDE.get,
+            "__enter": INSIDE.set,
+            "__leave": INSIDE.reset,
+        }
+        env |= {"__finite": _finite, "__NotFiniteError": NotFiniteError}
+        wrapper = compile_wrapper(func, env, spec)
+        functools.update_wrapper(wrapper, func)
+        wrapper.__contract__ = spec
+        return wrapper  # type: ignore[no-any-return]
 
     return decorate
 
@@ -322,6 +274,9 @@ class RecordContract:
         self.nan_ok = frozenset(nan_ok)
         self.declared = constraints
         self._constraints: dict[str, Constraint] | None = None
+        self._quick: list[tuple[str, Quick]] = []
+        self._arrays: list[str] = []
+        self._numeric: tuple[str, ...] | None = None
 
     @property
     def constraints(self) -> dict[str, Constraint]:
@@ -329,26 +284,46 @@ class RecordContract:
         if self._constraints is None:
             params = inspect.signature(self.kind).parameters
             self._constraints = resolve(self.kind.__name__, params, self.declared)
+            self._quick = [(name, quick(c)) for name, c in self._constraints.items()]
+            self._arrays = [n for n, c in self._constraints.items() if _takes_arrays(c)]
         return self._constraints
 
+    def numeric_fields(self, fields: dict[str, Any]) -> tuple[str, ...]:
+        """The fields whose result values are numbers to check (all but ``nan_ok`` ones and
+        those holding records or names, which were checked when they came in)."""
+        if self._numeric is None:
+            self._numeric = tuple(
+                name
+                for name, value in fields.items()
+                if name not in self.nan_ok and isinstance(value, _NUMBERS)
+            )
+        return self._numeric
+
     def check(self, record: object) -> None:
-        if getattr(_STATE, "inside", False):
-            return  # built inside a checked call, whose contract checks its result
+        constraints = self.constraints
+        for name, ok in self._quick:
+            if not ok(getattr(record, name)):
+                self._fail(record, name, constraints[name])
+        if self.broadcast and len(self._arrays) > 1:
+            arrays = [(n, getattr(record, n)) for n in self._arrays]
+            if sum(type(v) not in PLAIN for _, v in arrays) > 1:
+                check_shapes(self._where(record), arrays)
+
+    def _where(self, record: object) -> str:
         label = getattr(record, "name", None)
-        where = self.kind.__name__ + (f" {label}" if isinstance(label, str) else "")
-        for name, constraint in self.constraints.items():
-            value = getattr(record, name)
-            problem = constraint.problem(value)
-            if problem is not None:
-                kind = problem[0]
-                if isinstance(value, float | np.floating | np.ndarray) and not _finite(value):
-                    kind = NotFiniteError  # an overflow upstream: the caller's contract names it
-                raise kind(constraint.message(f"{where}: {name}", value, problem))
-        if self.broadcast:
-            arrays = [
-                (n, getattr(record, n)) for n, c in self.constraints.items() if _takes_arrays(c)
-            ]
-            check_shapes(where, arrays)
+        return self.kind.__name__ + (f" {label}" if isinstance(label, str) else "")
+
+    def _fail(self, record: object, name: str, constraint: Constraint) -> None:
+        value = getattr(record, name)
+        problem = constraint.problem(value)
+        if problem is not None:
+            kind = problem[0]
+            if isinstance(value, float | np.floating | np.ndarray) and not _finite(value):
+                kind = NotFiniteError  # an overflow upstream: the caller's contract names it
+            raise kind(constraint.message(f"{self._where(record)}: {name}", value, problem))
+
+
+_NUMBERS = (float, np.floating, np.ndarray, dict, tuple, list)
 
 
 def checked(
@@ -367,12 +342,22 @@ def checked(
         original = cls.__dict__.get("__post_init__")
 
         def __post_init__(self: Any) -> None:  # noqa: N807 (the dataclass hook)
+            if INSIDE.get():
+                if original is not None:
+                    original(self)
+                return  # built inside a checked call, whose contract checks its result
             spec.check(self)
             if original is not None:
-                original(self)
+                # Its fields are checked: what it calls on them runs as inside a call.
+                token = INSIDE.set(True)
+                try:
+                    original(self)
+                finally:
+                    INSIDE.reset(token)
 
         cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
         cls.__contract__ = spec  # type: ignore[attr-defined]
+        RECORDS[cls] = spec
         return cls
 
     return decorate

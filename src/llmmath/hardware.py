@@ -85,11 +85,13 @@ class Chip:
             positive(f"chip {self.name!r} {attribute}", getattr(self, attribute))
         positive_int(f"chip {self.name!r} scale_up_domain_size", self.scale_up_domain_size)
 
+    @contract()
     def peak(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s for matmuls whose operands are ``dtype``."""
         choice(f"dtype for {self.name}", dtype, self.peak_flop_per_s)
         return self.peak_flop_per_s[dtype]
 
+    @contract()
     def critical_intensity(self, dtype: str = "bf16") -> float:
         """FLOPs per byte of HBM traffic above which a kernel is compute-bound: ``C / W``."""
         return self.peak(dtype) / self.hbm_bandwidth_bytes_per_s

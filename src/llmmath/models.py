@@ -191,11 +191,13 @@ class ModelConfig:
         """Active weights that take part in a matmul: the input embedding is only a lookup."""
         return self.active_params - self.vocab_size * self.d_model * (not self.tied_embeddings)
 
+    @contract()
     def weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes to hold every weight in ``dtype``."""
         return self.total_params * bytes_per_element(dtype)
 
     # ---- per-token costs ----------------------------------------------------------------
+    @contract()
     def attention_flops_per_token(
         self, context: ArrayLike = 0, *, decode: bool = False
     ) -> float | FloatArray:
@@ -216,6 +218,7 @@ class ModelConfig:
             per_head = self.head_dim + self.mla_rope_head_dim + self.head_dim
         return as_output(2.0 * self.n_layers * T * self.n_heads * per_head)
 
+    @contract()
     def forward_flops_per_token(
         self, context: ArrayLike = 0, *, decode: bool = False
     ) -> float | FloatArray:
@@ -236,6 +239,7 @@ class ModelConfig:
             return self.n_layers * (self.mla_kv_lora_rank + self.mla_rope_head_dim)
         return 2 * self.n_layers * self.n_kv_heads * self.head_dim
 
+    @contract()
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
         """KV-cache bytes for one token of context in ``dtype``."""
         return self.kv_elements_per_token() * bytes_per_element(dtype)

@@ -94,6 +94,7 @@ class Layout:
             )
 
     @classmethod
+    @contract(n_gpus=CHIPS, zero_stage=Count(low=0, high=3), virtual_stages=CHIPS)
     def for_cluster(
         cls,
         n_gpus: int,
@@ -118,6 +119,7 @@ class Layout:
     def n_gpus(self) -> int:
         return self.dp * self.tp * self.pp * self.ep
 
+    @contract(axis=OneOf(AXES, "axis"))
     def degree(self, axis: str) -> int:
         """The degree along ``axis`` ("tp", "ep", "pp" or "dp")."""
         return int(getattr(self, choice("axis", axis, AXES)))
@@ -133,6 +135,7 @@ class Layout:
             text += f" (x{self.virtual_stages} virtual)"
         return text + (f" ZeRO-{self.zero_stage}" if self.zero_stage else "")
 
+    @contract(n_gpus=CHIPS)
     def validate(self, model: str | ModelConfig, n_gpus: int | None = None) -> ModelConfig:
         """Check the layout against the model (and the cluster size); return the model.
 
@@ -306,15 +309,18 @@ class _Fits:
     def total_bytes(self) -> FloatArray:
         raise NotImplementedError
 
+    @contract()
     def headroom_bytes(self, chip: str | Chip) -> float | FloatArray:
         """HBM left over per GPU; negative when the layout does not fit."""
         return as_output(get_chip(chip).hbm_bytes - np.asarray(self.total_bytes, dtype=float))
 
+    @contract()
     def fits(self, chip: str | Chip) -> bool | np.ndarray:
         """True where the memory per GPU is at most the chip's HBM."""
         ok = np.asarray(self.headroom_bytes(chip)) >= 0
         return bool(ok) if ok.ndim == 0 else ok
 
+    @contract(what=NAME)
     def require_fit(self, chip: str | Chip, what: str = "the layout") -> None:
         """Raise :class:`DoesNotFitError` saying by how much, per GPU, the memory is over."""
         spec = get_chip(chip)

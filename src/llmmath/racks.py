@@ -63,6 +63,7 @@ class ScaleUpDomain:
         """How many times faster a chip talks inside the domain than out of it."""
         return self.chip.scale_up_to_scale_out_ratio
 
+    @contract()
     def peak_flop_per_s(self, dtype: str = "bf16") -> float:
         """Dense peak of the whole domain."""
         return self.n_chips * self.chip.peak(dtype)

@@ -134,6 +134,7 @@ class DecodeStep:
         """One pipeline stage's share of the step under the step's overlap rule."""
         return self.stage_time_s()
 
+    @contract(overlap=OneOf(OVERLAP_RULES))
     def stage_time_s(self, overlap: str | None = None) -> FloatArray:
         """One pipeline stage's share of the step under ``overlap`` (the step's own rule by
         default): ``max(compute, memory, communication)``, or each operation at its roofline
@@ -144,6 +145,7 @@ class DecodeStep:
         attention = np.maximum(self.attention_compute_s, self.kv_read_s)
         return matmuls + attention + self.communication_s
 
+    @contract(overlap=OneOf(OVERLAP_RULES))
     def token_time_s(self, overlap: str | None = None) -> FloatArray:
         """Time between two tokens of one sequence: through every stage and every hop."""
         return _through_pipeline(self.stage_time_s(overlap), self.pp, self.pp_s)
@@ -197,6 +199,7 @@ class DecodeStep:
         """What one sequence sees: one token per step, ``1 / t``."""
         return 1.0 / self.time_s
 
+    @contract()
     def cost_per_million_tokens_usd(self, usd_per_chip_hour: float | None = None) -> FloatArray:
         """Rent of the chips per million output tokens (the deployment's price by default)."""
         dep = self.deployment
