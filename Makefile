@@ -85,6 +85,7 @@ check: $(VENV)/.installed
 
 bench: setup
 	$(BIN)/python scripts/bench.py
+	$(BIN)/python scripts/bench_contracts.py --json
 
 release: setup
 	$(BIN)/python scripts/release.py $(ASSIGNMENT)
