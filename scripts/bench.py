@@ -140,7 +140,8 @@ def profile_control(target: str, repeats: int = 15, top: int = 25) -> str:
 
 
 def print_controls(found: list[dict[str, object]]) -> None:
-    print(f"{'control':44s} {'kind':18s} {'median':>7s} {'p95':>7s} {'cpu med':>8s} {'cpu p95':>8s}")
+    heads = ("median", "p95", "cpu med", "cpu p95")
+    print(f"{'control':44s} {'kind':18s} " + " ".join(f"{h:>8s}" for h in heads))
     for f in found:
         print(
             f"{f['control']!s:44s} {f['kind']!s:18s} {f['median_ms']:7.1f} {f['p95_ms']:7.1f} "

@@ -25,6 +25,7 @@ from .common import (
     FastFigure,
     figure_and_axes,
     plain_axes,
+    snap_log_limits,
 )
 
 #: One colour per option of the tier map: HBM, host DRAM, local NVMe, networked disk, recompute.
@@ -309,7 +310,7 @@ class KVCacheExplorer(FastFigure):
         self.steps.show([step], float(step.weight_read_s[0]))
         self.kv_line.set_data(step.context, 1e3 * step.kv_read_s)
         low = 0.5e3 * min(float(np.min(step.kv_read_s)), float(np.min(step.weight_read_s)))
-        self.ax_step.set_ylim(low, 2e3 * float(np.max(step.time_s)))
+        self.ax_step.set_ylim(*snap_log_limits(low, 2e3 * float(np.max(step.time_s))))
         self.ax_step.set_title(
             f"{dep.label} ({dtype}), B = {self.batch:g}: KV = weights at T = "
             f"{step.crossover_context:,.0f}",
@@ -408,8 +409,14 @@ class TierExplorer(FastFigure):
         for i, line in enumerate(self.option_lines):
             line.set_data(HOLDS_S, costs[:, i])
             line.set_label(OPTION_LABELS[line_pc.options[i]])
-        self.ax_cost.set_ylim(max(float(finite.min()) / 3, 1e-12), float(finite.max()) * 3)
-        self.ax_cost.legend(fontsize=7, loc="upper left")
+        # Whole decades: the reuses scale every cost, and a decade holds many of their moves.
+        self.ax_cost.set_ylim(
+            *snap_log_limits(max(float(finite.min()) / 3, 1e-12), float(finite.max()) * 3, 1)
+        )
+        labels = [line.get_label() for line in self.option_lines]
+        legend = self.ax_cost.get_legend()
+        if legend is None or [t.get_text() for t in legend.get_texts()] != labels:
+            self.ax_cost.legend(fontsize=7, loc="upper left")  # new entries: a new background
         gb = S * dep.kv_bytes_per_token / 1e9
         self.ax_cost.set_title(
             f"{dep.label} ({dtype}): {S:,.0f} tokens = {gb:.3g} GB, r = {self.reuses:g}",

@@ -10,7 +10,14 @@ from .. import roofline
 from ..hardware import Chip, get_chip
 from ..measure import MachineRoofline
 from ..models import ModelConfig, get_model
-from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
+from .common import (
+    COMPUTE_COLOUR,
+    FLOOR_COLOUR,
+    MEMORY_COLOUR,
+    FastFigure,
+    figure_and_axes,
+    snap_log_limits,
+)
 
 _INTENSITY = np.logspace(-1, 4, 200)
 _SWEEP = np.logspace(0, np.log10(8192), 120)
@@ -31,7 +38,7 @@ class RooflinePanel:
         curve = np.asarray(roofline.attainable_flop_per_s(_INTENSITY, spec, dtype))
         self.line.set_data(_INTENSITY, curve)
         self.ridge_line.set_xdata([spec.critical_intensity(dtype)] * 2)
-        self.ax.set_ylim(curve.min() / 2, spec.peak(dtype) * 3)
+        self.ax.set_ylim(*snap_log_limits(curve.min() / 2, spec.peak(dtype) * 3))
 
 
 def roofline_curve(chip: str | Chip, dtype: str = "bf16", ax: Axes | None = None) -> Figure:
@@ -105,7 +112,7 @@ class RooflineExplorer(FastFigure):
         self.floor_line.set_data(_SWEEP, sweep.lower_s)
         self.critical_line.set_xdata([roofline.critical_batch(spec, compute, weights)] * 2)
         self.ax_roof.set_title(f"{spec.name}, {compute} FLOPs, {weights} weights", fontsize=10)
-        self.ax_time.set_ylim(sweep.compute_s.min() / 2, sweep.upper_s.max() * 2)
+        self.ax_time.set_ylim(*snap_log_limits(sweep.compute_s.min() / 2, sweep.upper_s.max() * 2))
         self.ax_time.set_title(f"{model.name}: one decode step on one chip", fontsize=10)
 
 
