@@ -421,3 +421,70 @@ def test_the_roofline_figure_is_the_static_explorers_first_frame() -> None:
     box = widgets.common.static_explorer(spec)
     shown = selected_leaf(box.stacks).value
     assert pixels(plots.figure_png(spec.figure())) == pixels(shown)
+
+
+# ---- frames as files, redraws that only blit -----------------------------------------------
+def test_static_frames_as_files_are_the_inline_frames(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a frames folder, each leaf loads its frame by URL from a file holding the very
+    PNG the inline flavour embeds; equal frames share one file."""
+    spec = widgets.overtraining_pricing.overtraining_declaration()
+    monkeypatch.setenv(widgets.common.FRAMES_ENV, "")
+    inline = [bytes(leaf.value) for leaf in leaves(widgets.common.static_explorer(spec).stacks)]
+    monkeypatch.setenv(widgets.common.FRAMES_ENV, str(tmp_path))
+    box = widgets.common.static_explorer(spec)
+    urls = [bytes(leaf.value).decode() for leaf in leaves(box.stacks)]
+    assert all(leaf.format == "url" for leaf in leaves(box.stacks))
+    assert all(url.startswith(f"{tmp_path.as_posix()}/") for url in urls)
+    files = [(tmp_path / url.rsplit("/", 1)[1]).read_bytes() for url in urls]
+    assert files == inline
+    assert len(list(tmp_path.iterdir())) == len(set(inline))
+
+
+def test_frames_are_inline_outside_a_book_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(widgets.common.FRAMES_ENV, raising=False)
+    assert widgets.common.frame_files() is None  # pytest is no kernel: nothing written
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "steps", "expected"),
+    [(2e-3, 0.7, 1, (1e-3, 1.0)), (0.02, 30.0, 2, (10**-2, 10**1.5)), (0.04, 40.0, 2, (10**-1.5, 100.0)), (1.0, 10.0, 1, (1.0, 10.0))],
+)
+def test_snapped_limits_hold_the_data(
+    low: float, high: float, steps: int, expected: tuple[float, float]
+) -> None:
+    snapped = plots.common.snap_log_limits(low, high, steps)
+    assert snapped == pytest.approx(expected)
+    assert snapped[0] <= low and snapped[1] >= high
+
+
+@pytest.mark.parametrize("name", [n for n in DECLARATIONS if n != "price_sheets"])
+def test_a_blitted_frame_matches_a_fresh_figure(name: str) -> None:
+    """After other settings (and their cached backgrounds), coming back to the start draws
+    the same pixels as a new figure at the start: no stale axes, curves or texts."""
+    spec = DECLARATIONS[name]()
+    stops = {c.name: c.stops[-1] for c in spec.static_controls()}
+    moved = (spec.static_view or spec.view)()
+    for values in (spec.start(), {**spec.start(), **stops}, spec.start()):
+        moved.update(**spec.settings(values))
+        shown = moved.png()
+    fresh = (spec.static_view or spec.view)()
+    fresh.update(**spec.settings(spec.start()))
+    assert pixels(shown) == pixels(fresh.png())
+
+
+def test_a_move_that_keeps_the_axes_draws_no_axis() -> None:
+    """The batch slider's moves are blits: matplotlib never redraws the axes for them."""
+    view = roofline_plots.RooflineExplorer()
+    view.update("H100", "Llama-3-70B", 1)
+    view.png()
+    drawn = []
+    view.canvas.mpl_connect("draw_event", drawn.append)
+    for batch in (2, 64, 1024):
+        view.update("H100", "Llama-3-70B", batch)
+        view.png()
+    assert not drawn
+    view.update("B200", "Llama-3-70B", 1024)  # a new chip: new limits, one full draw
+    view.png()
+    assert len(drawn) == 1

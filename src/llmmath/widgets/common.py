@@ -17,18 +17,25 @@ built (the Makefile sets ``LLMMATH_STATIC_WIDGETS=1``), live otherwise.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import ipywidgets as w
 from matplotlib.figure import Figure
 
 STATIC_ENV = "LLMMATH_STATIC_WIDGETS"
+#: A folder for the static frames as files ("" inlines them); unset, a book build finds its own.
+FRAMES_ENV = "LLMMATH_FRAMES_DIR"
+#: The book's frames, relative to its root. ``_config.yml`` lists the folder above it in
+#: ``html_static_path``, so the built book serves them as ``_static/frames/``.
+BOOK_FRAMES = Path("book/static_frames/frames")
 Settings = dict[str, Any]
 Look = Literal["menu", "buttons", "slider"]
 
@@ -159,9 +166,53 @@ def explorer(spec: Explorer) -> w.VBox:
     return static_explorer(spec) if static_mode() else live_explorer(spec)
 
 
-def _leaf(view: Any) -> w.Widget:
+@dataclass(frozen=True)
+class FrameFiles:
+    """Where static frames are written, and the URL a page loads that folder by."""
+
+    folder: Path
+    url: str
+
+    def image(self, png: bytes) -> w.Image:
+        """An image widget that loads ``png`` from a file named by its content (written once):
+        a page carries a short URL per frame, and a browser fetches only the frames shown."""
+        name = f"{hashlib.sha1(png).hexdigest()[:20]}.png"
+        path = self.folder / name
+        if not path.exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(png)
+        return w.Image(value=f"{self.url}/{name}".encode(), format="url")
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return hasattr(get_ipython(), "kernel")
+
+
+def frame_files() -> FrameFiles | None:
+    """Where the static flavour puts its frames: ``$LLMMATH_FRAMES_DIR`` if set (empty: inline
+    in the page), else, for a notebook of the book run by a kernel (the book build), the
+    book's frames folder, loaded relative to the page; else None (inline)."""
+    chosen = os.environ.get(FRAMES_ENV)
+    if chosen is not None:
+        return FrameFiles(Path(chosen), Path(chosen).as_posix()) if chosen else None
+    if not _in_kernel():
+        return None
+    here = Path.cwd().resolve()
+    for root in (here, *here.parents):
+        if (root / "_config.yml").is_file() and (root / BOOK_FRAMES).parent.is_dir():
+            up = Path(os.path.relpath(root, here)).as_posix()
+            return FrameFiles(root / BOOK_FRAMES, f"{up}/_static/{BOOK_FRAMES.name}")
+    return None
+
+
+def _leaf(view: Any, files: FrameFiles | None = None) -> w.Widget:
     if hasattr(view, "png"):
-        return w.Image(value=view.png(), format="png")
+        png = view.png()
+        return files.image(png) if files else w.Image(value=png, format="png")
     return w.HTML(view.html())
 
 
@@ -199,10 +250,11 @@ def static_explorer(spec: Explorer) -> w.VBox:
     view = (spec.static_view or spec.view)()
     order = spec.static_controls()
     made = {c.name: static_widget(c) for c in order}
+    files = frame_files()
 
     def frame(*stops: Any) -> w.Widget:
         view.update(**spec.settings(dict(zip((c.name for c in order), stops, strict=True))))
-        return _leaf(view)
+        return _leaf(view, files)
 
     stacks = nested_stacks([list(c.stops) for c in order], frame, [made[c.name] for c in order])
     caption = [w.HTML(f"<small>{spec.caption}</small>")] if spec.caption else []
