@@ -449,7 +449,12 @@ def test_frames_are_inline_outside_a_book_build(monkeypatch: pytest.MonkeyPatch)
 
 @pytest.mark.parametrize(
     ("low", "high", "steps", "expected"),
-    [(2e-3, 0.7, 1, (1e-3, 1.0)), (0.02, 30.0, 2, (10**-2, 10**1.5)), (0.04, 40.0, 2, (10**-1.5, 100.0)), (1.0, 10.0, 1, (1.0, 10.0))],
+    [
+        (2e-3, 0.7, 1, (1e-3, 1.0)),
+        (0.02, 30.0, 2, (10**-2, 10**1.5)),
+        (0.04, 40.0, 2, (10**-1.5, 100.0)),
+        (1.0, 10.0, 1, (1.0, 10.0)),
+    ],
 )
 def test_snapped_limits_hold_the_data(
     low: float, high: float, steps: int, expected: tuple[float, float]
