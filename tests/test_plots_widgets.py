@@ -77,6 +77,29 @@ def test_machine_roofline_figure() -> None:
     np.testing.assert_allclose(ax.lines[1].get_ydata(), result.sweep_achieved_flop_per_s)
 
 
+def test_machine_roofline_figure_shows_the_spread() -> None:
+    """With the median of the repeats, each point's bar runs from the best run down to it."""
+    result = MachineRoofline(
+        peak_flop_per_s=1e11,
+        bandwidth_bytes_per_s=1e10,
+        sweep_batch=np.array([1.0, 64.0]),
+        sweep_dim=256,
+        sweep_flops=np.array([1.3e5, 8.4e6]),
+        sweep_bytes=np.array([2.6e5, 3.9e5]),
+        sweep_measured_s=np.array([3e-5, 1e-4]),
+        sweep_median_s=np.array([6e-5, 1e-4]),
+        blas_threads=1,
+    )
+    (ax,) = roofline_plots.machine_roofline(result).axes
+    (bars,) = ax.containers
+    segments = bars.lines[2][0].get_segments()
+    lows = [min(y for _, y in segment) for segment in segments]
+    highs = [max(y for _, y in segment) for segment in segments]
+    np.testing.assert_allclose(highs, result.sweep_achieved_flop_per_s)
+    np.testing.assert_allclose(lows, result.sweep_flops / result.sweep_median_s)
+    assert "1 BLAS thread)" in ax.get_title()
+
+
 def test_explorer_figure_returns_a_two_panel_figure() -> None:
     figure = roofline_widgets.declaration().figure(chip="B200", batch=8)
     assert isinstance(figure, Figure)

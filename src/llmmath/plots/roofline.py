@@ -122,13 +122,21 @@ def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:
     intensity = np.logspace(-1, 3, 100)
     ceiling = np.minimum(result.peak_flop_per_s, intensity * result.bandwidth_bytes_per_s)
     ax.loglog(intensity, ceiling, color=FLOOR_COLOUR, label="roofline from measured peaks")
-    ax.plot(
-        result.sweep_intensity,
-        result.sweep_achieved_flop_per_s,
-        "o",
-        color=COMPUTE_COLOUR,
-        label=f"measured [B, {result.sweep_dim}] x [{result.sweep_dim}, {result.sweep_dim}]",
-    )
+    best = result.sweep_achieved_flop_per_s
+    shape = f"[B, {result.sweep_dim}] x [{result.sweep_dim}, {result.sweep_dim}]"
+    if result.sweep_median_s is None:
+        ax.plot(result.sweep_intensity, best, "o", color=COMPUTE_COLOUR, label=f"{shape}")
+    else:  # the spread: a bar from the best run down to the median one
+        typical = result.sweep_flops / result.sweep_median_s
+        ax.errorbar(
+            result.sweep_intensity,
+            best,
+            yerr=[best - typical, np.zeros_like(best)],
+            fmt="o",
+            color=COMPUTE_COLOUR,
+            capsize=2,
+            label=f"{shape}: best run, bar down to the median",
+        )
     for batch, x, y in zip(
         result.sweep_batch, result.sweep_intensity, result.sweep_achieved_flop_per_s, strict=True
     ):
@@ -136,7 +144,11 @@ def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:
     ax.set(
         xlabel="arithmetic intensity (FLOP per byte, float32)",
         ylabel="FLOP/s",
-        title="your machine's roofline (float32, numpy)",
+        title=f"your machine's roofline (float32, numpy{_threads(result.blas_threads)})",
     )
     ax.legend(fontsize=8, loc="lower right")
     return figure
+
+
+def _threads(count: int | None) -> str:
+    return "" if count is None else f", {count} BLAS thread" + ("s" if count > 1 else "")
