@@ -291,7 +291,9 @@ def test_nested_stacks_with_plain_labels() -> None:
 
 
 # ---- widgets: live ------------------------------------------------------------------------
-def live_parts(box: w.VBox) -> tuple[w.Dropdown, w.Dropdown, w.ToggleButtons, w.IntSlider, w.Image]:
+def live_parts(
+    box: w.VBox,
+) -> tuple[w.Dropdown, w.Dropdown, w.ToggleButtons, w.FloatLogSlider, w.Image]:
     row, batch, _status, image = box.children
     chip, model, weights = row.children
     assert [chip, model, weights, batch] == list(box.controls.values())
@@ -516,3 +518,29 @@ def test_a_move_that_keeps_the_axes_draws_no_axis() -> None:
     view.update("B200", "Llama-3-70B", 1024)  # a new chip: new limits, one full draw
     view.png()
     assert len(drawn) == 1
+
+
+@pytest.mark.parametrize("name", DECLARATIONS)
+def test_controls_spanning_orders_of_magnitude_are_log_sliders(name: str) -> None:
+    """A slider over 1-4096 moves on a log scale: each doubling takes the same drag, so a
+    threshold ("raise the batch until ...") can be reached by dragging. Number boxes are typed."""
+    box = widgets.common.live_explorer(DECLARATIONS[name]())
+    for control_name, control in box.controls.items():
+        if isinstance(control, w.IntSlider | w.FloatSlider):
+            assert control.max / max(control.min, 1e-9) < 100, f"{name}.{control_name} is linear"
+
+
+def test_a_log_slider_reaches_the_critical_batch() -> None:
+    """The roofline's batch slider, moved by its own steps, crosses the critical batch: the
+    readout turns from memory-bound to compute-bound."""
+    box = widgets.common.live_explorer(roofline_widgets.declaration())
+    slider = box.controls["batch"]
+    assert isinstance(slider, w.FloatLogSlider) and slider.base == 2
+    critical = roofline.critical_batch("H100", "bf16", "bf16")
+    steps = [slider.min + k * slider.step for k in range(round(slider.max / slider.step) + 1)]
+    below = max(e for e in steps if round(2**e) < critical)
+    above = min(e for e in steps if round(2**e) >= critical)
+    assert above - below == pytest.approx(slider.step)  # one step apart
+    for exponent, bound in ((below, "memory-bound"), (above, "compute-bound")):
+        slider.value = 2**exponent
+        assert box.view.readout.get_text().endswith(bound)

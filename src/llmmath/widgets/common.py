@@ -287,6 +287,20 @@ def live_widget(control: Control) -> w.Widget:
     return slider(min=live.low, max=live.high, **kwargs)
 
 
+def log_range(low: float, high: float, integer: bool = True, fmt: str = ",.0f") -> Range:
+    """A live log slider (base 2, ten stops per doubling) for a control that spans orders of
+    magnitude: every doubling takes the same drag, so a threshold is reachable by dragging."""
+    return Range(low, high, 0.1, log_base=2, integer=integer, readout_format=fmt)
+
+
+def set_high(widget: w.Widget, high: float) -> None:
+    """Move a live control's top to ``high`` (a log slider keeps its bounds as exponents)."""
+    if isinstance(widget, w.FloatLogSlider):
+        widget.max = round(math.log(high, widget.base), 9)
+    else:
+        widget.max = high
+
+
 class LiveControls:
     """The live flavour's controls, by name, for a chapter's ``wire`` to couple."""
 
@@ -348,6 +362,7 @@ def live_explorer(spec: Explorer) -> w.VBox:
     note = [w.HTML(f"<small>{spec.note}</small>")] if spec.note else []
     box = w.VBox([*_rows(spec.rows, controls.widgets), status, shown, *note])
     box.redraw = redraw  # the benchmark times this
+    box.view = view
     box.controls = controls.widgets
     return box
 
