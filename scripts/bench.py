@@ -3,6 +3,7 @@
     make bench        # or: .venv/bin/python scripts/bench.py
     .venv/bin/python scripts/bench.py --controls-only            # the explorers' controls only
     .venv/bin/python scripts/bench.py --profile batching.context  # cProfile of one control
+    .venv/bin/python scripts/bench.py --pages _build/html     # lesson weights, first paint
 
 Reports every control of every live explorer (each chapter's ``widgets.<chapter>.*declaration``:
 sliders, log sliders, menus, buttons, number boxes): the median and p95 of one move (model +
@@ -203,6 +204,41 @@ def bench_static_frames() -> dict[str, float]:
     return {"seconds": time.perf_counter() - start, "frames": float(spec.frame_count())}
 
 
+def bench_pages(html: Path, loads: int = 3) -> list[dict[str, object]]:
+    """Each lesson page of a built book: its HTML weight, the frames it references, and the
+    time to first contentful paint and to the first explorer figure in headless Chromium
+    (median of ``loads`` fresh loads, served on loopback)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from site_support import chromium, serve
+
+    found = []
+    with serve(html) as base, chromium() as browser:
+        for page_path in sorted((html / "lessons").glob("*.html")):
+            text = page_path.read_text()
+            paints, figures = [], []
+            for _ in range(loads):
+                page = browser.new_page()
+                start = time.perf_counter()
+                page.goto(f"{base}/lessons/{page_path.name}", wait_until="commit")
+                page.locator(".widget-image").first.wait_for(state="visible", timeout=60000)
+                figures.append(time.perf_counter() - start)
+                paint = page.evaluate(
+                    "performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1"
+                )
+                paints.append(float(paint) / 1e3)
+                page.close()
+            found.append(
+                {
+                    "page": page_path.name,
+                    "html_bytes": len(text.encode()),
+                    "inline_png_frames": text.count("iVBORw0KGgo"),  # base64 of a PNG's start
+                    "first_paint_ms": 1e3 * statistics.median(paints),
+                    "first_figure_ms": 1e3 * statistics.median(figures),
+                }
+            )
+    return found
+
+
 SERVE = ["serve", "Llama-3-70B", "H100x8", "--layout", "tp8", "--context", "2048"]
 
 
@@ -213,7 +249,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15, help="moves per control")
     parser.add_argument("--profile", metavar="EXPLORER.CONTROL", help="cProfile one control")
     parser.add_argument("--out", type=Path, help="where to write the figures (JSON)")
+    parser.add_argument("--pages", type=Path, metavar="HTML", help="a built book: page weights")
     args = parser.parse_args()
+    if args.pages:
+        pages = bench_pages(args.pages)
+        for row in pages:
+            print(
+                f"{row['page']:28s} {row['html_bytes'] / 1e6:6.2f} MB  inline frames "
+                f"{row['inline_png_frames']:4d}  first paint {row['first_paint_ms']:6.0f} ms  "
+                f"first figure {row['first_figure_ms']:6.0f} ms"
+            )
+        if args.out:
+            args.out.write_text(json.dumps({"pages": pages}, indent=2))
+        return
     if args.profile:
         print(profile_control(args.profile, args.repeats))
         return
