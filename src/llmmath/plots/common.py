@@ -148,7 +148,7 @@ class FastFigure:
         them: each axes' in zorder (raised above the axes' own), then the figure's texts."""
         moving: list[Artist] = []
         for ax in self.axes:
-            titles = (ax.title, ax._left_title, ax._right_title)
+            titles = (ax.title, *(getattr(ax, f"_{side}_title") for side in ("left", "right")))
             ours = [*ax.lines, *ax.collections, *ax.patches, *ax.texts, *ax.images, *titles]
             for artist in ours:
                 _lift(artist)
