@@ -7,13 +7,16 @@ import math
 from collections.abc import Hashable
 from typing import TypeVar
 
+import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba_array
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import NullLocator
+from matplotlib.transforms import Bbox
 from PIL import Image
 
 ArtistT = TypeVar("ArtistT", bound=Artist)
@@ -86,6 +89,7 @@ class FastFigure:
         self._scene: Hashable = None
         self._backgrounds: dict[Hashable, object] = {}
         self._laid_out = False
+        self._static_boxes: list[Bbox] = []
 
     def dynamic(self, artist: ArtistT) -> ArtistT:
         """Mark ``artist`` as drawn on top of every other one (a marker, a readout)."""
@@ -188,10 +192,14 @@ class FastFigure:
         if background is None:
             for ax in self.axes:  # set again: log scales (loglog) bring the minor ticks back
                 no_minor_ticks(ax)
-            self.canvas.draw()  # type: ignore[no-untyped-call]
-            if not self._laid_out:  # freeze the layout so every frame lines up
-                self.figure.set_layout_engine("none")
+            last = next(reversed(self._backgrounds), None)
+            if self._laid_out and last is not None:
+                self._redraw_changed_axes(last, key)
+            else:
+                self.canvas.draw()  # type: ignore[no-untyped-call]
+                self.figure.set_layout_engine("none")  # freeze it: every frame lines up
                 self._laid_out = True
+            self._static_boxes = [self._static_box(ax) for ax in self.axes]
             background = self.canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
             key = self._background_key()  # the draw may settle autoscaled limits
         else:
@@ -202,6 +210,32 @@ class FastFigure:
         for artist in moving:
             self.figure.draw_artist(artist)
         return _canvas_png(self.canvas, colours)
+
+    def _static_box(self, ax: Axes) -> Bbox:
+        """Where ``ax`` draws into the background: its frame, ticks and axis labels."""
+        renderer = self.canvas.get_renderer()  # type: ignore[no-untyped-call]
+        box = ax.get_tightbbox(renderer, bbox_extra_artists=[])
+        return box if box is not None else ax.bbox
+
+    def _redraw_changed_axes(self, last: Hashable, key: Hashable) -> None:
+        """The last background with only the axes whose part of the key changed redrawn:
+        each one's old and new area is cleared to the figure's colour and that axes drawn
+        alone (half the cost of a full draw for one panel of two). The layout is frozen
+        and the panels' areas do not overlap, so the pixels are those of a full draw."""
+        self.canvas.restore_region(self._backgrounds[last])  # type: ignore[no-untyped-call]
+        renderer = self.canvas.get_renderer()  # type: ignore[no-untyped-call]
+        pixels = np.asarray(self.canvas.buffer_rgba())  # type: ignore[no-untyped-call]
+        paper = np.array(to_rgba_array(self.figure.get_facecolor())[0] * 255).round()
+        assert isinstance(last, tuple) and isinstance(key, tuple)
+        for ax, old, new, before in zip(self.axes, last, key, self._static_boxes, strict=True):
+            if old == new:
+                continue
+            for box in (before, self._static_box(ax)):
+                x0, x1 = (int(np.clip(v, 0, pixels.shape[1])) for v in (box.x0 - 2, box.x1 + 3))
+                top, bottom = (pixels.shape[0] - v for v in (box.y1 + 3, box.y0 - 2))
+                rows = slice(int(np.clip(top, 0, pixels.shape[0])), int(np.clip(bottom, 0, None)))
+                pixels[rows, x0:x1] = paper
+            ax.draw(renderer)
 
     def as_figure(self) -> Figure:
         """The figure with every artist drawn normally (for a static, captioned display),

@@ -301,9 +301,11 @@ class KVCacheExplorer(FastFigure):
                 f"{error.missing_bytes / 1e9:,.0f} GB of weights missing"
             )
             self.ax_step.set_title(" ", fontsize=10)
+            self._show_scene(False)
             return
         self.deployment = dep
         self.message.set_text("")
+        self._show_scene(True)
         self.capacity.show([kv_cache.capacity_curve(dep)], [""])
         self.batch_line.set_ydata([self.batch] * 2)
         step = kv_cache.step_time_curve(dep, self.batch)
@@ -316,6 +318,15 @@ class KVCacheExplorer(FastFigure):
             f"{step.crossover_context:,.0f}",
             fontsize=8,
         )
+
+    def _show_scene(self, shown: bool) -> None:
+        """Show the scene's lines, or (nothing fits) hide them on the axes' first limits:
+        the figure then looks the same whatever was shown before."""
+        for artist in (self.batch_line, self.steps.weight_line, self.steps.weight_text):
+            artist.set_visible(shown)
+        if not shown:
+            self.ax_room.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.5, 1e5))
+            self.ax_step.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.1, 1e3))
 
     def _draw_context(self, context: float) -> None:
         dep = self.deployment
