@@ -178,6 +178,7 @@ def _blas_thread_controls() -> list[tuple[Callable[[], int], Callable[[int], Non
 
 
 @contextmanager
+@contract(threads=Count(high=4096))
 def pinned_blas_threads(threads: int) -> Iterator[int | None]:
     """numpy's BLAS on ``threads`` threads inside the block, then as before. Yields
     ``threads``, or None where no OpenBLAS is found (set ``OPENBLAS_NUM_THREADS`` or
