@@ -500,6 +500,8 @@ def test_a_blitted_frame_matches_a_fresh_figure(name: str) -> None:
     for control in spec.static_controls():
         path.append({**path[-1], control.name: control.stops[-1]})
     path.append(spec.start())
+    for control in spec.static_controls()[::-1]:  # from a reused background, new ones again
+        path.append({**spec.start(), control.name: control.stops[1]})
     moved, full = (spec.static_view or spec.view)(), (spec.static_view or spec.view)()
     for values in path:
         moved.update(**spec.settings(values))

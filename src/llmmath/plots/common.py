@@ -87,9 +87,9 @@ class FastFigure:
         for ax in self.axes:  # minor ticks on log axes double the draw time: see png()
             ax.grid(True, which="major", alpha=0.3)
         self._scene: Hashable = None
-        self._backgrounds: dict[Hashable, object] = {}
+        #: key -> (the canvas's pixels, where each axes drew into them)
+        self._backgrounds: dict[Hashable, tuple[object, list[Bbox]]] = {}
         self._laid_out = False
-        self._static_boxes: list[Bbox] = []
 
     def dynamic(self, artist: ArtistT) -> ArtistT:
         """Mark ``artist`` as drawn on top of every other one (a marker, a readout)."""
@@ -188,23 +188,24 @@ class FastFigure:
         """The current frame as a palette PNG."""
         moving = self._moving()
         key = self._background_key()
-        background = self._backgrounds.pop(key, None)
-        if background is None:
+        cached = self._backgrounds.pop(key, None)
+        if cached is None:
             for ax in self.axes:  # set again: log scales (loglog) bring the minor ticks back
                 no_minor_ticks(ax)
             last = next(reversed(self._backgrounds), None)
             if self._laid_out and last is not None:
-                self._redraw_changed_axes(last, key)
+                boxes = self._redraw_changed_axes(last, key)
             else:
                 self.canvas.draw()  # type: ignore[no-untyped-call]
                 self.figure.set_layout_engine("none")  # freeze it: every frame lines up
                 self._laid_out = True
-            self._static_boxes = [self._static_box(ax) for ax in self.axes]
+                boxes = [self._static_box(ax) for ax in self.axes]
             background = self.canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
             key = self._background_key()  # the draw may settle autoscaled limits
+            cached = (background, boxes)
         else:
-            self.canvas.restore_region(background)  # type: ignore[no-untyped-call]
-        self._backgrounds[key] = background  # most recent last
+            self.canvas.restore_region(cached[0])  # type: ignore[no-untyped-call]
+        self._backgrounds[key] = cached  # most recent last
         while len(self._backgrounds) > self.BACKGROUNDS:
             del self._backgrounds[next(iter(self._backgrounds))]
         for artist in moving:
@@ -217,25 +218,29 @@ class FastFigure:
         box = ax.get_tightbbox(renderer, bbox_extra_artists=[])
         return box if box is not None else ax.bbox
 
-    def _redraw_changed_axes(self, last: Hashable, key: Hashable) -> None:
+    def _redraw_changed_axes(self, last: Hashable, key: Hashable) -> list[Bbox]:
         """The last background with only the axes whose part of the key changed redrawn:
         each one's old and new area is cleared to the figure's colour and that axes drawn
         alone (half the cost of a full draw for one panel of two). The layout is frozen
         and the panels' areas do not overlap, so the pixels are those of a full draw."""
-        self.canvas.restore_region(self._backgrounds[last])  # type: ignore[no-untyped-call]
+        background, boxes = self._backgrounds[last]
+        boxes = list(boxes)
+        self.canvas.restore_region(background)  # type: ignore[no-untyped-call]
         renderer = self.canvas.get_renderer()  # type: ignore[no-untyped-call]
         pixels = np.asarray(self.canvas.buffer_rgba())  # type: ignore[no-untyped-call]
         paper = np.array(to_rgba_array(self.figure.get_facecolor())[0] * 255).round()
         assert isinstance(last, tuple) and isinstance(key, tuple)
-        for ax, old, new, before in zip(self.axes, last, key, self._static_boxes, strict=True):
+        for i, (ax, old, new) in enumerate(zip(self.axes, last, key, strict=True)):
             if old == new:
                 continue
-            for box in (before, self._static_box(ax)):
+            before, boxes[i] = boxes[i], self._static_box(ax)
+            for box in (before, boxes[i]):
                 x0, x1 = (int(np.clip(v, 0, pixels.shape[1])) for v in (box.x0 - 2, box.x1 + 3))
                 top, bottom = (pixels.shape[0] - v for v in (box.y1 + 3, box.y0 - 2))
                 rows = slice(int(np.clip(top, 0, pixels.shape[0])), int(np.clip(bottom, 0, None)))
                 pixels[rows, x0:x1] = paper
             ax.draw(renderer)
+        return boxes
 
     def as_figure(self) -> Figure:
         """The figure with every artist drawn normally (for a static, captioned display),
