@@ -65,11 +65,11 @@ class FastFigure:
 
     Drawing axes, ticks and tick labels is most of matplotlib's cost, and a control usually
     moves curves, markers and texts while the axes stay put. So every artist *on* the axes
-    (lines, spans, texts, titles, the figure's own texts) is drawn on every :meth:`png` over a
-    cached background of what stays: the axes with their ticks, tick labels, axis labels, grid
-    and legend (costly to draw and rarely changed; the curves pass over it). The background is
-    redrawn only when its key changes (limits, scales, ticks, axis labels, legend entries), and
-    the last few backgrounds are kept, so flipping back to a
+    (lines, spans, texts, titles, legends, the figure's own texts) is drawn on every
+    :meth:`png` over a cached background of what stays: the axes with their ticks, tick
+    labels, axis labels and grid. The background is redrawn only when its key changes (limits,
+    scales, ticks, axis labels), only for the axes whose part changed, and the last few
+    backgrounds are kept, so flipping back to a
     setting seen before is a blit too. Explorers keep their limits fixed per scene (see
     :func:`snap_log_limits`) so that most moves never redraw an axis.
 
@@ -154,6 +154,8 @@ class FastFigure:
         for ax in self.axes:
             titles = (ax.title, *(getattr(ax, f"_{side}_title") for side in ("left", "right")))
             ours = [*ax.lines, *ax.collections, *ax.patches, *ax.texts, *ax.images, *titles]
+            if ax.legend_ is not None:  # over the curves, as a full draw puts it
+                ours.append(ax.legend_)
             for artist in ours:
                 _lift(artist)
             ids = {id(a) for a in ours}
@@ -179,7 +181,6 @@ class FastFigure:
                 ax.get_xlabel(),
                 ax.get_ylabel(),
                 ax.get_visible(),
-                _legend_key(ax),
             )
             for ax in self.axes
         )
@@ -253,14 +254,6 @@ class FastFigure:
 
 
 _LIFTED = "_llmmath_lifted"
-
-
-def _legend_key(ax: Axes) -> Hashable:
-    """A legend in the background: which one, and its entries' texts."""
-    legend = ax.get_legend()
-    if legend is None:
-        return None
-    return id(legend), legend.get_visible(), tuple(t.get_text() for t in legend.get_texts())
 
 
 def _lift(artist: Artist) -> None:
