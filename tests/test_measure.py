@@ -154,17 +154,16 @@ def test_pinned_threads_reject_a_bad_count() -> None:
         pass
 
 
-def test_the_sweep_tells_the_story_or_shows_its_spread() -> None:
-    """The story: a bigger batch does more FLOPs per byte, so it achieves at least the FLOP/s
-    of a smaller one. Measured on a busy machine a point may fall short, but then not below
-    what the smaller batch typically achieved: the figure's bar shows that spread."""
-    result = measure.measure_machine(sweep_batches=(1, 8, 64, 512), sweep_dim=512)
-    assert result.sweep_median_s is not None
+def test_the_sweep_tells_the_story_and_shows_its_spread() -> None:
+    """The figure's story: a batch of 256 does 256 times the FLOPs per weight byte of a batch
+    of 1, so it achieves far more FLOP/s (a bandwidth-bound matrix-vector product against a
+    compute-bound matmul). Under load the best run of the big batch must still beat twice
+    the small batch's median run; and each point carries its spread (median no faster)."""
+    result = measure.measure_machine(sweep_batches=(1, 256), sweep_dim=4096)
+    assert result.sweep_median_s is not None and result.blas_threads in (1, None)
     best = result.sweep_achieved_flop_per_s
     typical = result.sweep_flops / result.sweep_median_s
     assert np.all(typical <= best)
-    for i in range(len(best) - 1):
-        assert best[i + 1] >= typical[i] * 0.9, (
-            f"B={result.sweep_batch[i + 1]:g} achieved {best[i + 1]:.3g} FLOP/s at best, "
-            f"below B={result.sweep_batch[i]:g}'s median {typical[i]:.3g}"
-        )
+    assert best[1] >= 2 * typical[0], (
+        f"B=256 achieved {best[1]:.3g} FLOP/s at best, not twice B=1's median {typical[0]:.3g}"
+    )
