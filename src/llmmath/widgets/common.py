@@ -7,7 +7,9 @@ book's stops and what the live flavour accepts). :func:`explorer` then builds
 * ``live``: with a kernel (JupyterLab), every change re-runs the model and redraws, for any
   value the control accepts;
 * ``static``: for the built book, where no kernel runs. Every frame is rendered at build time
-  into an ``ipywidgets.Image`` inside nested ``Stack`` widgets, and each control is
+  into an ``ipywidgets.Image`` inside nested ``Stack`` widgets (in the book, a file under
+  ``_static/frames/`` the image loads by URL, see :func:`frame_files`; elsewhere inline
+  PNG bytes), and each control is
   ``jslink``-ed to the ``selected_index`` of the Stacks it drives, so moving it switches
   frames in the browser with no Python behind it.
 
