@@ -87,6 +87,9 @@ class FastFigure:
         for ax in self.axes:  # minor ticks on log axes double the draw time: see png()
             ax.grid(True, which="major", alpha=0.3)
         self._scene: Hashable = None
+        self._scene_version = 0
+        #: (background key, scene version) -> the background with the scene drawn on it
+        self._scene_image: tuple[Hashable, object] | None = None
         #: key -> (the canvas's pixels, where each axes drew into them)
         self._backgrounds: dict[Hashable, tuple[object, list[Bbox]]] = {}
         self._laid_out = False
@@ -95,6 +98,7 @@ class FastFigure:
         """Mark ``artist`` as drawn on top of every other one (a marker, a readout)."""
         artist.set_zorder(artist.get_zorder() + 2 * _ON_TOP)
         setattr(artist, _LIFTED, True)
+        setattr(artist, _ON_TOP_MARK, True)
         return artist
 
     def marker(self, ax: Axes, colour: str = COMPUTE_COLOUR, size: float = 8) -> Line2D:
@@ -144,7 +148,7 @@ class FastFigure:
         """True when ``key`` differs from the last scene's (the caller recomputes its curves)."""
         if key == self._scene:
             return False
-        self._scene = key
+        self._scene, self._scene_version = key, self._scene_version + 1
         return True
 
     def _moving(self) -> list[Artist]:
@@ -186,9 +190,21 @@ class FastFigure:
         )
 
     def png(self, colours: int = 32) -> bytes:
-        """The current frame as a palette PNG."""
+        """The current frame as a palette PNG.
+
+        Two layers are cached: the background (the axes) and, on it, the scene (everything
+        redrawn only on :meth:`new_scene`, the contract of a subclass). A move that keeps
+        both draws only the artists marked :meth:`dynamic` (markers, readouts)."""
         moving = self._moving()
         key = self._background_key()
+        scene_key = (key, self._scene_version)
+        top = [a for a in moving if getattr(a, _ON_TOP_MARK, False)]
+        if self._scene_image is not None and self._scene_image[0] == scene_key:
+            self.canvas.restore_region(self._scene_image[1])  # type: ignore[no-untyped-call]
+            for artist in top:
+                self.figure.draw_artist(artist)
+            return _canvas_png(self.canvas, colours)
+        self._scene_image = None
         cached = self._backgrounds.pop(key, None)
         if cached is None:
             for ax in self.axes:  # set again: log scales (loglog) bring the minor ticks back
@@ -210,6 +226,12 @@ class FastFigure:
         while len(self._backgrounds) > self.BACKGROUNDS:
             del self._backgrounds[next(iter(self._backgrounds))]
         for artist in moving:
+            if artist not in top:
+                self.figure.draw_artist(artist)
+        if key == scene_key[0]:  # (a draw that settled the limits keeps no scene image)
+            scene = self.canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+            self._scene_image = (scene_key, scene)
+        for artist in top:
             self.figure.draw_artist(artist)
         return _canvas_png(self.canvas, colours)
 
@@ -254,6 +276,7 @@ class FastFigure:
 
 
 _LIFTED = "_llmmath_lifted"
+_ON_TOP_MARK = "_llmmath_dynamic"
 
 
 def _lift(artist: Artist) -> None:
