@@ -114,11 +114,11 @@ def bench_controls(repeats: int = 15, only: str | None = None) -> list[dict[str,
     """Every control of every live explorer, slowest median first."""
     found = []
     for explorer_name, declare in declarations():
-        if only and not only.startswith(explorer_name):
+        if only and only != explorer_name and not only.startswith(f"{explorer_name}."):
             continue
         box = live_explorer(declare())
         for name in box.controls:
-            if only and only != f"{explorer_name}.{name}":
+            if only and only not in (explorer_name, f"{explorer_name}.{name}"):
                 continue
             figures = time_moves(box, name, repeats)
             if figures:

@@ -192,8 +192,9 @@ def _draw_tier_map(ax: Axes, pc: kv_cache.PrefixCache) -> list[Artist]:
     drawn: list[Artist] = [
         ax.pcolormesh(HOLDS_S, REUSES, pc.cheapest, cmap=cmap, norm=norm, shading="nearest")
     ]
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    if ax.get_xscale() != "log":  # set once: a new scale is a new formatter, a new background
+        ax.set_xscale("log")
+        ax.set_yscale("log")
     for seconds, text in ((300, "5 min"), (3600, "1 h"), (86400, "1 day")):
         drawn.append(ax.axvline(seconds, color="white", linewidth=0.8, linestyle="--"))
         drawn.append(
