@@ -63,7 +63,8 @@ class LifetimePanel:
         sizes = curves[0].params
         bottom = min(float(c.total_flops.min()) for c in curves)
         top = max(float(c.total_flops.max()) for c in curves)
-        self.ax.set_xlim(sizes[0], sizes[-1])
+        # Snapped: the axes stay put over a range of losses (a move is then a blit).
+        self.ax.set_xlim(*snap_log_limits(sizes[0], sizes[-1]))
         self.ax.set_ylim(*snap_log_limits(bottom / 2, top * 2))
 
 
