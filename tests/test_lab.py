@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import numpy as np
 import psutil
 import pytest
 from bs4 import BeautifulSoup
@@ -400,6 +401,52 @@ class Learner:
     def close(self) -> None:
         self.page.close()
         self.lab.shut_down_kernels()  # two cores: one kernel at a time
+
+
+def test_roofline_batch_slider_is_dragged_to_the_critical_batch(lab: Lab, browser: Browser) -> None:
+    """ "Raise the batch until the step turns compute-bound" is answered by dragging: the
+    batch slider is on a log scale (its middle is 2^6, not 2,048), and a drag to where the
+    critical batch sits lands within a few percent of it and redraws the figure."""
+    from llmmath import roofline
+
+    critical = float(roofline.critical_batch("H100", "bf16", "bf16"))
+    learner = Learner(browser, lab, "lesson-roofline-log-slider")
+    learner.open("lessons/roofline.md")
+    learner.wait_for_kernel()
+    learner.run_all()
+    explorer = (
+        learner.page.locator(".jp-OutputArea-output")
+        .filter(has=learner.page.locator(".widget-image"))
+        .filter(has=learner.page.locator(".widget-slider", has_text="batch"))
+        .first
+    )
+    slider = explorer.locator(".widget-slider", has_text="batch").first
+    image = explorer.locator(".widget-image").first
+    readout = slider.locator(".widget-readout")
+    track = slider.locator(".noUi-target")
+    track.scroll_into_view_if_needed()
+
+    def drag_to(fraction: float) -> float:
+        handle = slider.locator(".noUi-handle").bounding_box()
+        box = track.bounding_box()
+        assert handle is not None and box is not None
+        y = handle["y"] + handle["height"] / 2
+        learner.page.mouse.move(handle["x"] + handle["width"] / 2, y)
+        learner.page.mouse.down()
+        learner.page.mouse.move(box["x"] + box["width"] * fraction, y, steps=8)
+        learner.page.mouse.up()
+        return float((readout.text_content() or "nan").replace(",", ""))
+
+    before = pixels(image)
+    middle = drag_to(0.5)
+    assert 2**5.5 <= middle <= 2**6.5, f"the middle of the batch slider is {middle}: not log"
+    before = wait_for_change(learner, image, before, "dragging the batch slider")
+    reached = drag_to(np.log2(critical) / 12)  # the slider spans 2^0 ... 2^12
+    assert abs(np.log2(reached / critical)) < 0.25, f"dragged to {reached}, not ~{critical:.0f}"
+    wait_for_change(learner, image, before, "dragging to the critical batch")
+    learner.shot("critical-batch")
+    assert not error_texts(learner.notebook), error_texts(learner.notebook)
+    learner.close()
 
 
 def error_texts(scope: Locator) -> list[str]:

@@ -87,10 +87,11 @@ def test_empty_measurements_are_rejected(call: Callable[[], float]) -> None:
 # ---- the matmul sweep ---------------------------------------------------------------------
 def test_sweep_counts_match_the_roofline_module() -> None:
     batches = np.array([1.0, 4.0, 16.0])
-    flops, moved, measured = measure.measure_matmul_sweep(batches, dim=64, repeats=1)
+    flops, moved, measured, median = measure.measure_matmul_sweep(batches, dim=64, repeats=3)
     np.testing.assert_array_equal(flops, roofline.matmul_flops(batches, 64, 64))
     np.testing.assert_array_equal(moved, roofline.matmul_bytes(batches, 64, 64, "fp32", "fp32"))
-    assert measured.shape == (3,) and np.all(measured > 0)
+    assert measured.shape == median.shape == (3,) and np.all(measured > 0)
+    assert np.all(median >= measured)  # the best run is never slower than the median one
 
 
 def test_machine_roofline_properties() -> None:
@@ -132,3 +133,37 @@ def test_measured_points_lie_under_the_measured_roofline(monkeypatch: pytest.Mon
     # The roofline is an envelope: no measured point beats it, so each floor is <= the time.
     assert np.all(result.sweep_predicted_s <= result.sweep_measured_s * (1 + 1e-12))
     assert np.all(result.sweep_achieved_flop_per_s <= result.peak_flop_per_s * (1 + 1e-12))
+
+
+# ---- a stable figure ------------------------------------------------------------------------
+def test_blas_threads_are_pinned_and_restored() -> None:
+    controls = measure._blas_thread_controls()
+    if not controls:  # numpy built on another BLAS: the pin says it could not
+        with measure.pinned_blas_threads(1) as pinned:
+            assert pinned is None
+        return
+    before = [get() for get, _ in controls]
+    with measure.pinned_blas_threads(1) as pinned:
+        assert pinned == 1
+        assert [get() for get, _ in controls] == [1] * len(controls)
+    assert [get() for get, _ in controls] == before
+
+
+def test_pinned_threads_reject_a_bad_count() -> None:
+    with pytest.raises(ValueError, match="threads"), measure.pinned_blas_threads(0):
+        pass
+
+
+def test_the_sweep_tells_the_story_and_shows_its_spread() -> None:
+    """The figure's story: a batch of 256 does 256 times the FLOPs per weight byte of a batch
+    of 1, so it achieves far more FLOP/s (a bandwidth-bound matrix-vector product against a
+    compute-bound matmul). Under load the best run of the big batch must still beat twice
+    the small batch's median run; and each point carries its spread (median no faster)."""
+    result = measure.measure_machine(sweep_batches=(1, 256), sweep_dim=4096)
+    assert result.sweep_median_s is not None and result.blas_threads in (1, None)
+    best = result.sweep_achieved_flop_per_s
+    typical = result.sweep_flops / result.sweep_median_s
+    assert np.all(typical <= best)
+    assert best[1] >= 2 * typical[0], (
+        f"B=256 achieved {best[1]:.3g} FLOP/s at best, not twice B=1's median {typical[0]:.3g}"
+    )

@@ -77,6 +77,29 @@ def test_machine_roofline_figure() -> None:
     np.testing.assert_allclose(ax.lines[1].get_ydata(), result.sweep_achieved_flop_per_s)
 
 
+def test_machine_roofline_figure_shows_the_spread() -> None:
+    """With the median of the repeats, each point's bar runs from the best run down to it."""
+    result = MachineRoofline(
+        peak_flop_per_s=1e11,
+        bandwidth_bytes_per_s=1e10,
+        sweep_batch=np.array([1.0, 64.0]),
+        sweep_dim=256,
+        sweep_flops=np.array([1.3e5, 8.4e6]),
+        sweep_bytes=np.array([2.6e5, 3.9e5]),
+        sweep_measured_s=np.array([3e-5, 1e-4]),
+        sweep_median_s=np.array([6e-5, 1e-4]),
+        blas_threads=1,
+    )
+    (ax,) = roofline_plots.machine_roofline(result).axes
+    (bars,) = ax.containers
+    segments = bars.lines[2][0].get_segments()
+    lows = [min(y for _, y in segment) for segment in segments]
+    highs = [max(y for _, y in segment) for segment in segments]
+    np.testing.assert_allclose(highs, result.sweep_achieved_flop_per_s)
+    np.testing.assert_allclose(lows, result.sweep_flops / result.sweep_median_s)
+    assert "1 BLAS thread)" in ax.get_title()
+
+
 def test_explorer_figure_returns_a_two_panel_figure() -> None:
     figure = roofline_widgets.declaration().figure(chip="B200", batch=8)
     assert isinstance(figure, Figure)
@@ -268,7 +291,9 @@ def test_nested_stacks_with_plain_labels() -> None:
 
 
 # ---- widgets: live ------------------------------------------------------------------------
-def live_parts(box: w.VBox) -> tuple[w.Dropdown, w.Dropdown, w.ToggleButtons, w.IntSlider, w.Image]:
+def live_parts(
+    box: w.VBox,
+) -> tuple[w.Dropdown, w.Dropdown, w.ToggleButtons, w.FloatLogSlider, w.Image]:
     row, batch, _status, image = box.children
     chip, model, weights = row.children
     assert [chip, model, weights, batch] == list(box.controls.values())
@@ -421,3 +446,111 @@ def test_the_roofline_figure_is_the_static_explorers_first_frame() -> None:
     box = widgets.common.static_explorer(spec)
     shown = selected_leaf(box.stacks).value
     assert pixels(plots.figure_png(spec.figure())) == pixels(shown)
+
+
+# ---- frames as files, redraws that only blit -----------------------------------------------
+def test_static_frames_as_files_are_the_inline_frames(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a frames folder, each leaf loads its frame by URL from a file holding the very
+    PNG the inline flavour embeds; equal frames share one file."""
+    spec = widgets.overtraining_pricing.overtraining_declaration()
+    monkeypatch.setenv(widgets.common.FRAMES_ENV, "")
+    inline = [bytes(leaf.value) for leaf in leaves(widgets.common.static_explorer(spec).stacks)]
+    monkeypatch.setenv(widgets.common.FRAMES_ENV, str(tmp_path))
+    box = widgets.common.static_explorer(spec)
+    urls = [bytes(leaf.value).decode() for leaf in leaves(box.stacks)]
+    assert all(leaf.format == "url" for leaf in leaves(box.stacks))
+    assert all(url.startswith(f"{tmp_path.as_posix()}/") for url in urls)
+    files = [(tmp_path / url.rsplit("/", 1)[1]).read_bytes() for url in urls]
+    assert files == inline
+    assert len(list(tmp_path.iterdir())) == len(set(inline))
+
+
+def test_frames_are_inline_outside_a_book_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(widgets.common.FRAMES_ENV, raising=False)
+    assert widgets.common.frame_files() is None  # pytest is no kernel: nothing written
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "steps", "expected"),
+    [
+        (2e-3, 0.7, 1, (1e-3, 1.0)),
+        (0.02, 30.0, 2, (10**-2, 10**1.5)),
+        (0.04, 40.0, 2, (10**-1.5, 100.0)),
+        (1.0, 10.0, 1, (1.0, 10.0)),
+    ],
+)
+def test_snapped_limits_hold_the_data(
+    low: float, high: float, steps: int, expected: tuple[float, float]
+) -> None:
+    snapped = plots.common.snap_log_limits(low, high, steps)
+    assert snapped == pytest.approx(expected)
+    assert snapped[0] <= low and snapped[1] >= high
+
+
+@pytest.mark.parametrize("name", [n for n in DECLARATIONS if n != "price_sheets"])
+def test_a_blitted_frame_matches_a_fresh_figure(name: str) -> None:
+    """Moving from the start to other settings (some panels redrawn alone over the last
+    background), one control at a time, then back (a cached background): each frame has the
+    pixels of a whole-figure draw at that setting, with no stale axes, curves or texts. (The
+    reference figure starts at the start too: the layout is frozen at the first frame.)"""
+    spec = DECLARATIONS[name]()
+    path = [spec.start()]
+    for control in spec.static_controls():
+        path.append({**path[-1], control.name: control.stops[-1]})
+    path.append(spec.start())
+    for control in spec.static_controls()[::-1]:  # from a reused background, new ones again
+        path.append({**spec.start(), control.name: control.stops[1]})
+    moved, full = (spec.static_view or spec.view)(), (spec.static_view or spec.view)()
+    for values in path:
+        moved.update(**spec.settings(values))
+        full.update(**spec.settings(values))
+        full._backgrounds.clear()  # no background to reuse: canvas.draw() draws everything
+        assert pixels(moved.png()) == pixels(full.png()), values
+
+
+def test_a_move_that_keeps_the_axes_draws_no_axis() -> None:
+    """The batch slider's moves are blits: matplotlib never redraws an axes for them; a new
+    chip redraws the axes it changes, and a figure-wide draw is never needed again."""
+    view = roofline_plots.RooflineExplorer()
+    view.update("H100", "Llama-3-70B", 1)
+    view.png()
+    drawn: list[object] = []
+    view.canvas.mpl_connect("draw_event", drawn.append)
+    for ax in view.axes:
+        draw = ax.draw
+        ax.draw = lambda renderer, ax=ax, draw=draw: (drawn.append(ax), draw(renderer))[1]  # type: ignore[method-assign]
+    for batch in (2, 64, 1024):
+        view.update("H100", "Llama-3-70B", batch)
+        view.png()
+    assert not drawn
+    view.update("B200", "Llama-3-70B", 1024)  # a new chip: new limits on both panels
+    view.png()
+    assert drawn == view.axes  # each panel once, and no figure-wide draw_event
+
+
+@pytest.mark.parametrize("name", DECLARATIONS)
+def test_controls_spanning_orders_of_magnitude_are_log_sliders(name: str) -> None:
+    """A slider over 1-4096 moves on a log scale: each doubling takes the same drag, so a
+    threshold ("raise the batch until ...") can be reached by dragging. Number boxes are typed."""
+    box = widgets.common.live_explorer(DECLARATIONS[name]())
+    for control_name, control in box.controls.items():
+        if isinstance(control, w.IntSlider | w.FloatSlider):
+            assert control.max / max(control.min, 1e-9) < 100, f"{name}.{control_name} is linear"
+
+
+def test_a_log_slider_reaches_the_critical_batch() -> None:
+    """The roofline's batch slider, moved by its own steps, crosses the critical batch: the
+    readout turns from memory-bound to compute-bound."""
+    box = widgets.common.live_explorer(roofline_widgets.declaration())
+    slider = box.controls["batch"]
+    assert isinstance(slider, w.FloatLogSlider) and slider.base == 2
+    critical = roofline.critical_batch("H100", "bf16", "bf16")
+    steps = [slider.min + k * slider.step for k in range(round(slider.max / slider.step) + 1)]
+    below = max(e for e in steps if round(2**e) < critical)
+    above = min(e for e in steps if round(2**e) >= critical)
+    assert above - below == pytest.approx(slider.step)  # one step apart
+    for exponent, bound in ((below, "memory-bound"), (above, "compute-bound")):
+        slider.value = 2**exponent
+        assert box.view.readout.get_text().endswith(bound)

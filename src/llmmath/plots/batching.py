@@ -26,6 +26,7 @@ from .common import (
     FastFigure,
     figure_and_axes,
     plain_axes,
+    snap_log_limits,
 )
 
 #: Batches marked on the latency-throughput curves.
@@ -88,7 +89,7 @@ class CostPanel:
         parts = [curves.total.min(), curves.matmul_flops.min()]
         if context:
             parts.append(curves.kv.min())
-        self.ax.set_ylim(min(parts) / 2, curves.total.max() * 3)
+        self.ax.set_ylim(*snap_log_limits(min(parts) / 2, curves.total.max() * 3))
 
     def clear(self) -> None:
         for line in (self.weights_line, self.flops_line, self.kv_line, self.total_line):
@@ -155,8 +156,8 @@ class ParetoPanel:
         slowest = max(max(float(c.time_s.max()) for c in curves), first.hbm_floor_s)
         low = min(float(c.tokens_per_s_per_chip.min()) for c in curves)
         high = max(float(c.tokens_per_s_per_chip.max()) for c in curves)
-        self.ax.set_xlim(0.8e3 * first.weight_floor_s, 1.25e3 * slowest)
-        self.ax.set_ylim(low / 2, high * 2)
+        self.ax.set_xlim(*snap_log_limits(0.8e3 * first.weight_floor_s, 1.25e3 * slowest, 3))
+        self.ax.set_ylim(*snap_log_limits(low / 2, high * 2))
 
     def _batch_label(self, batch: float, x: float, y: float, colour: object) -> Annotation:
         return self.ax.annotate(

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Hashable
 from typing import TypeVar
 
+import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba_array
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import NullLocator
+from matplotlib.transforms import Bbox
 from PIL import Image
 
 ArtistT = TypeVar("ArtistT", bound=Artist)
@@ -59,13 +63,22 @@ def _canvas_png(canvas: FigureCanvasAgg, colours: int) -> bytes:
 class FastFigure:
     """A widget figure that redraws in a few milliseconds.
 
-    Drawing axes, ticks and labels is most of matplotlib's cost, and a control such as a batch
-    slider usually moves only a marker. So artists are split: *static* ones are drawn once per
-    scene (chip, model, ...) into a cached background; *dynamic* ones (registered with
-    :meth:`dynamic`) are drawn over it on every :meth:`png`. Subclasses call
-    :meth:`new_scene` with a key of what the static artists depend on, and redraw those only
-    when it returns True.
+    Drawing axes, ticks and tick labels is most of matplotlib's cost, and a control usually
+    moves curves, markers and texts while the axes stay put. So every artist *on* the axes
+    (lines, spans, texts, titles, legends, the figure's own texts) is drawn on every
+    :meth:`png` over a cached background of what stays: the axes with their ticks, tick
+    labels, axis labels and grid. The background is redrawn only when its key changes (limits,
+    scales, ticks, axis labels), only for the axes whose part changed, and the last few
+    backgrounds are kept, so flipping back to a
+    setting seen before is a blit too. Explorers keep their limits fixed per scene (see
+    :func:`snap_log_limits`) so that most moves never redraw an axis.
+
+    Subclasses may call :meth:`new_scene` with a key of what their curves depend on and
+    recompute those only when it returns True.
     """
+
+    #: Backgrounds kept (each a figure-sized RGBA buffer: 1 MB at 800 x 320).
+    BACKGROUNDS = 16
 
     def __init__(self, figsize: tuple[float, float], ncols: int = 1, dpi: int = 80) -> None:
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
@@ -73,19 +86,19 @@ class FastFigure:
         self.axes: list[Axes] = list(self.figure.subplots(1, ncols, squeeze=False)[0])
         for ax in self.axes:  # minor ticks on log axes double the draw time: see png()
             ax.grid(True, which="major", alpha=0.3)
-        self._dynamic: list[Artist] = []
         self._scene: Hashable = None
-        self._background: object = None
+        self._scene_version = 0
+        #: (background key, scene version) -> the background with the scene drawn on it
+        self._scene_image: tuple[Hashable, object] | None = None
+        #: key -> (the canvas's pixels, where each axes drew into them)
+        self._backgrounds: dict[Hashable, tuple[object, list[Bbox]]] = {}
         self._laid_out = False
 
     def dynamic(self, artist: ArtistT) -> ArtistT:
-        """Mark ``artist`` as redrawn on every frame (excluded from the cached background).
-
-        It is blitted over everything else, so it is also put above everything else
-        (``zorder``): drawn in one pass for :meth:`as_figure`, the figure looks the same."""
-        artist.set_animated(True)
-        artist.set_zorder(max(artist.get_zorder(), _ON_TOP))
-        self._dynamic.append(artist)
+        """Mark ``artist`` as drawn on top of every other one (a marker, a readout)."""
+        artist.set_zorder(artist.get_zorder() + 2 * _ON_TOP)
+        setattr(artist, _LIFTED, True)
+        setattr(artist, _ON_TOP_MARK, True)
         return artist
 
     def marker(self, ax: Axes, colour: str = COMPUTE_COLOUR, size: float = 8) -> Line2D:
@@ -132,36 +145,156 @@ class FastFigure:
         )
 
     def new_scene(self, key: Hashable) -> bool:
-        """True (and the background is dropped) when ``key`` differs from the last scene."""
+        """True when ``key`` differs from the last scene's (the caller recomputes its curves)."""
         if key == self._scene:
             return False
-        self._scene, self._background = key, None
+        self._scene, self._scene_version = key, self._scene_version + 1
         return True
 
+    def _moving(self) -> list[Artist]:
+        """Every artist drawn over the background, in the order one full draw would draw
+        them: each axes' in zorder (raised above the axes' own), then the figure's texts."""
+        moving: list[Artist] = []
+        for ax in self.axes:
+            titles = (ax.title, *(getattr(ax, f"_{side}_title") for side in ("left", "right")))
+            ours = [*ax.lines, *ax.collections, *ax.patches, *ax.texts, *ax.images, *titles]
+            if ax.legend_ is not None:  # over the curves, as a full draw puts it
+                ours.append(ax.legend_)
+            for artist in ours:
+                _lift(artist)
+            ids = {id(a) for a in ours}
+            moving += sorted(
+                (a for a in ax.get_children() if id(a) in ids), key=lambda a: a.get_zorder()
+            )
+        for text in self.figure.texts:
+            _lift(text)
+        return moving + sorted(self.figure.texts, key=lambda a: a.get_zorder())
+
+    def _background_key(self) -> Hashable:
+        """What the background shows: each axes' limits, scales, ticks and labels."""
+        return tuple(
+            (
+                ax.get_xlim(),
+                ax.get_ylim(),
+                ax.get_xscale(),
+                ax.get_yscale(),
+                tuple(ax.xaxis.get_majorticklocs()),
+                tuple(ax.yaxis.get_majorticklocs()),
+                id(ax.xaxis.get_major_formatter()),
+                id(ax.yaxis.get_major_formatter()),
+                ax.get_xlabel(),
+                ax.get_ylabel(),
+                ax.get_visible(),
+            )
+            for ax in self.axes
+        )
+
     def png(self, colours: int = 32) -> bytes:
-        """The current frame as a palette PNG."""
-        if self._background is None:
+        """The current frame as a palette PNG.
+
+        Two layers are cached: the background (the axes) and, on it, the scene (everything
+        redrawn only on :meth:`new_scene`, the contract of a subclass). A move that keeps
+        both draws only the artists marked :meth:`dynamic` (markers, readouts)."""
+        moving = self._moving()
+        key = self._background_key()
+        scene_key = (key, self._scene_version)
+        top = [a for a in moving if getattr(a, _ON_TOP_MARK, False)]
+        if self._scene_image is not None and self._scene_image[0] == scene_key:
+            self.canvas.restore_region(self._scene_image[1])  # type: ignore[no-untyped-call]
+            for artist in top:
+                self.figure.draw_artist(artist)
+            return _canvas_png(self.canvas, colours)
+        self._scene_image = None
+        cached = self._backgrounds.pop(key, None)
+        if cached is None:
             for ax in self.axes:  # set again: log scales (loglog) bring the minor ticks back
                 no_minor_ticks(ax)
-            self.canvas.draw()  # type: ignore[no-untyped-call]
-            if not self._laid_out:  # freeze the layout so every frame lines up
-                self.figure.set_layout_engine("none")
+            last = next(reversed(self._backgrounds), None)
+            if self._laid_out and last is not None:
+                boxes = self._redraw_changed_axes(last, key)
+            else:
+                self.canvas.draw()  # type: ignore[no-untyped-call]
+                self.figure.set_layout_engine("none")  # freeze it: every frame lines up
                 self._laid_out = True
-            self._background = self.canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+                boxes = [self._static_box(ax) for ax in self.axes]
+            background = self.canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+            key = self._background_key()  # the draw may settle autoscaled limits
+            cached = (background, boxes)
         else:
-            self.canvas.restore_region(self._background)  # type: ignore[no-untyped-call]
-        for artist in self._dynamic:
+            self.canvas.restore_region(cached[0])  # type: ignore[no-untyped-call]
+        self._backgrounds[key] = cached  # most recent last
+        while len(self._backgrounds) > self.BACKGROUNDS:
+            del self._backgrounds[next(iter(self._backgrounds))]
+        for artist in moving:
+            if artist not in top:
+                self.figure.draw_artist(artist)
+        if key == scene_key[0]:  # (a draw that settled the limits keeps no scene image)
+            scene = self.canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+            self._scene_image = (scene_key, scene)
+        for artist in top:
             self.figure.draw_artist(artist)
         return _canvas_png(self.canvas, colours)
+
+    def _static_box(self, ax: Axes) -> Bbox:
+        """Where ``ax`` draws into the background: its frame, ticks and axis labels."""
+        renderer = self.canvas.get_renderer()  # type: ignore[no-untyped-call]
+        box = ax.get_tightbbox(renderer, bbox_extra_artists=[])
+        return box if box is not None else ax.bbox
+
+    def _redraw_changed_axes(self, last: Hashable, key: Hashable) -> list[Bbox]:
+        """The last background with only the axes whose part of the key changed redrawn:
+        each one's old and new area is cleared to the figure's colour and that axes drawn
+        alone (half the cost of a full draw for one panel of two). The layout is frozen
+        and the panels' areas do not overlap, so the pixels are those of a full draw."""
+        background, boxes = self._backgrounds[last]
+        boxes = list(boxes)
+        self.canvas.restore_region(background)  # type: ignore[no-untyped-call]
+        renderer = self.canvas.get_renderer()  # type: ignore[no-untyped-call]
+        pixels = np.asarray(self.canvas.buffer_rgba())  # type: ignore[no-untyped-call]
+        paper = np.array(to_rgba_array(self.figure.get_facecolor())[0] * 255).round()
+        assert isinstance(last, tuple) and isinstance(key, tuple)
+        for i, (ax, old, new) in enumerate(zip(self.axes, last, key, strict=True)):
+            if old == new:
+                continue
+            before, boxes[i] = boxes[i], self._static_box(ax)
+            for box in (before, boxes[i]):
+                x0, x1 = (int(np.clip(v, 0, pixels.shape[1])) for v in (box.x0 - 2, box.x1 + 3))
+                top, bottom = (pixels.shape[0] - v for v in (box.y1 + 3, box.y0 - 2))
+                rows = slice(int(np.clip(top, 0, pixels.shape[0])), int(np.clip(bottom, 0, None)))
+                pixels[rows, x0:x1] = paper
+            ax.draw(renderer)
+        return boxes
 
     def as_figure(self) -> Figure:
         """The figure with every artist drawn normally (for a static, captioned display),
         looking as :meth:`png` draws it."""
         for ax in self.axes:  # as png() does: log scales bring the minor ticks back
             no_minor_ticks(ax)
-        for artist in self._dynamic:
+        for artist in self._moving():
             artist.set_animated(False)
         return self.figure
+
+
+_LIFTED = "_llmmath_lifted"
+_ON_TOP_MARK = "_llmmath_dynamic"
+
+
+def _lift(artist: Artist) -> None:
+    """Leave ``artist`` out of the cached background, and above the axes' own artists
+    (grid, spines, ticks), so that a one-pass draw stacks it as :meth:`FastFigure.png` does."""
+    if not getattr(artist, _LIFTED, False):
+        artist.set_zorder(artist.get_zorder() + _ON_TOP)
+        setattr(artist, _LIFTED, True)
+    artist.set_animated(True)
+
+
+def snap_log_limits(low: float, high: float, steps_per_decade: int = 2) -> tuple[float, float]:
+    """``(low, high)`` widened to the next ``1/steps_per_decade`` of a decade on a log axis:
+    limits that stay put while the curves move a little, so a move is a blit."""
+    step = 1.0 / steps_per_decade
+    bottom = math.floor(math.log10(low) / step) * step
+    top = math.ceil(math.log10(high) / step) * step
+    return 10.0**bottom, 10.0**top
 
 
 def figure_and_axes(ax: Axes | None) -> tuple[Figure, Axes]:

@@ -25,6 +25,7 @@ from .common import (
     FastFigure,
     figure_and_axes,
     plain_axes,
+    snap_log_limits,
 )
 
 #: One colour per option of the tier map: HBM, host DRAM, local NVMe, networked disk, recompute.
@@ -191,8 +192,9 @@ def _draw_tier_map(ax: Axes, pc: kv_cache.PrefixCache) -> list[Artist]:
     drawn: list[Artist] = [
         ax.pcolormesh(HOLDS_S, REUSES, pc.cheapest, cmap=cmap, norm=norm, shading="nearest")
     ]
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    if ax.get_xscale() != "log":  # set once: a new scale is a new formatter, a new background
+        ax.set_xscale("log")
+        ax.set_yscale("log")
     for seconds, text in ((300, "5 min"), (3600, "1 h"), (86400, "1 day")):
         drawn.append(ax.axvline(seconds, color="white", linewidth=0.8, linestyle="--"))
         drawn.append(
@@ -300,21 +302,32 @@ class KVCacheExplorer(FastFigure):
                 f"{error.missing_bytes / 1e9:,.0f} GB of weights missing"
             )
             self.ax_step.set_title(" ", fontsize=10)
+            self._show_scene(False)
             return
         self.deployment = dep
         self.message.set_text("")
+        self._show_scene(True)
         self.capacity.show([kv_cache.capacity_curve(dep)], [""])
         self.batch_line.set_ydata([self.batch] * 2)
         step = kv_cache.step_time_curve(dep, self.batch)
         self.steps.show([step], float(step.weight_read_s[0]))
         self.kv_line.set_data(step.context, 1e3 * step.kv_read_s)
         low = 0.5e3 * min(float(np.min(step.kv_read_s)), float(np.min(step.weight_read_s)))
-        self.ax_step.set_ylim(low, 2e3 * float(np.max(step.time_s)))
+        self.ax_step.set_ylim(*snap_log_limits(low, 2e3 * float(np.max(step.time_s))))
         self.ax_step.set_title(
             f"{dep.label} ({dtype}), B = {self.batch:g}: KV = weights at T = "
             f"{step.crossover_context:,.0f}",
             fontsize=8,
         )
+
+    def _show_scene(self, shown: bool) -> None:
+        """Show the scene's lines, or (nothing fits) hide them on the axes' first limits:
+        the figure then looks the same whatever was shown before."""
+        for artist in (self.batch_line, self.steps.weight_line, self.steps.weight_text):
+            artist.set_visible(shown)
+        if not shown:
+            self.ax_room.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.5, 1e5))
+            self.ax_step.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.1, 1e3))
 
     def _draw_context(self, context: float) -> None:
         dep = self.deployment
@@ -408,8 +421,14 @@ class TierExplorer(FastFigure):
         for i, line in enumerate(self.option_lines):
             line.set_data(HOLDS_S, costs[:, i])
             line.set_label(OPTION_LABELS[line_pc.options[i]])
-        self.ax_cost.set_ylim(max(float(finite.min()) / 3, 1e-12), float(finite.max()) * 3)
-        self.ax_cost.legend(fontsize=7, loc="upper left")
+        # Whole decades: the reuses scale every cost, and a decade holds many of their moves.
+        self.ax_cost.set_ylim(
+            *snap_log_limits(max(float(finite.min()) / 3, 1e-12), float(finite.max()) * 3, 1)
+        )
+        labels = [line.get_label() for line in self.option_lines]
+        legend = self.ax_cost.get_legend()
+        if legend is None or [t.get_text() for t in legend.get_texts()] != labels:
+            self.ax_cost.legend(fontsize=7, loc="upper left")  # new entries: a new background
         gb = S * dep.kv_bytes_per_token / 1e9
         self.ax_cost.set_title(
             f"{dep.label} ({dtype}): {S:,.0f} tokens = {gb:.3g} GB, r = {self.reuses:g}",

@@ -23,6 +23,7 @@ from .common import (
     figure_and_axes,
     no_minor_ticks,
     plain_axes,
+    snap_log_limits,
 )
 
 COMMS_COLOUR = "#7570b3"
@@ -281,7 +282,7 @@ class MoEExplorer(FastFigure):
         a2a = [float(np.min(e.all_to_all_s)) for e in extremes[1:]]
         floor = min([floor, *a2a])
         ceiling = max(float(np.max(e.upper_s)) for e in extremes)
-        self.ax_width.set_ylim(max(floor, 1e-12) / 2, ceiling * 2)
+        self.ax_width.set_ylim(*snap_log_limits(max(floor, 1e-12) / 2, ceiling * 2))
         fits = "in one domain" if where.n_chips >= G else "across domains"
         self.ax_width.set_title(
             f"{where.name}: E={spec.n_experts}, top-{spec.experts_per_token}", fontsize=9, y=1.0
@@ -296,7 +297,9 @@ class MoEExplorer(FastFigure):
         )
         self.bound_line.set_xdata([bound] * 2)
         curves = np.concatenate([sweep.compute_s, sweep.weight_read_s])
-        self.ax_batch.set_ylim(float(np.min(curves)) / 3, float(np.max(curves)) * 10)
+        self.ax_batch.set_ylim(
+            *snap_log_limits(float(np.min(curves)) / 3, float(np.max(curves)) * 10)
+        )
         self.ax_batch.set_title(
             f"EP={G}, {fits}: compute-bound above B~{bound:,.0f}", fontsize=9, y=1.0
         )

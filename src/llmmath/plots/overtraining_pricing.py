@@ -13,7 +13,14 @@ from .. import pricing, scaling
 from ..batching import Deployment, step_critical_batch
 from ..hardware import get_chip
 from ..models import get_model
-from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
+from .common import (
+    COMPUTE_COLOUR,
+    FLOOR_COLOUR,
+    MEMORY_COLOUR,
+    FastFigure,
+    figure_and_axes,
+    snap_log_limits,
+)
 
 _DEMAND_CURVES = (0.0, 1e12, 1e13, 1e14)
 _BATCH_SWEEP = np.unique(np.round(np.logspace(0, np.log10(1024), 80)))
@@ -56,8 +63,9 @@ class LifetimePanel:
         sizes = curves[0].params
         bottom = min(float(c.total_flops.min()) for c in curves)
         top = max(float(c.total_flops.max()) for c in curves)
-        self.ax.set_xlim(sizes[0], sizes[-1])
-        self.ax.set_ylim(bottom / 2, top * 2)
+        # Snapped: the axes stay put over a range of losses (a move is then a blit).
+        self.ax.set_xlim(*snap_log_limits(sizes[0], sizes[-1]))
+        self.ax.set_ylim(*snap_log_limits(bottom / 2, top * 2))
 
 
 class TokensPerParamPanel:
@@ -82,7 +90,7 @@ class TokensPerParamPanel:
     def show(self, curve: scaling.TokensPerParamCurve) -> None:
         self.line.set_data(curve.demand, curve.tokens_per_param)
         self.plain_line.set_ydata([curve.without_inference] * 2)
-        self.ax.set_ylim(10, float(curve.tokens_per_param.max()) * 2)
+        self.ax.set_ylim(*snap_log_limits(10, float(curve.tokens_per_param.max()) * 2))
 
 
 def total_compute_vs_size(
@@ -219,8 +227,10 @@ class ServingExplorer(FastFigure):
         self.ratio_line.set_data(sweep, cost.output_input_ratio)
         self.critical.set_xdata([step_critical_batch(dep)] * 2)
         low = float(np.min(cost.input_usd_per_million))
-        self.ax_cost.set_ylim(low / 3, float(cost.output_usd_per_million.max()) * 2)
-        self.ax_ratio.set_ylim(0.5, float(cost.output_input_ratio.max()) * 2)
+        self.ax_cost.set_ylim(
+            *snap_log_limits(low / 3, float(cost.output_usd_per_million.max()) * 2)
+        )
+        self.ax_ratio.set_ylim(*snap_log_limits(0.5, float(cost.output_input_ratio.max()) * 2))
         chip = get_chip(dep.chip)
         self.ax_cost.set_title(
             f"{dep.label}, {price:g} USD/chip-h, {busy:.0%} busy, context {context:g}",

@@ -10,7 +10,14 @@ from .. import roofline
 from ..hardware import Chip, get_chip
 from ..measure import MachineRoofline
 from ..models import ModelConfig, get_model
-from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, FastFigure, figure_and_axes
+from .common import (
+    COMPUTE_COLOUR,
+    FLOOR_COLOUR,
+    MEMORY_COLOUR,
+    FastFigure,
+    figure_and_axes,
+    snap_log_limits,
+)
 
 _INTENSITY = np.logspace(-1, 4, 200)
 _SWEEP = np.logspace(0, np.log10(8192), 120)
@@ -31,7 +38,7 @@ class RooflinePanel:
         curve = np.asarray(roofline.attainable_flop_per_s(_INTENSITY, spec, dtype))
         self.line.set_data(_INTENSITY, curve)
         self.ridge_line.set_xdata([spec.critical_intensity(dtype)] * 2)
-        self.ax.set_ylim(curve.min() / 2, spec.peak(dtype) * 3)
+        self.ax.set_ylim(*snap_log_limits(curve.min() / 2, spec.peak(dtype) * 3))
 
 
 def roofline_curve(chip: str | Chip, dtype: str = "bf16", ax: Axes | None = None) -> Figure:
@@ -105,7 +112,7 @@ class RooflineExplorer(FastFigure):
         self.floor_line.set_data(_SWEEP, sweep.lower_s)
         self.critical_line.set_xdata([roofline.critical_batch(spec, compute, weights)] * 2)
         self.ax_roof.set_title(f"{spec.name}, {compute} FLOPs, {weights} weights", fontsize=10)
-        self.ax_time.set_ylim(sweep.compute_s.min() / 2, sweep.upper_s.max() * 2)
+        self.ax_time.set_ylim(*snap_log_limits(sweep.compute_s.min() / 2, sweep.upper_s.max() * 2))
         self.ax_time.set_title(f"{model.name}: one decode step on one chip", fontsize=10)
 
 
@@ -115,13 +122,21 @@ def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:
     intensity = np.logspace(-1, 3, 100)
     ceiling = np.minimum(result.peak_flop_per_s, intensity * result.bandwidth_bytes_per_s)
     ax.loglog(intensity, ceiling, color=FLOOR_COLOUR, label="roofline from measured peaks")
-    ax.plot(
-        result.sweep_intensity,
-        result.sweep_achieved_flop_per_s,
-        "o",
-        color=COMPUTE_COLOUR,
-        label=f"measured [B, {result.sweep_dim}] x [{result.sweep_dim}, {result.sweep_dim}]",
-    )
+    best = result.sweep_achieved_flop_per_s
+    shape = f"[B, {result.sweep_dim}] x [{result.sweep_dim}, {result.sweep_dim}]"
+    if result.sweep_median_s is None:
+        ax.plot(result.sweep_intensity, best, "o", color=COMPUTE_COLOUR, label=f"{shape}")
+    else:  # the spread: a bar from the best run down to the median one
+        typical = result.sweep_flops / result.sweep_median_s
+        ax.errorbar(
+            result.sweep_intensity,
+            best,
+            yerr=[best - typical, np.zeros_like(best)],
+            fmt="o",
+            color=COMPUTE_COLOUR,
+            capsize=2,
+            label=f"{shape}: best run, bar down to the median",
+        )
     for batch, x, y in zip(
         result.sweep_batch, result.sweep_intensity, result.sweep_achieved_flop_per_s, strict=True
     ):
@@ -129,7 +144,11 @@ def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:
     ax.set(
         xlabel="arithmetic intensity (FLOP per byte, float32)",
         ylabel="FLOP/s",
-        title="your machine's roofline (float32, numpy)",
+        title=f"your machine's roofline (float32, numpy{_threads(result.blas_threads)})",
     )
     ax.legend(fontsize=8, loc="lower right")
     return figure
+
+
+def _threads(count: int | None) -> str:
+    return "" if count is None else f", {count} BLAS thread" + ("s" if count > 1 else "")

@@ -11,7 +11,17 @@ from ..batching import example_price, list_example_prices
 from ..hardware import list_chips
 from ..models import get_model, list_models
 from ..plots.batching import BatchingExplorer
-from .common import Control, Explorer, LiveControls, Options, Range, Settings, explorer
+from .common import (
+    Control,
+    Explorer,
+    LiveControls,
+    Options,
+    Range,
+    Settings,
+    explorer,
+    log_range,
+    set_high,
+)
 
 #: The static book's deployments: 3 x 6 x 3 x 2 = 108 frames (CONTRIBUTING: under ~150).
 STATIC_SETUPS: dict[str, dict[str, Any]] = {
@@ -42,7 +52,7 @@ def _wire(controls: LiveControls) -> None:
 
     def new_model(change: dict[str, Any]) -> None:
         with controls.hold():
-            controls["context"].max = get_model(change["new"]).max_context  # clamps the value
+            set_high(controls["context"], get_model(change["new"]).max_context)  # clamps it
 
     def new_chip(change: dict[str, Any]) -> None:
         if change["new"] in list_example_prices():
@@ -83,7 +93,7 @@ def declaration(model: str = "Llama-3-70B", chip: str = "H100") -> Explorer:
                 "batch",
                 1,
                 STATIC_BATCHES,
-                live=Range(1, 4096, 0.25, log_base=2, integer=True, readout_format=".0f"),
+                live=log_range(1, 4096),
             ),
             Control(
                 "context",
@@ -91,7 +101,7 @@ def declaration(model: str = "Llama-3-70B", chip: str = "H100") -> Explorer:
                 2048,
                 STATIC_CONTEXTS,
                 "buttons",
-                Range(0, get_model(model).max_context, 128, integer=True),
+                log_range(64, get_model(model).max_context),
             ),
             Control(
                 "efficiency",

@@ -7,7 +7,9 @@ book's stops and what the live flavour accepts). :func:`explorer` then builds
 * ``live``: with a kernel (JupyterLab), every change re-runs the model and redraws, for any
   value the control accepts;
 * ``static``: for the built book, where no kernel runs. Every frame is rendered at build time
-  into an ``ipywidgets.Image`` inside nested ``Stack`` widgets, and each control is
+  into an ``ipywidgets.Image`` inside nested ``Stack`` widgets (in the book, a file under
+  ``_static/frames/`` the image loads by URL, see :func:`frame_files`; elsewhere inline
+  PNG bytes), and each control is
   ``jslink``-ed to the ``selected_index`` of the Stacks it drives, so moving it switches
   frames in the browser with no Python behind it.
 
@@ -17,18 +19,25 @@ built (the Makefile sets ``LLMMATH_STATIC_WIDGETS=1``), live otherwise.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import ipywidgets as w
 from matplotlib.figure import Figure
 
 STATIC_ENV = "LLMMATH_STATIC_WIDGETS"
+#: A folder for the static frames as files ("" inlines them); unset, a book build finds its own.
+FRAMES_ENV = "LLMMATH_FRAMES_DIR"
+#: The book's frames, relative to its root. ``_config.yml`` lists the folder above it in
+#: ``html_static_path``, so the built book serves them as ``_static/frames/``.
+BOOK_FRAMES = Path("book/static_frames/frames")
 Settings = dict[str, Any]
 Look = Literal["menu", "buttons", "slider"]
 
@@ -159,9 +168,53 @@ def explorer(spec: Explorer) -> w.VBox:
     return static_explorer(spec) if static_mode() else live_explorer(spec)
 
 
-def _leaf(view: Any) -> w.Widget:
+@dataclass(frozen=True)
+class FrameFiles:
+    """Where static frames are written, and the URL a page loads that folder by."""
+
+    folder: Path
+    url: str
+
+    def image(self, png: bytes) -> w.Image:
+        """An image widget that loads ``png`` from a file named by its content (written once):
+        a page carries a short URL per frame, and a browser fetches only the frames shown."""
+        name = f"{hashlib.sha1(png).hexdigest()[:20]}.png"
+        path = self.folder / name
+        if not path.exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(png)
+        return w.Image(value=f"{self.url}/{name}".encode(), format="url")
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return hasattr(get_ipython(), "kernel")
+
+
+def frame_files() -> FrameFiles | None:
+    """Where the static flavour puts its frames: ``$LLMMATH_FRAMES_DIR`` if set (empty: inline
+    in the page), else, for a notebook of the book run by a kernel (the book build), the
+    book's frames folder, loaded relative to the page; else None (inline)."""
+    chosen = os.environ.get(FRAMES_ENV)
+    if chosen is not None:
+        return FrameFiles(Path(chosen), Path(chosen).as_posix()) if chosen else None
+    if not _in_kernel():
+        return None
+    here = Path.cwd().resolve()
+    for root in (here, *here.parents):
+        if (root / "_config.yml").is_file() and (root / BOOK_FRAMES).parent.is_dir():
+            up = Path(os.path.relpath(root, here)).as_posix()
+            return FrameFiles(root / BOOK_FRAMES, f"{up}/_static/{BOOK_FRAMES.name}")
+    return None
+
+
+def _leaf(view: Any, files: FrameFiles | None = None) -> w.Widget:
     if hasattr(view, "png"):
-        return w.Image(value=view.png(), format="png")
+        png = view.png()
+        return files.image(png) if files else w.Image(value=png, format="png")
     return w.HTML(view.html())
 
 
@@ -199,10 +252,11 @@ def static_explorer(spec: Explorer) -> w.VBox:
     view = (spec.static_view or spec.view)()
     order = spec.static_controls()
     made = {c.name: static_widget(c) for c in order}
+    files = frame_files()
 
     def frame(*stops: Any) -> w.Widget:
         view.update(**spec.settings(dict(zip((c.name for c in order), stops, strict=True))))
-        return _leaf(view)
+        return _leaf(view, files)
 
     stacks = nested_stacks([list(c.stops) for c in order], frame, [made[c.name] for c in order])
     caption = [w.HTML(f"<small>{spec.caption}</small>")] if spec.caption else []
@@ -233,6 +287,20 @@ def live_widget(control: Control) -> w.Widget:
         return w.FloatLogSlider(base=live.log_base, min=round(low, 9), max=round(high, 9), **kwargs)
     slider = w.IntSlider if live.integer else w.FloatSlider
     return slider(min=live.low, max=live.high, **kwargs)
+
+
+def log_range(low: float, high: float, integer: bool = True, fmt: str = ",.0f") -> Range:
+    """A live log slider (base 2, ten stops per doubling) for a control that spans orders of
+    magnitude: every doubling takes the same drag, so a threshold is reachable by dragging."""
+    return Range(low, high, 0.1, log_base=2, integer=integer, readout_format=fmt)
+
+
+def set_high(widget: w.Widget, high: float) -> None:
+    """Move a live control's top to ``high`` (a log slider keeps its bounds as exponents)."""
+    if isinstance(widget, w.FloatLogSlider):
+        widget.max = round(math.log(high, widget.base), 9)
+    else:
+        widget.max = high
 
 
 class LiveControls:
@@ -296,6 +364,7 @@ def live_explorer(spec: Explorer) -> w.VBox:
     note = [w.HTML(f"<small>{spec.note}</small>")] if spec.note else []
     box = w.VBox([*_rows(spec.rows, controls.widgets), status, shown, *note])
     box.redraw = redraw  # the benchmark times this
+    box.view = view
     box.controls = controls.widgets
     return box
 

@@ -11,7 +11,17 @@ import ipywidgets as w
 
 from ..models import get_model, list_models
 from ..plots.kv_cache import KVCacheExplorer, TierExplorer
-from .common import Control, Explorer, LiveControls, Options, Range, Settings, explorer
+from .common import (
+    Control,
+    Explorer,
+    LiveControls,
+    Options,
+    Range,
+    Settings,
+    explorer,
+    log_range,
+    set_high,
+)
 
 #: (model, H100s) of the static book.
 STATIC_SETUPS: dict[str, tuple[str, int]] = {
@@ -53,7 +63,7 @@ def _bound_by_model(slider: str) -> Callable[[LiveControls], None]:
     def wire(controls: LiveControls) -> None:
         def new_model(change: dict[str, Any]) -> None:
             with controls.hold():
-                controls[slider].max = get_model(change["new"]).max_context
+                set_high(controls[slider], get_model(change["new"]).max_context)
 
         controls["model"].observe(new_model, names="value")
 
@@ -73,14 +83,14 @@ def declaration(model: str = "Llama-3-70B") -> Explorer:
                 16,
                 STATIC_BATCHES,
                 "buttons",
-                Range(1, 4096, 0.5, log_base=2, integer=True, readout_format=".0f"),
+                log_range(1, 4096),
             ),
             Control(
                 "context",
                 "context",
                 4096,
                 STATIC_CONTEXTS,
-                live=Range(128, get_model(model).max_context, 128, integer=True),
+                live=log_range(128, get_model(model).max_context),
             ),
         ),
         rows=(("setup", "model", "n_chips", "dtype"), ("batch", "context")),
@@ -106,7 +116,7 @@ def tier_declaration(model: str = "Llama-3-70B") -> Explorer:
                 8192,
                 STATIC_PREFIXES,
                 "buttons",
-                Range(128, get_model(model).max_context, 128, integer=True),
+                log_range(128, get_model(model).max_context),
             ),
             Control(
                 "reuses", "reuses", 10, STATIC_REUSES, "buttons", Range(0.1, 1000, 0.1, log_base=10)

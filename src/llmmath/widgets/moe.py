@@ -10,7 +10,16 @@ import ipywidgets as w
 from .. import moe
 from ..models import get_model, list_models
 from ..plots.moe import MoEExplorer
-from .common import Control, Explorer, LiveControls, Options, Range, Settings, explorer
+from .common import (
+    Control,
+    Explorer,
+    LiveControls,
+    Options,
+    Range,
+    Settings,
+    explorer,
+    log_range,
+)
 
 STATIC_DOMAINS = ("HGX H100 (8 GPUs)", "GB200 NVL72 (72 GPUs)", "TPU v5e pod (256 chips)")
 STATIC_EXPERTS = (8, 64, 256)
@@ -28,11 +37,12 @@ def _wire(controls: LiveControls) -> None:
     )
 
     def reshape(_change: object = None, keep_width: bool = True) -> None:
+        count = round(experts.value)  # a log slider: whole experts only
         with controls.hold():
-            top_k.max = max(1, min(32, experts.value))
+            top_k.max = max(1, min(32, count))
             previous = width.value
-            width.options = moe.ep_widths(experts.value)
-            fallback = moe.max_ep_width(experts.value, controls["domain"].value)
+            width.options = moe.ep_widths(count)
+            fallback = moe.max_ep_width(count, controls["domain"].value)
             width.value = previous if keep_width and previous in width.options else fallback
 
     def pick_model(change: Any) -> None:
@@ -81,7 +91,7 @@ def declaration(model: str = SHAPE_MODEL) -> Explorer:
                 spec.n_experts,
                 STATIC_EXPERTS,
                 "buttons",
-                Range(1, 512, integer=True),
+                log_range(1, 512, fmt=".0f"),
             ),
             Control(
                 "experts_per_token",

@@ -12,7 +12,7 @@ from ..batching import Deployment
 from ..hardware import get_chip
 from ..models import get_model
 from ..plots.overtraining_pricing import OvertrainingExplorer, ServingExplorer
-from .common import Control, Explorer, Options, Range, Settings, explorer
+from .common import Control, Explorer, Options, Range, Settings, explorer, log_range
 
 #: The over-training explorer's stops: target losses (Chinchilla 70B / 1.4T is 1.937 under the
 #: fit) and lifetime inference tokens (0, then 1e11 ... 1e15).
@@ -100,7 +100,7 @@ def serving_declaration(deployment: Deployment | None = None) -> Explorer:
                 fmt="{:.0%}",
                 style={"button_width": "64px"},
             ),
-            Control("batch", "batch", 64, SERVING_BATCHES, live=Range(1, 512, integer=True)),
+            Control("batch", "batch", 64, SERVING_BATCHES, live=log_range(1, 512)),
             Control("context", "context", SERVING_CONTEXT, live=Options([512, 2048, 8192])),
         ),
         rows=(("usd_per_chip_hour", "utilisation"), ("batch", "context")),

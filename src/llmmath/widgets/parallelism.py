@@ -10,7 +10,7 @@ from ..hardware import list_chips
 from ..models import list_models
 from ..parallelism import ACTIVATION_MODES, Layout
 from ..plots.parallelism import ParallelismExplorer
-from .common import Control, Explorer, Options, Range, Settings, explorer
+from .common import Control, Explorer, Options, Range, Settings, explorer, log_range
 
 STATIC_MODEL, STATIC_CHIP, STATIC_GPUS = "Llama-3-70B", "H100", 1024
 STATIC_BATCH_TOKENS = 4 * 2**20
@@ -86,7 +86,7 @@ def declaration(model: str = STATIC_MODEL) -> Explorer:
                 8,
                 MICROBATCHES,
                 style=wide,
-                live=Range(1, 128, integer=True),
+                live=log_range(1, 128, fmt=".0f"),
             ),
             Control(
                 "global_batch_tokens",

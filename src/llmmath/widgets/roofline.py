@@ -7,7 +7,7 @@ import ipywidgets as w
 from ..hardware import list_chips
 from ..models import list_models
 from ..plots.roofline import RooflineExplorer
-from .common import Control, Explorer, Options, Range, Settings, explorer
+from .common import Control, Explorer, Options, Settings, explorer, log_range
 
 STATIC_CHIPS = ("A100", "H100", "B200", "TPU-v5e")
 WEIGHT_DTYPES = ("bf16", "int8")
@@ -26,7 +26,7 @@ def declaration(model: str = "Llama-3-70B") -> Explorer:
             Control("chip", "chip", "H100", STATIC_CHIPS, "menu", Options(list_chips())),
             Control("model", "model", model, live=Options(list_models())),
             Control("weight_dtype", "weights", "bf16", WEIGHT_DTYPES, "buttons"),
-            Control("batch", "batch", 1, BATCHES, live=Range(1, 4096, integer=True)),
+            Control("batch", "batch", 1, BATCHES, live=log_range(1, 4096)),
         ),
         rows=(("chip", "model", "weight_dtype"), ("batch",)),
         settings=settings,
