@@ -40,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         "--kernels", choices=("fork", "fresh"), default="fork",
         help="instructor.py's kernels: forked from a pre-imported process, or nbgrader's own",
     )  # fmt: skip
+    parser.add_argument(
+        "--breakdown", type=int, metavar="K",
+        help="instead: grade K submissions in this process, one by one, and print where each "
+        "one's CPU goes (cProfile on CPU time, and each kernel's own timers)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the scratch course")
     args = parser.parse_args(argv)
@@ -87,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
             path = folder / f"{spec.notebook_id}.ipynb"
             path.write_bytes(nb) if isinstance(nb, bytes) else nbformat.write(nb, path)
         print(f"{args.submissions} submissions: {kinds}", flush=True)
+        if args.breakdown:
+            figures = breakdown(scratch, spec.assignment, args.breakdown, args.kernels)
+            print(json.dumps(figures, indent=2))
+            if args.out:
+                args.out.write_text(json.dumps(figures, indent=2) + "\n")
+            return 0
         command = [
             sys.executable, str(ROOT / "scripts" / "instructor.py"),
             "autograde", spec.assignment, "--jobs", str(args.jobs), "--kernels", args.kernels,
@@ -125,6 +136,84 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+# Where a grading worker's CPU goes, by the nbgrader/nbclient function that spends it (CPU time
+# under it, callees included; the parts do not overlap).
+PARTS = {
+    "kernel start, worker side (launch, connect, wait)": ("nbclient/client.py", "setup_kernel"),
+    "execution, worker side (send cells, collect outputs)": (
+        "nbconvert/preprocessors/execute.py", "preprocess_cell",
+    ),
+    "nbgrader bookkeeping (student, submission, files)": (
+        "nbgrader/converters/autograde.py", "init_assignment",
+    ),
+    "cell metadata checks": ("nbgrader/preprocessors/checkcellmetadata.py", "preprocess"),
+    "gradebook writes (scores)": ("nbgrader/preprocessors/saveautogrades.py", "preprocess"),
+    "gradebook reads (locked cells restored)": (
+        "nbgrader/preprocessors/overwritecells.py", "preprocess",
+    ),
+    "notebook read": ("nbformat/__init__.py", "read"),
+    "notebook write": ("nbgrader/converters/base.py", "write_single_notebook"),
+}  # fmt: skip
+
+
+def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str, object]:
+    """CPU seconds per submission: the grading worker's, by part, and the kernel's."""
+    import cProfile
+    import pstats
+
+    import instructor
+
+    os.chdir(root)
+    log = root / "kernel-cpu.log"
+    os.environ["LLMMATH_KERNEL_CPU_LOG"] = str(log)
+    instructor._worker_init(str(root), None, kernels)
+    students = instructor.submitted_students(root, assignment)[: count + 1]
+    instructor._worker_grade(assignment, students[0])  # starts the fork server: not counted
+    log.unlink(missing_ok=True)
+    kids_before, server_before = cpu_of_children(), fork_server_cpu()
+    profile = cProfile.Profile(time.process_time)
+    profile.enable()
+    for student in students[1:]:
+        instructor._worker_grade(assignment, student)
+    profile.disable()
+    n = len(students) - 1
+    kernel_s = (cpu_of_children() - kids_before + fork_server_cpu() - server_before) / n
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = sum(row[2] for row in stats.values()) / n  # every function's own time
+    parts = {
+        name: sum(row[3] for (path, _, func), row in stats.items()
+                  if path.endswith(where) and func == func_name) / n
+        for name, (where, func_name) in PARTS.items()
+    }  # fmt: skip
+    parts["the rest of the worker (nbgrader, nbconvert, logging)"] = total - sum(parts.values())
+    figures: dict[str, object] = {
+        "submissions": n,
+        "kernels": kernels,
+        "worker_cpu_s": {k: round(v, 3) for k, v in parts.items()},
+        "worker_cpu_total_s": round(total, 3),
+        "kernel_cpu_total_s": round(kernel_s, 3),
+    }
+    if log.exists():  # forked kernels log their own start-up and run CPU
+        rows = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+        figures["kernel_cpu_s"] = {
+            "start-up (IPKernelApp.initialize)": round(sum(r[0] for r in rows) / len(rows), 3),
+            "cells and shutdown": round(sum(r[1] for r in rows) / len(rows), 3),
+        }
+    figures["cpu_per_submission_s"] = round(total + kernel_s, 3)
+    return figures
+
+
+def fork_server_cpu() -> float:
+    """CPU seconds of this worker's fork server and its finished kernels (0 without one)."""
+    from forkkernel import ForkServer
+
+    server = ForkServer._instance
+    if server is None:
+        return 0.0
+    fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_of_children() -> float:
