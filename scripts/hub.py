@@ -161,7 +161,7 @@ def _course_copy(course: Path, exchange: Path, owner: str) -> None:
     shutil.copytree(REPO / "grading", course / "grading", ignore=ignore)
     shutil.copytree(REPO / "solutions", course / "solutions", ignore=ignore)
     (course / "scripts").mkdir()
-    for script in ("instructor.py", "forkkernel.py"):
+    for script in ("instructor.py", "forkkernel.py", "fastgrade.py"):
         shutil.copy2(REPO / "scripts" / script, course / "scripts" / script)
     subprocess.run(["chown", "-R", f"{owner}:{owner}", str(course)], check=True)
 

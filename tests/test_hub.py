@@ -66,6 +66,11 @@ def free_port_block(size: int = 4) -> int:
     raise RuntimeError("no block of free ports")
 
 
+def unique(prefix: str) -> str:
+    """OS user names of this run only: two test runs on one machine must not share users."""
+    return f"{prefix}{secrets.token_hex(2)}"
+
+
 class Api:
     """The hub's REST API and the students' servers, with the test's service token."""
 
@@ -117,7 +122,7 @@ class Api:
 @pytest.fixture(scope="module")
 def class_hub() -> Iterator[tuple[Hub, Api]]:
     token = secrets.token_hex(16)
-    with running_hub(3, free_port_block(), prefix="llmmt", admin_token=token) as hub:
+    with running_hub(3, free_port_block(), prefix=unique("llmmt"), admin_token=token) as hub:
         yield hub, Api(hub, token)
 
 
@@ -170,14 +175,18 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
             labels = menu_items(page, "Nbgrader")
             assert "Assignment List" in labels, labels
             assert not {"Formgrader", "Course List"} & set(labels), labels
-        pages[students[0]].screenshot(path=str(tmp_path / "student-lab.png"))
-        # Fetch, answer, submit: the Assignments tab's buttons call these endpoints.
-        for i, user in enumerate(students):
-            api.nbgrader(user, "fetch")
-            api.save(user, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb", answered(hub, wrong=i == 1))
-            listing = api.nbgrader(user, "submit")
-            assert listing["success"], listing
-            assert any(a["status"] == "submitted" for a in listing["value"]), listing
+        # Fetch, answer and submit, all by clicking and typing in JupyterLab.
+        for i, (user, page) in enumerate(pages.items()):
+            open_assignments(page)
+            click_in_list(page, "released", "Fetch")
+            page.wait_for_selector(f"{row('fetched')} button:text-is('Submit')", timeout=120_000)
+            answer_in_lab(page, answered(hub, wrong=i == 1), tmp_path / f"{user}-answered.png")
+            page.click(".lm-TabBar-tab:has-text('Assignments')")
+            click_in_list(page, "fetched", "Submit")
+            page.wait_for_selector(
+                f"{row('submitted')} button:text-is('Fetch Feedback')", timeout=120_000
+            )
+        pages[students[0]].screenshot(path=str(tmp_path / "student-submitted.png"))
         owner = {p.name: p.stat().st_uid for p in (hub.exchange / COURSE / "inbound").iterdir()}
         assert len(owner) == len(students), "one submission each"
         # The instructor collects and grades, as the instructor's OS user, in the course root.
@@ -190,16 +199,71 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         grader.screenshot(path=str(tmp_path / "formgrader.png"))
         hub.as_user(hub.instructor, PYTHON, "scripts/instructor.py", "release-feedback",
                     ASSIGNMENT, cwd=hub.course)  # fmt: skip
-        for user in students:
-            api.nbgrader(user, "fetch_feedback")
+        # Each student fetches their feedback from the same tab.
+        for page in pages.values():
+            page.click("#refresh_assignments_list")
+            page.wait_for_selector(
+                f"{row('submitted')}:has-text('feedback available to fetch')", timeout=120_000
+            )
+            click_in_list(page, "submitted", "Fetch Feedback")
+            page.wait_for_selector(f"{row('submitted')}:has-text('view feedback')", timeout=120_000)
+        pages[students[0]].screenshot(path=str(tmp_path / "student-feedback.png"))
         for page in pages.values():
             page.close()
         grader.close()
-    first = hub.home(students[0]) / ASSIGNMENT / "feedback"
-    feedback = list(first.glob(f"*/{NOTEBOOK}.html"))
-    assert len(feedback) == 1, feedback
-    assert "Score: 10.0 / 10.0" in feedback[0].read_text(encoding="utf-8")
+    scores = {}
+    for user in students:
+        feedback = list((hub.home(user) / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+        assert len(feedback) == 1, (user, feedback)
+        scores[user] = feedback[0].read_text(encoding="utf-8")
+    # What each typed is what was graded: the right answers, the wrong ones, hand points.
+    assert "Score: 10.0 / 10.0" in scores[students[0]]
+    assert "Score: 4.0 / 10.0" in scores[students[1]]
+    assert "Score: 8.0 / 10.0" in scores[students[2]]
     assert_isolated(hub, api)
+
+
+def row(section: str) -> str:
+    """The assignment's row in one list of the Assignments tab (released, fetched, submitted)."""
+    return f"#{section}_assignments_list .list_item:has-text('{ASSIGNMENT}')"
+
+
+def open_assignments(page: Any) -> None:
+    page.click(".lm-MenuBar-itemLabel:text-is('Nbgrader')")
+    page.click(".lm-Menu-itemLabel:text-is('Assignment List')")
+    page.wait_for_selector(f"{row('released')}, {row('fetched')}", timeout=120_000)
+
+
+def click_in_list(page: Any, section: str, button: str) -> None:
+    page.locator(f"{row(section)} button:text-is('{button}')").first.click()
+
+
+def answer_in_lab(page: Any, answers: Any, screenshot: Path) -> None:
+    """Open the fetched notebook from the Assignments tab, type each answer into its cell as a
+    student would, and save with Ctrl+S."""
+    fetched = "#fetched_assignments_list"
+    page.click(f"{fetched} .assignment-notebooks-link")
+    page.click(f"{fetched} .assignment-notebooks a:text-is('{NOTEBOOK}')")
+    cells = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell")
+    deadline = time.monotonic() + 120
+    while cells.count() < len(answers.cells) and time.monotonic() < deadline:
+        time.sleep(0.5)  # Lab renders a notebook's cells a few at a time
+    assert cells.count() == len(answers.cells), "the notebook the student opened"
+    for index, cell in enumerate(answers.cells):
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        target = cells.nth(index)
+        target.scroll_into_view_if_needed()
+        if cell.cell_type == "markdown":
+            target.dblclick()  # a rendered answer cell opens its editor on a double click
+        editor = target.locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text(cell.source)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+S")
+    page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", state="detached", timeout=60_000)
+    page.screenshot(path=str(screenshot))
 
 
 def score_reflection_in_formgrader(page: Any, hub: Hub, student: str, score: float) -> None:
@@ -255,7 +319,7 @@ def assert_isolated(hub: Hub, api: Api) -> None:
 def test_thirty_students_submit_at_once() -> None:
     token = secrets.token_hex(16)
     started = time.perf_counter()
-    with running_hub(30, free_port_block(), prefix="llmml", admin_token=token) as hub:
+    with running_hub(30, free_port_block(), prefix=unique("llmml"), admin_token=token) as hub:
         api = Api(hub, token)
         release(hub)
         up = time.perf_counter()
