@@ -2,6 +2,7 @@
 
     python scripts/bench_grading.py                    # 300 submissions, 2 processes a core
     python scripts/bench_grading.py -n 40 --jobs 1     # a quick serial figure
+    python scripts/bench_grading.py -n 50 --breakdown 20   # where each submission's CPU goes
 
 A scratch course (the root nbgrader_config.py and solutions/, in a temporary folder) gets
 ``n`` submissions of the assignment: 40 % the solution, 30 % with the spec's two mistakes, 10 %
@@ -9,7 +10,10 @@ the release untouched and 20 % broken in the ways tests/test_instructor.py grade
 loop, a kernel death, a corrupt file, ...). It then times
 ``python scripts/instructor.py autograde <assignment> --jobs J`` and prints (and with
 ``--out``, writes as JSON) the wall time, submissions per minute and the range of scores each
-kind of submission got (a fast run that grades wrongly shows there). Not part of make test.
+kind of submission got (a fast run that grades wrongly shows there). ``--breakdown K`` grades
+in this process instead and splits the CPU seconds of one submission into the grading worker's
+parts (kernel start, execution, nbgrader's bookkeeping, gradebook reads and writes, ...) and
+the kernel's own (start-up, cells). Not part of make test.
 """
 
 from __future__ import annotations
@@ -159,7 +163,12 @@ PARTS = {
 
 
 def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str, object]:
-    """CPU seconds per submission: the grading worker's, by part, and the kernel's."""
+    """CPU seconds per submission: the grading worker's, by part, and the kernel's.
+
+    ``count`` submissions are graded without a profiler for the totals, then ``count`` more
+    under cProfile (on CPU time) for each part's share of the worker's CPU: the profiler slows
+    Python code about threefold, so its seconds are scaled to the unprofiled total.
+    """
     import cProfile
     import pstats
 
@@ -169,30 +178,36 @@ def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str
     log = root / "kernel-cpu.log"
     os.environ["LLMMATH_KERNEL_CPU_LOG"] = str(log)
     instructor._worker_init(str(root), None, kernels)
-    students = instructor.submitted_students(root, assignment)[: count + 1]
+    students = instructor.submitted_students(root, assignment)
+    if len(students) < 2 * count + 1:
+        sys.exit(f"--breakdown {count} needs at least {2 * count + 1} submissions (-n)")
     instructor._worker_grade(assignment, students[0])  # starts the fork server: not counted
     log.unlink(missing_ok=True)
+    plain, profiled = students[1 : count + 1], students[count + 1 : 2 * count + 1]
     kids_before, server_before = cpu_of_children(), fork_server_cpu()
+    worker_before = time.process_time()
+    for student in plain:
+        instructor._worker_grade(assignment, student)
+    worker_s = (time.process_time() - worker_before) / count
+    kernel_s = (cpu_of_children() - kids_before + fork_server_cpu() - server_before) / count
     profile = cProfile.Profile(time.process_time)
     profile.enable()
-    for student in students[1:]:
+    for student in profiled:
         instructor._worker_grade(assignment, student)
     profile.disable()
-    n = len(students) - 1
-    kernel_s = (cpu_of_children() - kids_before + fork_server_cpu() - server_before) / n
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
-    total = sum(row[2] for row in stats.values()) / n  # every function's own time
-    parts = {
+    total = sum(row[2] for row in stats.values())  # every function's own time
+    shares = {
         name: sum(row[3] for (path, _, func), row in stats.items()
-                  if path.endswith(where) and func == func_name) / n
+                  if path.endswith(where) and func == func_name) / total
         for name, (where, func_name) in PARTS.items()
     }  # fmt: skip
-    parts["the rest of the worker (nbgrader, nbconvert, logging)"] = total - sum(parts.values())
+    shares["the rest of the worker (nbgrader, nbconvert, logging)"] = 1 - sum(shares.values())
     figures: dict[str, object] = {
-        "submissions": n,
+        "submissions": count,
         "kernels": kernels,
-        "worker_cpu_s": {k: round(v, 3) for k, v in parts.items()},
-        "worker_cpu_total_s": round(total, 3),
+        "worker_cpu_s": {k: round(v * worker_s, 3) for k, v in shares.items()},
+        "worker_cpu_total_s": round(worker_s, 3),
         "kernel_cpu_total_s": round(kernel_s, 3),
     }
     if log.exists():  # forked kernels log their own start-up and run CPU
@@ -201,7 +216,7 @@ def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str
             "start-up (IPKernelApp.initialize)": round(sum(r[0] for r in rows) / len(rows), 3),
             "cells and shutdown": round(sum(r[1] for r in rows) / len(rows), 3),
         }
-    figures["cpu_per_submission_s"] = round(total + kernel_s, 3)
+    figures["cpu_per_submission_s"] = round(worker_s + kernel_s, 3)
     return figures
 
 

@@ -1,6 +1,6 @@
 """nbgrader's per-student bookkeeping made cheaper in a grading worker (used by instructor.py).
 
-Profiled per graded submission (``scripts/bench_grading.py --profile``), nbgrader 0.9.6 spends
+Profiled per graded submission (``scripts/bench_grading.py --breakdown``), nbgrader 0.9.6 spends
 most of its own CPU on two things that do not depend on the submission:
 
 - it opens the gradebook about eight times per student, and each ``Gradebook(...)`` builds a

@@ -60,6 +60,8 @@ STUDENT_LAB = {
         "@jupyter/nbgrader:formgrader": True,
         "@jupyter/nbgrader:create-assignment": True,
         "@jupyter/nbgrader:course-list": True,
+        # No "get notified about Jupyter news?" prompt over a student's work.
+        "@jupyterlab/apputils-extension:announcements": True,
     }
 }
 

@@ -24,6 +24,7 @@ import socket
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -267,26 +268,25 @@ def answer_in_lab(page: Any, answers: Any, screenshot: Path) -> None:
 
 
 def score_reflection_in_formgrader(page: Any, hub: Hub, student: str, score: float) -> None:
+    """As a grader does: Manage Students, the student, the assignment, the notebook; type the
+    score into the reflection's field. The formgrader's API only confirms it was saved."""
     base = f"{hub.url}/services/formgrader"
     page.goto(f"{base}/formgrader/manage_students")
-    page.wait_for_selector(f"text={student}", timeout=120_000)
-    # The formgrader's own API (the same calls its grading page makes), with the page's cookie.
-    submissions = page.request.get(
-        f"{base}/formgrader/api/submitted_notebooks/{ASSIGNMENT}/{NOTEBOOK}"
-    ).json()
-    submission = next(s for s in submissions if s["student"] == student)
-    page.goto(f"{base}/formgrader/submissions/{submission['id']}/")
-    page.wait_for_selector("input.score", timeout=120_000)
-    grades = page.request.get(
-        f"{base}/formgrader/api/grades?submission_id={submission['id']}"
-    ).json()
-    reflection = next(g for g in grades if g["name"] in SPEC.manual_cells)
-    field = page.locator(f"input.score#{reflection['name']}")
+    page.click(f"a[href$='/formgrader/manage_students/{student}']", timeout=120_000)
+    page.click(f"a[href$='/manage_students/{student}/{ASSIGNMENT}']", timeout=120_000)
+    page.click("a[href*='/formgrader/submissions/']", timeout=120_000)
+    page.wait_for_url("**/formgrader/submissions/**", timeout=120_000)
+    reflection = SPEC.manual_cells[0]
+    field = page.locator(f"input.score#{reflection}")
+    field.wait_for(timeout=120_000)
     field.fill(f"{score:g}")
     field.press("Tab")  # the formgrader saves a score when its field loses focus
+    submission = urllib.parse.urlparse(page.url).path.rstrip("/").rsplit("/", 1)[-1]
+    grades = page.request.get(f"{base}/formgrader/api/grades?submission_id={submission}").json()
+    grade = next(g for g in grades if g["name"] == reflection)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        saved = page.request.get(f"{base}/formgrader/api/grade/{reflection['id']}").json()
+        saved = page.request.get(f"{base}/formgrader/api/grade/{grade['id']}").json()
         if saved["manual_score"] == score:
             return
         time.sleep(0.5)
