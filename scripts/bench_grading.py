@@ -182,7 +182,7 @@ def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str
     if len(students) < 2 * count + 1:
         sys.exit(f"--breakdown {count} needs at least {2 * count + 1} submissions (-n)")
     instructor._worker_grade(assignment, students[0])  # starts the fork server: not counted
-    log.unlink(missing_ok=True)
+    log.write_text("")
     plain, profiled = students[1 : count + 1], students[count + 1 : 2 * count + 1]
     kids_before, server_before = cpu_of_children(), fork_server_cpu()
     worker_before = time.process_time()
@@ -190,6 +190,8 @@ def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str
         instructor._worker_grade(assignment, student)
     worker_s = (time.process_time() - worker_before) / count
     kernel_s = (cpu_of_children() - kids_before + fork_server_cpu() - server_before) / count
+    # Forked kernels log their own start-up and run CPU (the same kernels as kernel_s).
+    rows = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
     profile = cProfile.Profile(time.process_time)
     profile.enable()
     for student in profiled:
@@ -210,8 +212,7 @@ def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str
         "worker_cpu_total_s": round(worker_s, 3),
         "kernel_cpu_total_s": round(kernel_s, 3),
     }
-    if log.exists():  # forked kernels log their own start-up and run CPU
-        rows = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    if rows:
         figures["kernel_cpu_s"] = {
             "start-up (IPKernelApp.initialize)": round(sum(r[0] for r in rows) / len(rows), 3),
             "cells and shutdown": round(sum(r[1] for r in rows) / len(rows), 3),
