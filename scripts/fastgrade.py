@@ -21,18 +21,18 @@ from typing import Any
 
 _ENGINES: dict[str, Any] = {}
 _VALIDATORS: dict[int, Any] = {}
-_installed = False
+_ORIGINALS: dict[str, Any] = {}
 
 
 def install() -> None:
     """Patch nbgrader in this process (once); plain ``nbgrader`` commands are not affected."""
-    global _installed
-    if _installed:
-        return
     from nbgrader import api
     from nbgrader.nbgraderformat import common
 
-    original = api.Gradebook.__init__
+    if _ORIGINALS:
+        return
+    original = _ORIGINALS["init"] = api.Gradebook.__init__
+    _ORIGINALS["jsonschema"] = common.jsonschema
 
     def gradebook_init(
         self: Any, db_url: str, course_id: str = "default_course", authenticator: Any = None
@@ -53,7 +53,20 @@ def install() -> None:
 
     api.Gradebook.__init__ = gradebook_init
     common.jsonschema = _CachedJsonschema()
-    _installed = True
+
+
+def uninstall() -> None:
+    """Put nbgrader back as it was and drop the kept engines (tests)."""
+    from nbgrader import api
+    from nbgrader.nbgraderformat import common
+
+    if _ORIGINALS:
+        api.Gradebook.__init__ = _ORIGINALS.pop("init")
+        common.jsonschema = _ORIGINALS.pop("jsonschema")
+    for engine, _ in _ENGINES.values():
+        engine.dispose()
+    _ENGINES.clear()
+    _VALIDATORS.clear()
 
 
 class _CachedJsonschema:
