@@ -5,12 +5,14 @@ npm proxy and the local-process spawner (each student's server runs as that stud
 teardown stops the hub and every server and removes the users, whatever happened.
 
 - The class: in chromium, students log in and see nbgrader's Assignments tab and no grader
-  tool; the instructor releases; each student fetches, answers and submits; the instructor
-  collects and autogrades (scripts/instructor.py grade, as the instructor's OS user), scores a
-  reflection through the formgrader service, and releases feedback; each student fetches
-  their own feedback, and no student can read another's work or the source notebooks.
-- Load: thirty students' servers started and thirty submissions made at once; nothing lost,
-  every submission graded once, and the time it took is printed.
+  tool; the instructor releases; each student clicks Fetch, opens the notebook from the tab,
+  types the answers, saves and clicks Submit; the instructor collects and autogrades
+  (scripts/instructor.py grade, as the instructor's OS user), opens the submission in the
+  formgrader service by clicks and types a reflection's score, and releases feedback; each
+  student clicks Fetch Feedback, and no student can read another's work or the sources.
+- Load: thirty students' servers started and thirty submissions made at once, through the
+  endpoints the tab's buttons call; nothing lost, every submission graded once, and the time
+  it took is printed.
 """
 
 from __future__ import annotations
