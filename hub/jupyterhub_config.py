@@ -76,6 +76,9 @@ c.JupyterHub.services = [
             "LD_LIBRARY_PATH": library,
         },
         "oauth_no_confirm": True,
+        # The hub gives up (and exits) if the service does not answer in time: 30 s by
+        # default, which a busy two-core machine can miss while the server imports.
+        "timeout": 180,
     }
 ]
 c.JupyterHub.load_roles = [

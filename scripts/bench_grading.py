@@ -2,6 +2,7 @@
 
     python scripts/bench_grading.py                    # 300 submissions, 2 processes a core
     python scripts/bench_grading.py -n 40 --jobs 1     # a quick serial figure
+    python scripts/bench_grading.py -n 50 --breakdown 20   # where each submission's CPU goes
 
 A scratch course (the root nbgrader_config.py and solutions/, in a temporary folder) gets
 ``n`` submissions of the assignment: 40 % the solution, 30 % with the spec's two mistakes, 10 %
@@ -9,7 +10,10 @@ the release untouched and 20 % broken in the ways tests/test_instructor.py grade
 loop, a kernel death, a corrupt file, ...). It then times
 ``python scripts/instructor.py autograde <assignment> --jobs J`` and prints (and with
 ``--out``, writes as JSON) the wall time, submissions per minute and the range of scores each
-kind of submission got (a fast run that grades wrongly shows there). Not part of make test.
+kind of submission got (a fast run that grades wrongly shows there). ``--breakdown K`` grades
+in this process instead and splits the CPU seconds of one submission into the grading worker's
+parts (kernel start, execution, nbgrader's bookkeeping, gradebook reads and writes, ...) and
+the kernel's own (start-up, cells). Not part of make test.
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kernels", choices=("fork", "fresh"), default="fork",
         help="instructor.py's kernels: forked from a pre-imported process, or nbgrader's own",
+    )  # fmt: skip
+    parser.add_argument(
+        "--breakdown", type=int, metavar="K",
+        help="instead: grade K submissions in this process, one by one, and print where each "
+        "one's CPU goes (cProfile on CPU time, and each kernel's own timers)",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the scratch course")
@@ -87,6 +96,12 @@ def main(argv: list[str] | None = None) -> int:
             path = folder / f"{spec.notebook_id}.ipynb"
             path.write_bytes(nb) if isinstance(nb, bytes) else nbformat.write(nb, path)
         print(f"{args.submissions} submissions: {kinds}", flush=True)
+        if args.breakdown:
+            figures = breakdown(scratch, spec.assignment, args.breakdown, args.kernels)
+            print(json.dumps(figures, indent=2))
+            if args.out:
+                args.out.write_text(json.dumps(figures, indent=2) + "\n")
+            return 0
         command = [
             sys.executable, str(ROOT / "scripts" / "instructor.py"),
             "autograde", spec.assignment, "--jobs", str(args.jobs), "--kernels", args.kernels,
@@ -125,6 +140,96 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+# Where a grading worker's CPU goes, by the nbgrader/nbclient function that spends it (CPU time
+# under it, callees included; the parts do not overlap).
+PARTS = {
+    "kernel start, worker side (launch, connect, wait)": ("nbclient/client.py", "setup_kernel"),
+    "execution, worker side (send cells, collect outputs)": (
+        "nbconvert/preprocessors/execute.py", "preprocess_cell",
+    ),
+    "nbgrader bookkeeping (student, submission, files)": (
+        "nbgrader/converters/autograde.py", "init_assignment",
+    ),
+    "cell metadata checks": ("nbgrader/preprocessors/checkcellmetadata.py", "preprocess"),
+    "gradebook writes (scores)": ("nbgrader/preprocessors/saveautogrades.py", "preprocess"),
+    "gradebook reads (locked cells restored)": (
+        "nbgrader/preprocessors/overwritecells.py", "preprocess",
+    ),
+    "notebook read": ("nbformat/__init__.py", "read"),
+    "notebook write": ("nbgrader/converters/base.py", "write_single_notebook"),
+}  # fmt: skip
+
+
+def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str, object]:
+    """CPU seconds per submission: the grading worker's, by part, and the kernel's.
+
+    ``count`` submissions are graded without a profiler for the totals, then ``count`` more
+    under cProfile (on CPU time) for each part's share of the worker's CPU: the profiler slows
+    Python code about threefold, so its seconds are scaled to the unprofiled total.
+    """
+    import cProfile
+    import pstats
+
+    import instructor
+
+    os.chdir(root)
+    log = root / "kernel-cpu.log"
+    os.environ["LLMMATH_KERNEL_CPU_LOG"] = str(log)
+    instructor._worker_init(str(root), None, kernels)
+    students = instructor.submitted_students(root, assignment)
+    if len(students) < 2 * count + 1:
+        sys.exit(f"--breakdown {count} needs at least {2 * count + 1} submissions (-n)")
+    instructor._worker_grade(assignment, students[0])  # starts the fork server: not counted
+    log.write_text("")
+    plain, profiled = students[1 : count + 1], students[count + 1 : 2 * count + 1]
+    kids_before, server_before = cpu_of_children(), fork_server_cpu()
+    worker_before = time.process_time()
+    for student in plain:
+        instructor._worker_grade(assignment, student)
+    worker_s = (time.process_time() - worker_before) / count
+    kernel_s = (cpu_of_children() - kids_before + fork_server_cpu() - server_before) / count
+    # Forked kernels log their own start-up and run CPU (the same kernels as kernel_s).
+    rows = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    profile = cProfile.Profile(time.process_time)
+    profile.enable()
+    for student in profiled:
+        instructor._worker_grade(assignment, student)
+    profile.disable()
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = sum(row[2] for row in stats.values())  # every function's own time
+    shares = {
+        name: sum(row[3] for (path, _, func), row in stats.items()
+                  if path.endswith(where) and func == func_name) / total
+        for name, (where, func_name) in PARTS.items()
+    }  # fmt: skip
+    shares["the rest of the worker (nbgrader, nbconvert, logging)"] = 1 - sum(shares.values())
+    figures: dict[str, object] = {
+        "submissions": count,
+        "kernels": kernels,
+        "worker_cpu_s": {k: round(v * worker_s, 3) for k, v in shares.items()},
+        "worker_cpu_total_s": round(worker_s, 3),
+        "kernel_cpu_total_s": round(kernel_s, 3),
+    }
+    if rows:
+        figures["kernel_cpu_s"] = {
+            "start-up (IPKernelApp.initialize)": round(sum(r[0] for r in rows) / len(rows), 3),
+            "cells and shutdown": round(sum(r[1] for r in rows) / len(rows), 3),
+        }
+    figures["cpu_per_submission_s"] = round(worker_s + kernel_s, 3)
+    return figures
+
+
+def fork_server_cpu() -> float:
+    """CPU seconds of this worker's fork server and its finished kernels (0 without one)."""
+    from forkkernel import ForkServer
+
+    server = ForkServer._instance
+    if server is None:
+        return 0.0
+    fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_of_children() -> float:

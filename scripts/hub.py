@@ -60,6 +60,8 @@ STUDENT_LAB = {
         "@jupyter/nbgrader:formgrader": True,
         "@jupyter/nbgrader:create-assignment": True,
         "@jupyter/nbgrader:course-list": True,
+        # No "get notified about Jupyter news?" prompt over a student's work.
+        "@jupyterlab/apputils-extension:announcements": True,
     }
 }
 
@@ -161,7 +163,7 @@ def _course_copy(course: Path, exchange: Path, owner: str) -> None:
     shutil.copytree(REPO / "grading", course / "grading", ignore=ignore)
     shutil.copytree(REPO / "solutions", course / "solutions", ignore=ignore)
     (course / "scripts").mkdir()
-    for script in ("instructor.py", "forkkernel.py"):
+    for script in ("instructor.py", "forkkernel.py", "fastgrade.py"):
         shutil.copy2(REPO / "scripts" / script, course / "scripts" / script)
     subprocess.run(["chown", "-R", f"{owner}:{owner}", str(course)], check=True)
 

@@ -168,7 +168,10 @@ def _grading_config(timeout: int | None, kernels: str) -> dict[str, dict[str, An
     if timeout:
         overrides["Execute"] = {"timeout": timeout}
     if kernels == "fork":
+        import fastgrade
         from forkkernel import fork_execute_class
+
+        fastgrade.install()
         from nbgrader.converters import Autograde
         from nbgrader.preprocessors import Execute
 

@@ -5,12 +5,14 @@ npm proxy and the local-process spawner (each student's server runs as that stud
 teardown stops the hub and every server and removes the users, whatever happened.
 
 - The class: in chromium, students log in and see nbgrader's Assignments tab and no grader
-  tool; the instructor releases; each student fetches, answers and submits; the instructor
-  collects and autogrades (scripts/instructor.py grade, as the instructor's OS user), scores a
-  reflection through the formgrader service, and releases feedback; each student fetches
-  their own feedback, and no student can read another's work or the source notebooks.
-- Load: thirty students' servers started and thirty submissions made at once; nothing lost,
-  every submission graded once, and the time it took is printed.
+  tool; the instructor releases; each student clicks Fetch, opens the notebook from the tab,
+  types the answers, saves and clicks Submit; the instructor collects and autogrades
+  (scripts/instructor.py grade, as the instructor's OS user), opens the submission in the
+  formgrader service by clicks and types a reflection's score, and releases feedback; each
+  student clicks Fetch Feedback, and no student can read another's work or the sources.
+- Load: thirty students' servers started and thirty submissions made at once, through the
+  endpoints the tab's buttons call; nothing lost, every submission graded once, and the time
+  it took is printed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import socket
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +67,11 @@ def free_port_block(size: int = 4) -> int:
         except OSError:
             continue
     raise RuntimeError("no block of free ports")
+
+
+def unique(prefix: str) -> str:
+    """OS user names of this run only: two test runs on one machine must not share users."""
+    return f"{prefix}{secrets.token_hex(2)}"
 
 
 class Api:
@@ -117,7 +125,7 @@ class Api:
 @pytest.fixture(scope="module")
 def class_hub() -> Iterator[tuple[Hub, Api]]:
     token = secrets.token_hex(16)
-    with running_hub(3, free_port_block(), prefix="llmmt", admin_token=token) as hub:
+    with running_hub(3, free_port_block(), prefix=unique("llmmt"), admin_token=token) as hub:
         yield hub, Api(hub, token)
 
 
@@ -170,14 +178,18 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
             labels = menu_items(page, "Nbgrader")
             assert "Assignment List" in labels, labels
             assert not {"Formgrader", "Course List"} & set(labels), labels
-        pages[students[0]].screenshot(path=str(tmp_path / "student-lab.png"))
-        # Fetch, answer, submit: the Assignments tab's buttons call these endpoints.
-        for i, user in enumerate(students):
-            api.nbgrader(user, "fetch")
-            api.save(user, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb", answered(hub, wrong=i == 1))
-            listing = api.nbgrader(user, "submit")
-            assert listing["success"], listing
-            assert any(a["status"] == "submitted" for a in listing["value"]), listing
+        # Fetch, answer and submit, all by clicking and typing in JupyterLab.
+        for i, (user, page) in enumerate(pages.items()):
+            open_assignments(page)
+            click_in_list(page, "released", "Fetch")
+            page.wait_for_selector(f"{row('fetched')} button:text-is('Submit')", timeout=120_000)
+            answer_in_lab(page, answered(hub, wrong=i == 1), tmp_path / f"{user}-answered.png")
+            page.click(".lm-TabBar-tab:has-text('Assignments')")
+            click_in_list(page, "fetched", "Submit")
+            page.wait_for_selector(
+                f"{row('submitted')} button:text-is('Fetch Feedback')", timeout=120_000
+            )
+        pages[students[0]].screenshot(path=str(tmp_path / "student-submitted.png"))
         owner = {p.name: p.stat().st_uid for p in (hub.exchange / COURSE / "inbound").iterdir()}
         assert len(owner) == len(students), "one submission each"
         # The instructor collects and grades, as the instructor's OS user, in the course root.
@@ -190,39 +202,93 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         grader.screenshot(path=str(tmp_path / "formgrader.png"))
         hub.as_user(hub.instructor, PYTHON, "scripts/instructor.py", "release-feedback",
                     ASSIGNMENT, cwd=hub.course)  # fmt: skip
-        for user in students:
-            api.nbgrader(user, "fetch_feedback")
+        # Each student fetches their feedback from the same tab.
+        for page in pages.values():
+            page.click("#refresh_assignments_list")
+            page.wait_for_selector(
+                f"{row('submitted')}:has-text('feedback available to fetch')", timeout=120_000
+            )
+            click_in_list(page, "submitted", "Fetch Feedback")
+            page.wait_for_selector(f"{row('submitted')}:has-text('view feedback')", timeout=120_000)
+        pages[students[0]].screenshot(path=str(tmp_path / "student-feedback.png"))
         for page in pages.values():
             page.close()
         grader.close()
-    first = hub.home(students[0]) / ASSIGNMENT / "feedback"
-    feedback = list(first.glob(f"*/{NOTEBOOK}.html"))
-    assert len(feedback) == 1, feedback
-    assert "Score: 10.0 / 10.0" in feedback[0].read_text(encoding="utf-8")
+    scores = {}
+    for user in students:
+        feedback = list((hub.home(user) / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+        assert len(feedback) == 1, (user, feedback)
+        scores[user] = feedback[0].read_text(encoding="utf-8")
+    # What each typed is what was graded: the right answers, the wrong ones, hand points.
+    assert "Score: 10.0 / 10.0" in scores[students[0]]
+    assert "Score: 4.0 / 10.0" in scores[students[1]]
+    assert "Score: 8.0 / 10.0" in scores[students[2]]
     assert_isolated(hub, api)
 
 
+def row(section: str) -> str:
+    """The assignment's row in one list of the Assignments tab (released, fetched, submitted)."""
+    return f"#{section}_assignments_list .list_item:has-text('{ASSIGNMENT}')"
+
+
+def open_assignments(page: Any) -> None:
+    page.click(".lm-MenuBar-itemLabel:text-is('Nbgrader')")
+    page.click(".lm-Menu-itemLabel:text-is('Assignment List')")
+    page.wait_for_selector(f"{row('released')}, {row('fetched')}", timeout=120_000)
+
+
+def click_in_list(page: Any, section: str, button: str) -> None:
+    page.locator(f"{row(section)} button:text-is('{button}')").first.click()
+
+
+def answer_in_lab(page: Any, answers: Any, screenshot: Path) -> None:
+    """Open the fetched notebook from the Assignments tab, type each answer into its cell as a
+    student would, and save with Ctrl+S."""
+    fetched = "#fetched_assignments_list"
+    page.click(f"{fetched} .assignment-notebooks-link")
+    page.click(f"{fetched} .assignment-notebooks a:text-is('{NOTEBOOK}')")
+    cells = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell")
+    deadline = time.monotonic() + 120
+    while cells.count() < len(answers.cells) and time.monotonic() < deadline:
+        time.sleep(0.5)  # Lab renders a notebook's cells a few at a time
+    assert cells.count() == len(answers.cells), "the notebook the student opened"
+    for index, cell in enumerate(answers.cells):
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        target = cells.nth(index)
+        target.scroll_into_view_if_needed()
+        if cell.cell_type == "markdown":
+            target.dblclick()  # a rendered answer cell opens its editor on a double click
+        editor = target.locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text(cell.source)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+S")
+    page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", state="detached", timeout=60_000)
+    page.screenshot(path=str(screenshot))
+
+
 def score_reflection_in_formgrader(page: Any, hub: Hub, student: str, score: float) -> None:
+    """As a grader does: Manage Students, the student, the assignment, the notebook; type the
+    score into the reflection's field. The formgrader's API only confirms it was saved."""
     base = f"{hub.url}/services/formgrader"
     page.goto(f"{base}/formgrader/manage_students")
-    page.wait_for_selector(f"text={student}", timeout=120_000)
-    # The formgrader's own API (the same calls its grading page makes), with the page's cookie.
-    submissions = page.request.get(
-        f"{base}/formgrader/api/submitted_notebooks/{ASSIGNMENT}/{NOTEBOOK}"
-    ).json()
-    submission = next(s for s in submissions if s["student"] == student)
-    page.goto(f"{base}/formgrader/submissions/{submission['id']}/")
-    page.wait_for_selector("input.score", timeout=120_000)
-    grades = page.request.get(
-        f"{base}/formgrader/api/grades?submission_id={submission['id']}"
-    ).json()
-    reflection = next(g for g in grades if g["name"] in SPEC.manual_cells)
-    field = page.locator(f"input.score#{reflection['name']}")
+    page.click(f"a[href$='/formgrader/manage_students/{student}']", timeout=120_000)
+    page.click(f"a[href$='/manage_students/{student}/{ASSIGNMENT}']", timeout=120_000)
+    page.click("a[href*='/formgrader/submissions/']", timeout=120_000)
+    page.wait_for_url("**/formgrader/submissions/**", timeout=120_000)
+    reflection = SPEC.manual_cells[0]
+    field = page.locator(f"input.score#{reflection}")
+    field.wait_for(timeout=120_000)
     field.fill(f"{score:g}")
     field.press("Tab")  # the formgrader saves a score when its field loses focus
+    submission = urllib.parse.urlparse(page.url).path.rstrip("/").rsplit("/", 1)[-1]
+    grades = page.request.get(f"{base}/formgrader/api/grades?submission_id={submission}").json()
+    grade = next(g for g in grades if g["name"] == reflection)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        saved = page.request.get(f"{base}/formgrader/api/grade/{reflection['id']}").json()
+        saved = page.request.get(f"{base}/formgrader/api/grade/{grade['id']}").json()
         if saved["manual_score"] == score:
             return
         time.sleep(0.5)
@@ -255,7 +321,7 @@ def assert_isolated(hub: Hub, api: Api) -> None:
 def test_thirty_students_submit_at_once() -> None:
     token = secrets.token_hex(16)
     started = time.perf_counter()
-    with running_hub(30, free_port_block(), prefix="llmml", admin_token=token) as hub:
+    with running_hub(30, free_port_block(), prefix=unique("llmml"), admin_token=token) as hub:
         api = Api(hub, token)
         release(hub)
         up = time.perf_counter()
