@@ -52,6 +52,9 @@ c.Authenticator.admin_users = {instructor}
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(hub_env / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
+# The course's vendored MathJax (scripts/hub.py copies it there): feedback renders its maths.
+static = f"--ServerApp.extra_static_paths={Path(env['LLMMATH_HUB_COURSE']) / 'static'}"
+c.Spawner.args = [static]
 c.Spawner.notebook_dir = "~"
 c.Spawner.start_timeout = 180  # thirty servers starting at once on two cores
 c.Spawner.http_timeout = 180
@@ -67,7 +70,11 @@ c.JupyterHub.services = [
     {
         "name": "formgrader",
         "url": f"http://127.0.0.1:{port + 3}",
-        "command": [str(hub_env / "bin" / "jupyterhub-singleuser"), "--ServerApp.root_dir=."],
+        "command": [
+            str(hub_env / "bin" / "jupyterhub-singleuser"),
+            "--ServerApp.root_dir=.",
+            static,
+        ],
         "user": instructor,
         "cwd": env["LLMMATH_HUB_COURSE"],
         "environment": {
