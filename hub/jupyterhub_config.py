@@ -53,7 +53,7 @@ c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(hub_env / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 # The course's vendored MathJax (scripts/hub.py copies it there): feedback renders its maths.
-static = f"--ServerApp.extra_static_paths={Path(env['LLMMATH_HUB_COURSE']) / 'static'}"
+static = f"--ServerApp.extra_static_paths={Path(env['LLMMATH_HUB_COURSE']) / 'book' / '_vendor'}"
 c.Spawner.args = [static]
 c.Spawner.notebook_dir = "~"
 c.Spawner.start_timeout = 180  # thirty servers starting at once on two cores

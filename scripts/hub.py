@@ -162,9 +162,11 @@ def _course_copy(course: Path, exchange: Path, owner: str) -> None:
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     shutil.copytree(REPO / "grading", course / "grading", ignore=ignore)
     shutil.copytree(REPO / "solutions", course / "solutions", ignore=ignore)
-    # The vendored MathJax, served by every server at <server>/static/mathjax/: feedback and the
-    # formgrader typeset their maths from it, offline (grading/nbconvert/feedback/mathjax.html.j2).
-    shutil.copytree(REPO / "book" / "_vendor" / "mathjax", course / "static" / "mathjax")
+    # The vendored MathJax where instructor.py finds it (it copies it beside the feedback), and
+    # every server serves it at <server>/static/mathjax/: feedback and the formgrader typeset
+    # their maths from it, offline (grading/nbconvert/feedback/mathjax.html.j2).
+    vendor = REPO / "book" / "_vendor" / "mathjax"
+    shutil.copytree(vendor, course / "book" / "_vendor" / "mathjax")
     (course / "scripts").mkdir()
     for script in ("instructor.py", "forkkernel.py", "fastgrade.py"):
         shutil.copy2(REPO / "scripts" / script, course / "scripts" / script)

@@ -65,7 +65,7 @@ SPECS = {spec.assignment: spec for spec in load_specs()}
 #: one is checked once, partly done (each run starts a kernel: seconds on two cores).
 FULL = "roofline" if "roofline" in EXERCISES else EXERCISES[0]
 SHOTS = Path(os.environ["LAB_SCREENSHOTS"]) if os.environ.get("LAB_SCREENSHOTS") else None
-STARTUP_S = 120  # a cold start on a busy 2-core machine
+STARTUP_S = 300  # a cold start on 2 cores while the other test worker loads a hub
 RUN_ALL_S = 300  # the lesson's own measure-your-machine cell takes a few seconds
 
 #: A wrong answer per exercise and the message its visible test must print. Exercises not

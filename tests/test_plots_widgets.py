@@ -554,3 +554,19 @@ def test_a_log_slider_reaches_the_critical_batch() -> None:
     for exponent, bound in ((below, "memory-bound"), (above, "compute-bound")):
         slider.value = 2**exponent
         assert box.view.readout.get_text().endswith(bound)
+
+
+def test_tier_explorer_titles_a_setting_that_does_not_fit_by_its_own_name() -> None:
+    """After a setup that fits, one that does not must not keep the old title: every prefix and
+    reuse count shows as its own frame, never as the last setup's picture."""
+    from llmmath.plots.kv_cache import TierExplorer
+
+    view = TierExplorer()
+    view.update("Llama-3-70B", 8, "bf16", 8192, 60.0, 10)
+    titles = set()
+    for prefix in (1024, 65536):
+        view.update("DeepSeek-V3", 16, "bf16", prefix, 60.0, 10)
+        title = view.ax_cost.get_title()
+        assert "DeepSeek-V3" in title and "does not fit" in title and "Llama" not in title
+        titles.add(title)
+    assert len(titles) == 2, titles

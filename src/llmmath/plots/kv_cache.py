@@ -409,6 +409,12 @@ class TierExplorer(FastFigure):
             self.message.set_text(f"{model.name} in {dtype} does not fit on {n_chips} × H100")
             for line in self.option_lines:
                 line.set_data([], [])
+            # The title names this setting, never the last one that fitted.
+            self.ax_cost.set_title(
+                f"{model.name} on {n_chips}×H100 ({dtype}): {self.prefix_tokens:,.0f} tokens, "
+                f"r = {self.reuses:g}: does not fit",
+                fontsize=9,
+            )
             return
         self.deployment = dep
         self.message.set_text("")
