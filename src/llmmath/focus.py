@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import data
-from ._checks import choice, fraction, positive
+from ._checks import choice, positive
 from .contracts import (
     NAME,
     NOTE,
@@ -64,11 +64,6 @@ class FocusMachine:
     usable_fraction: float = 1.0
     source: str = ""
     source_date: str = ""
-
-    def __post_init__(self) -> None:
-        positive(f"{self.name}: memory_bytes", self.memory_bytes)
-        positive(f"{self.name}: bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
-        fraction(f"{self.name}: usable_fraction", self.usable_fraction)
 
     @property
     def usable_bytes(self) -> float:
