@@ -219,12 +219,12 @@ def pareto_figure(
 def prefill_decode_figure(
     deployment: Deployment, context: float = 2048, ax: Axes | None = None
 ) -> Figure:
-    """MFU of one forward pass against the tokens in it: a prefill of P prompt tokens, and a
+    """MFU of one forward pass against the tokens in it: a prefill of S prompt tokens, and a
     decode step of B sequences at ``context`` (stopping where their KV caches fill the HBM)."""
     figure, ax = figure_and_axes(ax)
     curves = batching.pass_curves(deployment, context)
     ax.semilogx(
-        curves.prompt_tokens, curves.prefill_mfu, color=COMPUTE_COLOUR, label="prefill of P tokens"
+        curves.prompt_tokens, curves.prefill_mfu, color=COMPUTE_COLOUR, label="prefill of S tokens"
     )
     ax.plot(
         curves.batch,
@@ -236,7 +236,7 @@ def prefill_decode_figure(
     ax.set_ylim(0, 1.05)
     plain_axes(ax)
     ax.set(
-        xlabel="tokens in one forward pass (P for prefill, B for decode)",
+        xlabel="tokens in one forward pass (S for prefill, B for decode)",
         ylabel="MFU at the floor",
         title=f"{deployment.label}: prefill against decode",
     )
