@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import jupytext
 import numpy as np
 import pytest
+from lesson_support import lesson
 
 from llmmath import batching, cli, hardware, serving
 from llmmath.deployment import Deployment
@@ -319,27 +319,18 @@ def test_the_console_script_runs_as_a_process() -> None:
 
 
 # ---- the CLI and the lessons give the same numbers --------------------------------------------
-def _lesson_namespace(page: str, first_cells: int) -> dict[str, Any]:
-    """Run the first code cells of a lesson and return what they defined."""
-    cells = [c for c in jupytext.read(ROOT / "lessons" / page).cells if c.cell_type == "code"]
-    namespace: dict[str, Any] = {}
-    for cell in cells[:first_cells]:
-        exec(cell.source, namespace)
-    return namespace
-
-
 def test_serve_gives_the_batching_lesson_s_numbers(capsys: pytest.CaptureFixture[str]) -> None:
-    lesson = _lesson_namespace("batching.md", 1)
+    page = lesson("batching.md")
     data = as_json(capsys, "serve", "Llama-3-70B", "H100x8", "--batch", "1,64", "--context", "2048")
     one, b64 = data["rows"]
-    assert one["time_s"] == pytest.approx(float(lesson["one"].time_s), rel=1e-12)
+    assert one["time_s"] == pytest.approx(float(page.one.time_s), rel=1e-12)
     assert one["tokens_per_s_per_user"] == pytest.approx(
-        float(lesson["one"].tokens_per_s_per_user), rel=1e-12
+        float(page.one.tokens_per_s_per_user), rel=1e-12
     )
-    assert one["usd_per_million_output"] == pytest.approx(lesson["one_cost_value"], rel=1e-12)
-    assert f"{one['time_s'] * 1e3:.2f}" == lesson["one_ms"]  # the text the page shows
-    assert b64["time_s"] == pytest.approx(float(lesson["b64"].time_s), rel=1e-12)
-    assert f"{b64['usd_per_million_output']:.2f}" == lesson["b64_cost"]
+    assert one["usd_per_million_output"] == pytest.approx(page.one_cost_value, rel=1e-12)
+    assert f"{one['time_s'] * 1e3:.2f}" == page.one_ms  # the text the page shows
+    assert b64["time_s"] == pytest.approx(float(page.b64.time_s), rel=1e-12)
+    assert f"{b64['usd_per_million_output']:.2f}" == page.b64_cost
 
 
 def test_train_gives_the_parallelism_lesson_s_llama3_run(
