@@ -263,3 +263,21 @@ def test_data_parallel_batch_in_a_rack_against_a_node() -> None:
     assert f"\\approx {round(rack, -1):,.0f}".replace(",", "{,}") in words
     assert f"\\approx {round(node, -1):,.0f}".replace(",", "{,}") in words
     assert rack > 1.3 * node and "about the same as on an H100 node" not in words
+
+
+# ---- errata 14: the page says which vendor prices were re-read, as the data file records -------
+def test_fast_mode_text_says_which_prices_were_re_checked() -> None:
+    from llmmath import serving_modes
+
+    vendors = {v.label: v for v in serving_modes.fast_mode_prices()}
+    assert vendors["Claude Opus 4.6 fast mode"].checked
+    assert not vendors["Claude Opus 5 fast mode"].checked
+    words = text("lessons/batching.md")
+    assert "the Opus 4.6 figures re-read on Anthropic's own page" in words
+    assert "the Opus 5 price only in resellers' listings" in words
+    apis = serving_modes.batch_api_prices()
+    page = lesson("batching.md")
+    assert page.api_rechecked == " and ".join(a.label for a in apis if a.checked)
+    assert page.api_unchecked == " and ".join(a.label for a in apis if not a.checked)
+    assert page.api_rechecked and page.api_unchecked  # both kinds exist, so the sentence reads
+    assert "{eval}`api_rechecked`: terms re-read on the vendor's own page" in words
