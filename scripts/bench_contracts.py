@@ -77,9 +77,12 @@ def bypassed() -> Iterator[int]:
                     swapped.append((owner, name, value))
                     setattr(owner, name, plain)
     token = contracts.INSIDE.set(True)  # records built from here on skip their check
-    try:
+    check = contracts.RecordContract.check
+    contracts.RecordContract.check = lambda self, record: None  # type: ignore[method-assign]
+    try:  # (and those checked even inside a call, such as a Deployment)
         yield len({id(value) for _, _, value in swapped})  # re-exports counted once
     finally:
+        contracts.RecordContract.check = check  # type: ignore[method-assign]
         contracts.INSIDE.reset(token)
         for owner, name, value in swapped:
             setattr(owner, name, value)

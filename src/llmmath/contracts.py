@@ -327,14 +327,22 @@ _NUMBERS = (float, np.floating, np.ndarray, dict, tuple, list)
 
 
 def checked(
-    *, broadcast: bool = True, nan_ok: tuple[str, ...] = (), **constraints: Constraint
+    *,
+    broadcast: bool = True,
+    nan_ok: tuple[str, ...] = (),
+    inside: bool = False,
+    **constraints: Constraint,
 ) -> Callable[[C], C]:
     """Validate a (frozen) dataclass's fields on construction; place it under ``@dataclass``.
 
     A record built inside a function from values that overflowed raises :class:`NotFiniteError`,
     which that function's contract reports under the input that caused it. Its array fields
     must broadcast together unless ``broadcast=False`` (a record of rows by columns). The
-    fields named in ``nan_ok`` may be NaN (undefined) in a function's result.
+    fields named in ``nan_ok`` may be NaN (undefined) in a function's result. A record that
+    describes a setup rather than a result (a layout, a deployment) is checked ``inside`` a
+    checked call too: a function may build it from arguments its own contract declared less
+    strictly (an efficiency that may be an array, a dtype from a table), so its
+    ``__post_init__`` need not check its fields again.
     """
 
     def decorate(cls: C) -> C:
@@ -342,6 +350,11 @@ def checked(
         original = cls.__dict__.get("__post_init__")
 
         def __post_init__(self: Any) -> None:  # noqa: N807 (the dataclass hook)
+            if inside and INSIDE.get():
+                spec.check(self)
+                if original is not None:
+                    original(self)
+                return
             if INSIDE.get():
                 if original is not None:
                     original(self)

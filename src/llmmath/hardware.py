@@ -154,7 +154,7 @@ def list_chips() -> list[str]:
     return list(_CHIPS)
 
 
-CHIP = AnyOf((OneOf(lambda: list(_CHIPS), "chip"), Instance(Chip, example=lambda: _CHIPS["H100"])))
+CHIP = AnyOf((OneOf(lambda: _CHIPS, "chip"), Instance(Chip, example=lambda: _CHIPS["H100"])))
 vocabulary(chip=CHIP)
 
 

@@ -248,7 +248,7 @@ class ModelConfig:
 #: A model parameter: a :class:`ModelConfig` or a preset's name.
 MODEL = AnyOf(
     (
-        OneOf(lambda: list(_MODELS), "model"),
+        OneOf(lambda: _MODELS, "model"),
         Instance(ModelConfig, example=lambda: _MODELS["Llama-3-8B"]),
     )
 )
