@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_output, choice, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, choice, positive_int
 from .contracts import (
     AMOUNT,
     FLAG,
@@ -209,9 +209,7 @@ class ModelConfig:
         latents, ``2 L T N (r_kv + r_rope + r_kv)``: 3.4x the per-head count for DeepSeek-V3.
         Prefill (``decode=False``) expands the latent into per-head keys and values instead.
         """
-        T = positive("context", context, allow_zero=True)
-        if not isinstance(decode, bool):
-            raise TypeError(f"decode must be True or False; got {decode!r}")
+        T = as_floats(context)
         if decode and self.attention_kind == "MLA":
             per_head = 2 * self.mla_kv_lora_rank + self.mla_rope_head_dim
         else:
@@ -270,9 +268,7 @@ def expected_experts_touched(
     with probability ``1 - k/E``; B independent tokens all miss it with ``(1 - k/E)^B``:
     ``E (1 - (1 - k/E)^B)``. It is k at B = 1 and tends to E as B grows.
     """
-    B = positive("batch", batch, allow_zero=True)
-    E = _count("n_experts", n_experts)
-    k = _count("experts_per_token", experts_per_token)
+    B, E, k = as_floats(batch), as_floats(n_experts), as_floats(experts_per_token)
     _check_k_le_e(k, E)
     return as_output(E * (1.0 - (1.0 - k / E) ** B))
 
@@ -287,7 +283,7 @@ def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray
     active to the total weights; they never fall below the active ones.
     """
     spec = get_model(model)
-    B = positive("batch", batch)
+    B = as_floats(batch)
     active = np.full_like(B, float(spec.matmul_params_per_token))
     if not spec.is_moe:
         return active
@@ -295,16 +291,6 @@ def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray
     extra = np.maximum(np.asarray(expected_experts_touched(B, E, k)) - k, 0.0)
     extra_params: FloatArray = spec.n_moe_layers * extra * spec.mlp_params_per_expert
     return active + extra_params
-
-
-def _count(name: str, value: ArrayLike) -> FloatArray:
-    array = positive(name, value)
-    fractional = array != np.round(array)
-    if np.any(fractional):
-        raise ValueError(
-            f"{name} must be a whole number >= 1; got {float(array[fractional].ravel()[0])!r}"
-        )
-    return array
 
 
 def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
