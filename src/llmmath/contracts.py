@@ -233,17 +233,27 @@ def _is_numeric(constraint: Constraint | None) -> bool:
     return isinstance(constraint, Real | Count)
 
 
-def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callable[[F], F]:
+def contract(
+    *, infinite_ok: bool = False, own_check: bool = False, **constraints: Constraint
+) -> Callable[[F], F]:
     """Declare ``func``'s parameters' constraints; check them (and the result) on each call.
 
     The result must be finite, or, with ``infinite_ok`` (e.g. a batch limit where nothing
     limits it), at least not NaN.
+
+    With ``own_check`` the function is left unwrapped: a lookup (``get_model``) that answers
+    a known name or an instance at once and otherwise calls :func:`refuse`, which raises the
+    contract's error. The package calls its lookups dozens of times a step, where a wrapper's
+    frame would cost more than the lookup.
 
     The wrapper shares ``func``'s globals, so doctest and ``literalinclude`` still find it.
     """
 
     def decorate(func: F) -> F:
         spec = Contract(func, constraints, infinite_ok)
+        if own_check:
+            func.__contract__ = spec  # type: ignore[attr-defined]
+            return func
         env: dict[str, Any] = {
             "__inside": INSIDE.get,
             "__enter": INSIDE.set,
@@ -256,6 +266,12 @@ def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callabl
         return wrapper  # type: ignore[no-any-return]
 
     return decorate
+
+
+def refuse(func: Callable[..., Any], name: str, value: object) -> None:
+    """Raise the error ``func``'s contract gives for ``value`` of ``name``, if it has one (a
+    function with ``own_check`` calls this for what its quick answer did not recognise)."""
+    func.__contract__.fail(name, value)  # type: ignore[attr-defined]
 
 
 # ---- result records ---------------------------------------------------------------------
@@ -445,6 +461,7 @@ __all__ = [
     "describe",
     "each",
     "record_fields",
+    "refuse",
     "span",
     "vocabulary",
 ]

@@ -30,6 +30,7 @@ from .contracts import (
     checked,
     contract,
     each,
+    refuse,
     vocabulary,
 )
 from .dtypes import DTYPE
@@ -158,9 +159,11 @@ CHIP = AnyOf((OneOf(lambda: _CHIPS, "chip"), Instance(Chip, example=lambda: _CHI
 vocabulary(chip=CHIP)
 
 
-@contract()
+@contract(own_check=True)
 def get_chip(chip: str | Chip) -> Chip:
     """Look a chip up by name (``"H100"``), or pass a :class:`Chip` straight through."""
     if isinstance(chip, Chip):
         return chip
-    return _CHIPS[choice("chip", chip, _CHIPS)]
+    if type(chip) is not str or chip not in _CHIPS:
+        refuse(get_chip, "chip", chip)
+    return _CHIPS[chip]

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_floats, as_output, choice, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive_int
 from .contracts import (
     AMOUNT,
     FLAG,
@@ -37,6 +37,7 @@ from .contracts import (
     checked,
     contract,
     each,
+    refuse,
     vocabulary,
 )
 from .dtypes import bytes_per_element
@@ -351,9 +352,11 @@ def list_models() -> list[str]:
     return list(_MODELS)
 
 
-@contract()
+@contract(own_check=True)
 def get_model(model: str | ModelConfig) -> ModelConfig:
     """Look a preset up by name, or pass a :class:`ModelConfig` straight through."""
     if isinstance(model, ModelConfig):
         return model
-    return _MODELS[choice("model", model, _MODELS)]
+    if type(model) is not str or model not in _MODELS:
+        refuse(get_model, "model", model)
+    return _MODELS[model]

@@ -245,7 +245,7 @@ def _group(layout: Layout, kind: str, axes: tuple[str, ...], domain_size: int) -
     strides["dp"] = layout.tp * layout.ep * layout.pp
     ranks = np.zeros(1, dtype=np.int64)
     for axis in axes:
-        offsets = np.arange(layout.degree(axis), dtype=np.int64) * strides[axis]
+        offsets = np.arange(getattr(layout, axis), dtype=np.int64) * strides[axis]
         ranks = (ranks[:, None] + offsets[None, :]).ravel()
     size = int(ranks.size)
     n_domains = int(np.unique(ranks // domain_size).size)
