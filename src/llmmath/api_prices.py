@@ -18,7 +18,7 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_output, choice, positive
+from ._checks import FloatArray, as_floats, as_output, choice, positive
 from .contracts import (
     AMOUNT,
     CHIPS,
@@ -171,7 +171,7 @@ def fleet_day_cost_usd(
 @contract(tokens=AMOUNT, usd_per_million=AMOUNT)
 def revenue_usd(tokens: ArrayLike, usd_per_million: ArrayLike) -> float | FloatArray:
     """What ``tokens`` bring at a list price of ``usd_per_million``."""
-    T = positive("tokens", tokens, allow_zero=True)
+    T = as_floats(tokens)
     return as_output(T * positive("usd_per_million", usd_per_million) / TOKENS_PER_MILLION)
 
 
@@ -194,7 +194,7 @@ def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet) -> float:
 def cost_profit_margin(revenue: ArrayLike, cost: ArrayLike) -> float | FloatArray:
     """``(revenue - cost) / cost``; DeepSeek's "cost profit margin" (5.45 = 545%). The markup
     of price over cost is ``1 + margin``."""
-    return as_output(positive("revenue", revenue, allow_zero=True) / positive("cost", cost) - 1.0)
+    return as_output(as_floats(revenue) / positive("cost", cost) - 1.0)
 
 
 __all__ = [

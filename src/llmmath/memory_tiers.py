@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import batching, data
-from ._checks import FloatArray, as_output, choice, positive
+from ._checks import FloatArray, as_floats, as_output, choice, positive
 from .contracts import (
     AMOUNT,
     NAME,
@@ -251,16 +251,12 @@ def prefix_cache(
     S0 = check_context(dep.model, prefix_tokens, "prefix_tokens")
     if np.any(S0 < 1):
         raise ValueError(f"prefix_tokens must be >= 1; got {float(np.min(S0)):g}")
-    t0 = positive("hold_s", hold_s, allow_zero=True)
-    r0 = positive("reuses", reuses, allow_zero=True)
+    t0 = as_floats(hold_s)
+    r0 = as_floats(reuses)
     S, t, r = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(S0, t0, r0))
     chosen = [get_tier(x) for x in (list_tiers() if tiers is None else tiers)]
     names = tuple(tier.name for tier in chosen)
-    price = (
-        dep.chip_hour_usd
-        if usd_per_chip_hour is None
-        else float(positive("usd_per_chip_hour", usd_per_chip_hour))
-    )
+    price = dep.chip_hour_usd if usd_per_chip_hour is None else float(as_floats(usd_per_chip_hour))
     chip_usd_per_s = dep.n_chips * price / SECONDS_PER_HOUR
     recompute_s = np.asarray(batching.prefill(dep, S, allow_overflow=True).time_s)
     deadline = recompute_s if deadline_s is None else positive("deadline_s", deadline_s)

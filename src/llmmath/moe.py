@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, as_output, choice, fraction, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, choice, positive_int
 from .contracts import (
     CHIPS,
     RESULT,
@@ -252,7 +252,7 @@ def all_to_all_bytes_per_gpu(
     that is the ``2 B k D`` bytes of the reference formula."""
     spec = _moe_model(model)
     G = _ep_width(spec, ep_width)
-    B = positive("batch", batch, allow_zero=True)
+    B = as_floats(batch)
     one_way = B / G * spec.experts_per_token * spec.d_model * bytes_per_element(activation_dtype)
     return as_output(2.0 * one_way)
 
@@ -286,7 +286,7 @@ def expert_parallel_step(
     G = _ep_width(spec, ep_width)
     chip_spec = get_domain(chip).chip
     weights = weight_dtype or compute_dtype
-    B = positive("batch", batch)
+    B = as_floats(batch)
     E, k, s = spec.n_experts, spec.experts_per_token, spec.n_shared_experts
     per_expert = float(spec.mlp_params_per_expert)
     flops = 2.0 * per_expert * (B * k + B * s) / G
@@ -300,7 +300,7 @@ def expert_parallel_step(
         bandwidth_efficiency=bandwidth_efficiency,
     )
     sent = np.asarray(all_to_all_bytes_per_gpu(spec, B, G, activation_dtype))
-    network = fraction("network_efficiency", network_efficiency)
+    network = as_floats(network_efficiency)
     dispatch = np.asarray(collectives.all_to_all_time_s(sent / 2, G, chip_spec))
     combine = np.asarray(collectives.all_to_all_time_s(sent / 2, G, chip_spec))
     return ExpertLayerStep(
@@ -316,8 +316,8 @@ def expert_parallel_step(
 @contract(n_experts=Count(high=1 << 16), max_width=CHIPS)
 def ep_widths(n_experts: int, max_width: int | None = None) -> list[int]:
     """Every expert-parallel width that splits ``n_experts`` evenly: its divisors."""
-    E = positive_int("n_experts", n_experts)
-    top = E if max_width is None else min(E, positive_int("max_width", max_width))
+    E = int(n_experts)
+    top = E if max_width is None else min(E, int(max_width))
     return [G for G in range(1, top + 1) if E % G == 0]
 
 
@@ -342,8 +342,8 @@ def max_expert_layer_params(
     With one layer per domain (the other layers on other racks, as pipeline stages) this is
     the hard ceiling on an expert layer whose all-to-all stays inside the domain."""
     spec = get_domain(domain)
-    layers = positive_int("moe_layers_per_domain", moe_layers_per_domain)
-    usable = spec.hbm_bytes * fraction("memory_fraction", memory_fraction)
+    layers = int(moe_layers_per_domain)
+    usable = spec.hbm_bytes * as_floats(memory_fraction)
     return as_output(usable / (layers * bytes_per_element(weight_dtype)))
 
 
@@ -375,7 +375,7 @@ def fits_in_domain(
     memory_fraction: float = 1.0,
 ) -> bool:
     """True if every weight of ``model`` fits in ``memory_fraction`` of one domain's HBM."""
-    usable = get_domain(domain).hbm_bytes * float(fraction("memory_fraction", memory_fraction))
+    usable = get_domain(domain).hbm_bytes * float(as_floats(memory_fraction))
     return bool(get_model(model).weight_bytes(weight_dtype) <= usable)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from numpy.typing import ArrayLike
 
-from ._checks import positive
+from ._checks import as_floats
 from .contracts import (
     CHIPS,
     RESULT,
@@ -127,7 +127,7 @@ def decode_step(
     """
     if not isinstance(layout, Layout):
         raise TypeError(f"layout must be a llmmath.parallelism.Layout; got {layout!r}")
-    B = positive("batch", batch)
+    B = as_floats(batch)
     deployment = Deployment(
         get_model(model),
         get_chip(chip),

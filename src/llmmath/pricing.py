@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, fraction, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive
 from .api_prices import (
     SHEET,
     FleetDay,
@@ -175,7 +175,7 @@ def serving_cost(
     """
     dep = deployment
     price = _price(dep, usd_per_chip_hour)
-    busy = fraction("utilisation", utilisation)
+    busy = as_floats(utilisation)
     step = decode_step(dep, batch, context)
     if prefill_batch is None:
         prefill_batch = np.ceil(step_critical_batch(dep) / np.maximum(step.context, 1.0))
@@ -205,7 +205,7 @@ def serving_cost(
 def batch_that_fits(deployment: Deployment, batch: ArrayLike, context: ArrayLike) -> FloatArray:
     """``min(batch, max_batch(context))``: the batch a server can run at that context.
     Raises :class:`~llmmath.batching.DoesNotFitError` where not one sequence fits."""
-    B = positive("batch", batch)
+    B = as_floats(batch)
     room = np.asarray(max_batch(deployment, context))
     if np.any(room < 1):
         raise DoesNotFitError(
@@ -251,8 +251,8 @@ def long_context_surcharge(
     weight read shared by fewer tokens.
     """
     dep = deployment
-    short = float(positive("short_context", short_context))
-    long = float(positive("long_context", long_context))
+    short = float(as_floats(short_context))
+    long = float(as_floats(long_context))
     if long <= short:
         raise ValueError(f"long_context must exceed short_context; got {long:g} <= {short:g}")
     costs = [
@@ -273,7 +273,7 @@ def with_context_limit(model: str | ModelConfig, max_context: int) -> ModelConfi
     """A copy of ``model`` allowed ``max_context`` tokens (a what-if: same shape, longer
     context), named so that no one mistakes it for the released model."""
     spec = get_model(model)
-    limit = positive_int("max_context", max_context)
+    limit = int(max_context)
     return replace(spec, name=f"{spec.name} (context {limit:,}, what-if)", max_context=limit)
 
 
@@ -296,7 +296,7 @@ def active_params_from_input_price(
     Prompt attention FLOPs are left out, so this overstates N for long prompts."""
     p = positive("input_usd_per_million", input_usd_per_million) / TOKENS_PER_MILLION
     C = get_chip(chip).peak(dtype)
-    u = fraction("mfu", mfu)
+    u = as_floats(mfu)
     m = _markup(markup)
     return as_output(p * C * u / (2.0 * m * _usd_per_chip_s(usd_per_chip_hour)))
 
@@ -321,7 +321,7 @@ def decode_batch_from_ratio(
     """
     r = positive("output_input_ratio", output_input_ratio)
     Bc = positive("critical_batch", critical_batch)
-    k = positive("kv_term", kv_term, allow_zero=True)
+    k = as_floats(kv_term)
     if np.any(r - k <= 1):
         raise ValueError(
             "output_input_ratio must exceed 1 + kv_term: at or below it the price says decode "
@@ -356,9 +356,7 @@ def kv_bytes_from_surcharge(
             f"surcharge; got {float(np.min(long)):g} <= {float(np.max(short)):g}"
         )
     gap = positive("context_gap_tokens", context_gap_tokens)
-    W = get_chip(chip).hbm_bandwidth_bytes_per_s * fraction(
-        "bandwidth_efficiency", bandwidth_efficiency
-    )
+    W = get_chip(chip).hbm_bandwidth_bytes_per_s * as_floats(bandwidth_efficiency)
     extra_per_token = (long - short) / TOKENS_PER_MILLION
     return as_output(
         extra_per_token * W / (_markup(markup) * _usd_per_chip_s(usd_per_chip_hour) * gap)

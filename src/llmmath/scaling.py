@@ -34,7 +34,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, fraction, positive
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import AMOUNT, POSITIVE, RESULT, SCALAR, Instance, checked, contract, each
 from .hardware import Chip, get_chip
 from .training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
@@ -56,8 +56,8 @@ def training_time_s(
     """Wall-clock seconds: ``C / (n * peak * MFU)``. A floor at that MFU (no failures,
     restarts or evaluation pauses); ``mfu`` is model FLOPs utilisation in (0, 1]."""
     C = positive("flops", flops)
-    n = positive("n_chips", n_chips)
-    u = fraction("mfu", mfu)
+    n = as_floats(n_chips)
+    u = as_floats(mfu)
     return as_output(C / (n * get_chip(chip).peak(dtype) * u))
 
 
@@ -78,7 +78,7 @@ def training_cost_usd(
     dtype: str = "bf16",
 ) -> float | FloatArray:
     """Rent of the chip-hours: ``C / (peak * MFU * 3600) * price``."""
-    price = positive("usd_per_chip_hour", usd_per_chip_hour)
+    price = as_floats(usd_per_chip_hour)
     return as_output(np.asarray(training_chip_hours(flops, chip, mfu, dtype)) * price)
 
 

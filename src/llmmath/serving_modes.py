@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, positive
+from ._checks import FloatArray, as_floats
 from .batching import max_batch, slow_mode, step_critical_batch
 from .contracts import (
     FLAG,
@@ -134,7 +134,7 @@ def fast_mode(deployment: Deployment, context: float, speedup: ArrayLike) -> Fas
     """What a ``speedup`` in tokens per second per user costs, against a standard mode that
     runs at the cheapest batch (the cost floor) at ``context``."""
     dep = deployment
-    s = positive("speedup", speedup)
+    s = as_floats(speedup)
     standard = slow_mode(dep, context, 1.0)  # any wait: its floor batch is the standard mode
     B0, t0 = standard.floor_batch, standard.saturation_latency_s
     target = t0 / s

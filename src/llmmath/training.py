@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, as_output, fraction, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     AMOUNT,
     CHIPS,
@@ -209,7 +209,7 @@ def training_communication(
     """
     spec = layout.validate(model)
     chip_spec = get_chip(chip)
-    m = positive_int("microbatches", microbatches)
+    m = int(microbatches)
     tokens = positive("global_batch_tokens", global_batch_tokens)
     b_act = bytes_per_element(activation_dtype)
     b_w = float(positive("weight_bytes_per_param", weight_bytes_per_param))
@@ -331,8 +331,8 @@ def training_step(
     """
     spec = layout.validate(model)
     chip_spec = get_chip(chip)
-    efficiency = float(fraction("flops_efficiency", flops_efficiency))
-    m = positive_int("microbatches", microbatches)
+    efficiency = float(as_floats(flops_efficiency))
+    m = int(microbatches)
     tokens = positive("global_batch_tokens", global_batch_tokens)
     peak = chip_spec.peak(compute_dtype)
     per_gpu = np.asarray(training_flops(spec, tokens, activations)) / layout.n_gpus
