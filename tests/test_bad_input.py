@@ -69,7 +69,9 @@ def test_mismatched_shapes_name_both_parameters() -> None:
 
 
 def test_overflow_is_an_error_naming_the_input_that_caused_it() -> None:
-    with pytest.raises(ValueError, match=r"params must be finite and >= 0 and <= 1e\+30"):
+    with pytest.raises(
+        ValueError, match=r"training_flops\(\): params must be finite and > 0 and <= 1e\+30"
+    ):
         scaling.training_flops(1e300, 1.5e13)
     # Within the bounds, a result that overflows names the inputs that make it overflow, under
     # the function the reader called (not "compute_s" of an internal record).

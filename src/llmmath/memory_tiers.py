@@ -26,6 +26,7 @@ from .contracts import (
     AMOUNT,
     NAME,
     NOTE,
+    POSITIVE,
     RESULT,
     SCALAR,
     SCALAR_POSITIVE,
@@ -152,14 +153,14 @@ def prompt_cache_usd_per_token_s(price: str | PromptCachePrice) -> float:
 
 @contract(
     price=AnyOf((Instance(PromptCachePrice), OneOf(list_prompt_caches, "prompt cache"))),
-    kv_bytes_per_token=AMOUNT,
+    kv_bytes_per_token=POSITIVE,
 )
 def implied_usd_per_byte_s(
     price: str | PromptCachePrice, kv_bytes_per_token: ArrayLike
 ) -> float | FloatArray:
     """The vendor's holding price per byte-second, if a token's cache is ``kv_bytes_per_token``
     bytes (the vendor's model is not public: pass a stand-in). Compare with the tiers'."""
-    kv = positive("kv_bytes_per_token", kv_bytes_per_token)
+    kv = as_floats(kv_bytes_per_token)
     return as_output(prompt_cache_usd_per_token_s(price) / kv)
 
 
@@ -227,7 +228,7 @@ class PrefixCache:
     hold_s=AMOUNT,
     reuses=AMOUNT,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
-    deadline_s=Optional(AMOUNT),
+    deadline_s=Optional(POSITIVE),
     tiers=Optional(SequenceOf(TIER)),
 )
 def prefix_cache(
@@ -259,7 +260,7 @@ def prefix_cache(
     price = dep.chip_hour_usd if usd_per_chip_hour is None else float(as_floats(usd_per_chip_hour))
     chip_usd_per_s = dep.n_chips * price / SECONDS_PER_HOUR
     recompute_s = np.asarray(batching.prefill(dep, S, allow_overflow=True).time_s)
-    deadline = recompute_s if deadline_s is None else positive("deadline_s", deadline_s)
+    deadline = recompute_s if deadline_s is None else as_floats(deadline_s)
     size = S * dep.kv_bytes_per_token
     rate = np.array([x.usd_per_byte_s for x in chosen])
     capacity = np.array(

@@ -104,7 +104,7 @@ def flops_per_token(model: str | ModelConfig, context: ArrayLike = 0) -> float |
     return get_model(model).forward_flops_per_token(context)
 
 
-@contract(n_experts=Count(low=0, high=1 << 16), experts_per_token=WHOLE, n_shared_experts=WHOLE)
+@contract(n_experts=Count(high=1 << 16), experts_per_token=Count(), n_shared_experts=WHOLE)
 def with_experts(
     model: str | ModelConfig,
     n_experts: int,
@@ -114,8 +114,7 @@ def with_experts(
     """``model`` with its MoE layers re-cut into ``n_experts`` routed experts of the same
     width, ``experts_per_token`` of them per token (checked by :class:`ModelConfig`)."""
     spec = get_model(model)
-    E = positive_int("n_experts", n_experts)
-    k = positive_int("experts_per_token", experts_per_token)
+    E, k = int(n_experts), int(experts_per_token)
     _check_k_le_e(np.asarray(float(k)), np.asarray(float(E)))
     shared = spec.n_shared_experts if n_shared_experts is None else n_shared_experts
     return dataclasses.replace(

@@ -282,7 +282,7 @@ def _usd_per_chip_s(usd_per_chip_hour: ArrayLike) -> FloatArray:
     return positive("usd_per_chip_hour", usd_per_chip_hour) / SECONDS_PER_HOUR
 
 
-@contract(input_usd_per_million=AMOUNT)
+@contract(input_usd_per_million=POSITIVE)
 def active_params_from_input_price(
     input_usd_per_million: ArrayLike,
     chip: str | Chip,
@@ -294,7 +294,7 @@ def active_params_from_input_price(
     """Active parameters whose compute-bound prefill, at ``mfu`` of the chip's peak and sold
     at ``markup`` times cost, matches the input price: ``N = p C mfu / (2 markup price_s)``.
     Prompt attention FLOPs are left out, so this overstates N for long prompts."""
-    p = positive("input_usd_per_million", input_usd_per_million) / TOKENS_PER_MILLION
+    p = as_floats(input_usd_per_million) / TOKENS_PER_MILLION
     C = get_chip(chip).peak(dtype)
     u = as_floats(mfu)
     m = _markup(markup)
@@ -308,7 +308,7 @@ def _markup(markup: ArrayLike) -> FloatArray:
     return m
 
 
-@contract(output_input_ratio=AMOUNT, critical_batch=AMOUNT, kv_term=AMOUNT)
+@contract(output_input_ratio=POSITIVE, critical_batch=POSITIVE, kv_term=AMOUNT)
 def decode_batch_from_ratio(
     output_input_ratio: ArrayLike, critical_batch: ArrayLike, kv_term: ArrayLike = 0.0
 ) -> float | FloatArray:
@@ -319,8 +319,8 @@ def decode_batch_from_ratio(
     (0 ignores it; any positive value raises the implied batch). For a ratio at or below
     ``1 + kv_term`` decode would be compute-bound and the price gives only ``B >= B*``.
     """
-    r = positive("output_input_ratio", output_input_ratio)
-    Bc = positive("critical_batch", critical_batch)
+    r = as_floats(output_input_ratio)
+    Bc = as_floats(critical_batch)
     k = as_floats(kv_term)
     if np.any(r - k <= 1):
         raise ValueError(
@@ -331,7 +331,10 @@ def decode_batch_from_ratio(
     return as_output(Bc / (r - k))
 
 
-@contract(**each(AMOUNT, "short_output_usd_per_million long_output_usd_per_million"))
+@contract(
+    **each(POSITIVE, "short_output_usd_per_million long_output_usd_per_million"),
+    context_gap_tokens=POSITIVE,
+)
 def kv_bytes_from_surcharge(
     short_output_usd_per_million: ArrayLike,
     long_output_usd_per_million: ArrayLike,
@@ -348,14 +351,14 @@ def kv_bytes_from_surcharge(
     ``price_s T kv / W`` whatever the number of chips. The long tier's smaller batches also
     raise the cost, so the real ``kv`` is at most this.
     """
-    short = positive("short_output_usd_per_million", short_output_usd_per_million)
-    long = positive("long_output_usd_per_million", long_output_usd_per_million)
+    short = as_floats(short_output_usd_per_million)
+    long = as_floats(long_output_usd_per_million)
     if np.any(long <= short):
         raise ValueError(
             "long_output_usd_per_million must exceed short_output_usd_per_million for a "
             f"surcharge; got {float(np.min(long)):g} <= {float(np.max(short)):g}"
         )
-    gap = positive("context_gap_tokens", context_gap_tokens)
+    gap = as_floats(context_gap_tokens)
     W = get_chip(chip).hbm_bandwidth_bytes_per_s * as_floats(bandwidth_efficiency)
     extra_per_token = (long - short) / TOKENS_PER_MILLION
     return as_output(

@@ -29,7 +29,6 @@ from .contracts import (
     FLAG,
     NAME,
     NOTE,
-    SCALAR,
     SCALAR_POSITIVE,
     Instance,
     OneOf,
@@ -146,7 +145,9 @@ def prefill_comparison(key: str = "palm-540b-prefill") -> Comparison:
     )
 
 
-@contract(flops_per_param_token=SCALAR, key=OneOf(lambda: load_measurements(), "measurement"))
+@contract(
+    flops_per_param_token=SCALAR_POSITIVE, key=OneOf(lambda: load_measurements(), "measurement")
+)
 def gpt3_training_days(
     flops_per_param_token: float = 8.0, key: str = "gpt3-175b-megatron-training"
 ) -> float:
@@ -155,7 +156,7 @@ def gpt3_training_days(
     Narayanan et al. reach ~34 days; ``6 N D`` gives 3/4 of it. Uses
     :func:`llmmath.scaling.training_time_s` with MFU = achieved / peak."""
     spec = _spec(key, "training")
-    per_param_token = float(positive("flops_per_param_token", flops_per_param_token))
+    per_param_token = float(flops_per_param_token)
     scale = per_param_token / TRAINING_FLOPS_PER_PARAM_TOKEN
     flops = float(training_flops(spec["params"], spec["tokens"])) * scale
     peak = get_chip(spec["chip"]).peak(spec["compute_dtype"])

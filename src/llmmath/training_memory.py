@@ -20,6 +20,7 @@ from ._checks import FloatArray, as_floats, as_output, choice, positive
 from .contracts import (
     AMOUNT,
     CHIPS,
+    POSITIVE,
     RESULT,
     SCALAR,
     SCALAR_POSITIVE,
@@ -193,7 +194,7 @@ def recompute_flops_fraction(mode: str) -> float:
 
 
 @contract(
-    global_batch_tokens=AMOUNT,
+    global_batch_tokens=POSITIVE,
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
     weight_bytes_per_param=SCALAR,
@@ -227,7 +228,7 @@ def training_memory(
     """
     spec = layout.validate(model)
     m = int(microbatches)
-    tokens = positive("global_batch_tokens", global_batch_tokens)
+    tokens = as_floats(global_batch_tokens)
     split = layout.tp * layout.pp
     knobs = {
         "weight_bytes_per_param": weight_bytes_per_param,
