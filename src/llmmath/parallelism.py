@@ -44,8 +44,8 @@ from ._checks import as_floats
 from .contracts import (
     CHIPS,
     RESULT,
-    SCALAR,
     SCALAR_FRACTION,
+    SCALAR_POSITIVE,
     Instance,
     MappingOf,
     OneOf,
@@ -175,7 +175,7 @@ class LayoutBreakdown:
 
 
 @contract(
-    global_batch_tokens=SCALAR,
+    global_batch_tokens=SCALAR_POSITIVE,
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
     flops_efficiency=SCALAR_FRACTION,
