@@ -61,7 +61,7 @@ def training_time_s(
     return as_output(C / (n * get_chip(chip).peak(dtype) * u))
 
 
-@contract(flops=AMOUNT)
+@contract(flops=POSITIVE)
 def training_chip_hours(
     flops: ArrayLike, chip: str | Chip, mfu: ArrayLike, dtype: str = "bf16"
 ) -> float | FloatArray:
@@ -69,7 +69,7 @@ def training_chip_hours(
     return as_output(np.asarray(training_time_s(flops, 1.0, chip, mfu, dtype)) / SECONDS_PER_HOUR)
 
 
-@contract(flops=AMOUNT)
+@contract(flops=POSITIVE)
 def training_cost_usd(
     flops: ArrayLike,
     chip: str | Chip,

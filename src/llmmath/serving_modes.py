@@ -25,6 +25,7 @@ from ._checks import FloatArray, as_floats
 from .batching import max_batch, slow_mode, step_critical_batch
 from .contracts import (
     FLAG,
+    MAX_CHIPS,
     NAME,
     NOTE,
     RESULT,
@@ -143,6 +144,11 @@ def fast_mode(deployment: Deployment, context: float, speedup: ArrayLike) -> Fas
     wider = []
     for factor in np.ravel(s):
         chips = max(1, math.ceil(dep.n_chips * float(factor)))
+        if chips > MAX_CHIPS:  # the wider deployment's own limit, said of this parameter
+            raise ValueError(
+                f"serving_modes.fast_mode(): speedup={float(factor):g} needs {chips} chips "
+                f"in the wider deployment; at most {MAX_CHIPS} are modelled"
+            )
         step = decode_step(replace(dep, n_chips=chips), B0, context, allow_overflow=True)
         wider.append(float(step.cost_per_million_tokens_usd(dep.chip_hour_usd)) / base_cost)
     return FastMode(
