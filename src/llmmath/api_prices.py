@@ -18,7 +18,7 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_floats, as_output, choice, positive
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     AMOUNT,
     CHIPS,
@@ -146,13 +146,13 @@ SHEET = AnyOf((Instance(PriceSheet), OneOf(list_price_sheets)))
 @contract(model=OneOf(list_price_sheets))
 def get_price_sheet(model: str) -> PriceSheet:
     sheets = _load()[0]
-    return sheets[choice("model", model, sheets)]
+    return sheets[model]
 
 
 @contract(name=OneOf(lambda: data.table("api_prices")["fleets"], "fleet"))
 def get_fleet_day(name: str = "DeepSeek-V3/R1, 24 h") -> FleetDay:
     fleets = _load()[1]
-    return fleets[choice("fleet", name, fleets)]
+    return fleets[name]
 
 
 # ---- a fleet's day: cost, revenue, margin -------------------------------------------------

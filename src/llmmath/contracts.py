@@ -408,7 +408,7 @@ vocabulary(
     usd_per_chip_hour=POSITIVE,
     allow_overflow=FLAG,
     markup=AMOUNT,
-    context_gap_tokens=AMOUNT,
+    context_gap_tokens=POSITIVE,  # the tokens between two contexts
 )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import batching, data
-from ._checks import FloatArray, as_floats, as_output, choice, positive
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     AMOUNT,
     NAME,
@@ -126,7 +126,7 @@ def get_tier(tier: str | MemoryTier) -> MemoryTier:
     if isinstance(tier, MemoryTier):
         return tier
     tiers = _load_tiers()[0]
-    return tiers[choice("tier", tier, tiers)]
+    return tiers[tier]
 
 
 @contract()
@@ -137,7 +137,7 @@ def list_prompt_caches() -> list[str]:
 @contract(name=OneOf(list_prompt_caches, "prompt cache"))
 def get_prompt_cache(name: str) -> PromptCachePrice:
     caches = _load_tiers()[1]
-    return caches[choice("prompt cache", name, caches)]
+    return caches[name]
 
 
 @contract(price=AnyOf((Instance(PromptCachePrice), OneOf(list_prompt_caches, "prompt cache"))))

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, as_floats, as_output, choice, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive_int
 from .contracts import (
     CHIPS,
     RESULT,
@@ -137,7 +137,6 @@ def sparsity(model: str | ModelConfig, definition: str = LECTURE_SPARSITY) -> fl
     * ``"params"``: ``P_total / P_active``. Attention, dense layers and shared experts are
       used by every token, so this is smaller than ``E / k`` (DeepSeek-V3: 17.9 vs 32).
     """
-    choice("definition", definition, SPARSITY_DEFINITIONS)
     spec = _moe_model(model)
     if definition == "experts":
         return spec.n_experts / spec.experts_per_token
@@ -185,7 +184,6 @@ def compute_bound_batch(
     ``scope="model"``: the whole step of :func:`llmmath.roofline.decode_weight_time`; the
     answer is close to ``B* P_total/P_active``, because at that batch every expert is read.
     """
-    choice("scope", scope, ("model", "expert_layer"))
     spec, chip_spec = _moe_model(model), get_domain(chip).chip
     weights = weight_dtype or compute_dtype
     if scope == "model":

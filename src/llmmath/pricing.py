@@ -331,10 +331,7 @@ def decode_batch_from_ratio(
     return as_output(Bc / (r - k))
 
 
-@contract(
-    **each(POSITIVE, "short_output_usd_per_million long_output_usd_per_million"),
-    context_gap_tokens=POSITIVE,
-)
+@contract(**each(POSITIVE, "short_output_usd_per_million long_output_usd_per_million"))
 def kv_bytes_from_surcharge(
     short_output_usd_per_million: ArrayLike,
     long_output_usd_per_million: ArrayLike,

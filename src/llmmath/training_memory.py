@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_floats, as_output, choice, positive
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     AMOUNT,
     CHIPS,
@@ -169,7 +169,6 @@ def activation_memory_bytes(
     :func:`recompute_flops_fraction`.
     """
     spec = get_model(model)
-    choice("mode", mode, ACTIVATION_MODES)
     T = as_floats(tokens)
     layers = positive("n_layers", spec.n_layers if n_layers is None else n_layers)
     shards = int(tp)
@@ -190,7 +189,7 @@ def recompute_flops_fraction(mode: str) -> float:
     """Extra training FLOPs over ``6 P`` per token: 0 when activations are stored; one more
     forward pass, ``2P / 6P = 1/3``, for checkpointing, and the same for reversible layers,
     which recompute each layer once to rebuild its inputs and take its gradients."""
-    return 0.0 if choice("mode", mode, ACTIVATION_MODES) == "stored" else 1.0 / 3.0
+    return 0.0 if mode == "stored" else 1.0 / 3.0
 
 
 @contract(
