@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_floats, as_output, positive_int
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
     AMOUNT,
     FLAG,
@@ -57,6 +57,7 @@ _OPTIONAL_COUNT_FIELDS = (
 
 @dataclass(frozen=True)
 @checked(
+    inside=True,  # a model read from a table or a config.json is checked as one built outside
     name=NAME,
     **each(Count(), "n_layers d_model d_ff n_heads n_kv_heads head_dim vocab_size max_context"),
     tied_embeddings=FLAG,
@@ -92,10 +93,7 @@ class ModelConfig:
     source_date: str = ""
 
     def __post_init__(self) -> None:
-        for name in (*_COUNT_FIELDS, "max_context"):
-            positive_int(f"{self.name}: {name}", getattr(self, name))
-        for name in _OPTIONAL_COUNT_FIELDS:
-            _non_negative_int(f"{self.name}: {name}", getattr(self, name))
+        # Each field was checked by @checked; the rules across fields are left.
         moe_only = ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers")
         for field in moe_only if not self.n_experts else ():
             if getattr(self, field):
@@ -108,7 +106,10 @@ class ModelConfig:
                 f"n_kv_heads={self.n_kv_heads}"
             )
         if self.n_experts:
-            positive_int(f"{self.name}: experts_per_token", self.experts_per_token)
+            if self.experts_per_token < 1:
+                raise ValueError(
+                    f"{self.name}: experts_per_token must be >= 1; got {self.experts_per_token}"
+                )
             if self.experts_per_token > self.n_experts:
                 raise ValueError(
                     f"{self.name}: experts_per_token={self.experts_per_token} exceeds "
@@ -303,13 +304,6 @@ def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
             f"experts_per_token={k_bad:g} exceeds n_experts={e_bad:g}: "
             "a token cannot be routed to more experts than the layer has"
         )
-
-
-def _non_negative_int(name: str, value: object) -> None:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0; got {value}")
 
 
 @contract(name=NAME, spec=Instance(dict))

@@ -28,7 +28,6 @@ from ._checks import choice, positive, positive_int
 from .contracts import (
     FLAG,
     NAME,
-    NOTE,
     SCALAR_POSITIVE,
     Instance,
     OneOf,
@@ -47,7 +46,14 @@ KINDS = ("decode", "prefill_mfu", "training", "table3")
 
 
 @dataclass(frozen=True)
-@checked(name=NAME, floor=SCALAR_POSITIVE, measured=SCALAR_POSITIVE, unit=NOTE, is_floor=FLAG)
+@checked(
+    inside=True,  # built from the measurements table
+    name=NAME,
+    floor=SCALAR_POSITIVE,
+    measured=SCALAR_POSITIVE,
+    unit=NAME,
+    is_floor=FLAG,
+)
 class Comparison:
     """One floor beside one measurement, in the same ``unit``.
 
@@ -64,13 +70,8 @@ class Comparison:
     is_floor: bool = True
 
     def __post_init__(self) -> None:
-        for attribute in ("floor", "measured"):
-            value = positive(f"{self.name}: {attribute}", getattr(self, attribute))
-            if value.ndim:
-                raise TypeError(f"{self.name}: {attribute} must be a single number")
-            object.__setattr__(self, attribute, float(value))
-        if not isinstance(self.unit, str) or not self.unit:
-            raise ValueError(f"{self.name}: unit must be a non-empty string")
+        for attribute in ("floor", "measured"):  # checked by @checked; made plain floats
+            object.__setattr__(self, attribute, float(getattr(self, attribute)))
 
     @property
     def efficiency(self) -> float:

@@ -35,7 +35,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_floats, as_output, positive
-from .contracts import AMOUNT, POSITIVE, RESULT, SCALAR, Instance, checked, contract, each
+from .contracts import (
+    AMOUNT,
+    POSITIVE,
+    RESULT,
+    SCALAR,
+    SCALAR_POSITIVE,
+    Instance,
+    checked,
+    contract,
+    each,
+)
 from .hardware import Chip, get_chip
 from .training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
 from .units import SECONDS_PER_HOUR
@@ -123,7 +133,7 @@ def rule_of_thumb_tokens(
 
 
 @dataclass(frozen=True)
-@checked(**each(SCALAR, "E A B alpha beta"))
+@checked(**each(SCALAR_POSITIVE, "E A B alpha beta"))
 class ChinchillaFit:
     """``L(N, D) = E + A / N^alpha + B / D^beta`` (loss in nats per token)."""
 
@@ -133,10 +143,6 @@ class ChinchillaFit:
     alpha: float
     beta: float
     source: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("E", "A", "B", "alpha", "beta"):
-            positive(f"ChinchillaFit.{name}", getattr(self, name))
 
 
 #: Hoffmann et al. 2022, equation (10), approach 3, as rounded in the paper.
