@@ -8,6 +8,13 @@
         .venv/bin/python scripts/bench_contracts.py --phases | tail -1 > /tmp/cg/order.json
     .venv/bin/python scripts/bench_contracts.py --callgrind /tmp/cg
 
+The last prints, beside each case's own checked/bypassed overhead, checked instructions now
+against the package before contracts (``bench_contracts_before.json``: ``e361fb7`` bypassed,
+when function bodies still checked their own arguments; ``--save COMMIT WHAT`` replaces it).
+That is the issue's "before and after contracts": since a body no longer re-checks what its
+contract checks, "bypassed" now runs no checks at all, a package that never shipped, and
+its overhead figure counts every check the package makes, not what contracts added.
+
 Times a scalar ``serving.decode_step`` (one slider move's model call), a 1,000-batch decode
 sweep in one call, ``roofline.roofline_time``, building a ``Deployment`` and a ``Layout``
 (result records checked on construction), and three of ``make bench``'s heavier figures (the
@@ -254,11 +261,11 @@ def main() -> None:
         print(f"{count} contracted functions and methods; {samples} samples of each, CPU time")
     results = {}
     for name, (call, block) in cases().items():
-        figures = compare(call, samples, block)
-        results[name] = figures
+        timed = compare(call, samples, block)
+        results[name] = timed
         print(
-            f"{name:26s} checked {figures['checked_us']:8.1f} us   bypassed "
-            f"{figures['bypassed_us']:8.1f} us   overhead {figures['overhead_pct']:+5.1f}%"
+            f"{name:26s} checked {timed['checked_us']:8.1f} us   bypassed "
+            f"{timed['bypassed_us']:8.1f} us   overhead {timed['overhead_pct']:+5.1f}%"
         )
     if options.json:
         path = Path(__file__).resolve().parent.parent / "bench-contracts.json"

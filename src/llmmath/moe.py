@@ -104,7 +104,11 @@ def flops_per_token(model: str | ModelConfig, context: ArrayLike = 0) -> float |
     return get_model(model).forward_flops_per_token(context)
 
 
-@contract(n_experts=Count(high=1 << 16), experts_per_token=Count(), n_shared_experts=WHOLE)
+@contract(
+    n_experts=Count(high=1 << 16),
+    experts_per_token=Count(),
+    n_shared_experts=Count(low=0, high=1 << 16),
+)
 def with_experts(
     model: str | ModelConfig,
     n_experts: int,
