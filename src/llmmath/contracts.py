@@ -150,7 +150,9 @@ class Contract:
     package's boundary only. A call made from inside another checked call (a solver's inner
     loop, ``decode_step`` asking ``roofline_time``) runs unchecked: its arguments are the
     outer call's checked arguments or values the package computed from them, and what it
-    returns flows into the outer call's result, which is checked for inf and NaN.
+    returns flows into the outer call's result, which is checked for inf and NaN. So a body
+    never checks its arguments again (``tests/test_contracts.py`` walks every body): it keeps
+    only the rules across parameters that no single constraint can state.
     """
 
     def __init__(

@@ -257,7 +257,7 @@ def prefix_cache(
     S, t, r = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(S0, t0, r0))
     chosen = [get_tier(x) for x in (list_tiers() if tiers is None else tiers)]
     names = tuple(tier.name for tier in chosen)
-    price = dep.chip_hour_usd if usd_per_chip_hour is None else float(as_floats(usd_per_chip_hour))
+    price = dep.chip_hour_usd if usd_per_chip_hour is None else float(usd_per_chip_hour)
     chip_usd_per_s = dep.n_chips * price / SECONDS_PER_HOUR
     recompute_s = np.asarray(batching.prefill(dep, S, allow_overflow=True).time_s)
     deadline = recompute_s if deadline_s is None else as_floats(deadline_s)

@@ -376,7 +376,7 @@ def fits_in_domain(
     memory_fraction: float = 1.0,
 ) -> bool:
     """True if every weight of ``model`` fits in ``memory_fraction`` of one domain's HBM."""
-    usable = get_domain(domain).hbm_bytes * float(as_floats(memory_fraction))
+    usable = get_domain(domain).hbm_bytes * float(memory_fraction)
     return bool(get_model(model).weight_bytes(weight_dtype) <= usable)
 
 

@@ -251,8 +251,8 @@ def long_context_surcharge(
     weight read shared by fewer tokens.
     """
     dep = deployment
-    short = float(as_floats(short_context))
-    long = float(as_floats(long_context))
+    short = float(short_context)
+    long = float(long_context)
     if long <= short:
         raise ValueError(f"long_context must exceed short_context; got {long:g} <= {short:g}")
     costs = [

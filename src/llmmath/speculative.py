@@ -123,7 +123,7 @@ def speculative_step(
     if deployment.layout is not None and deployment.layout.pp > 1:
         raise ValueError("speculative_step: a deployment with pipeline stages is not modelled")
     a = as_floats(acceptance)
-    share = float(as_floats(draft_share))
+    share = float(draft_share)
     plain = decode_step(deployment, batch, context)
     wide = decode_step(deployment, plain.batch * (draft_tokens + 1), context, allow_overflow=True)
     # The k + 1 positions share one read of the weights they touch (for an MoE, the experts

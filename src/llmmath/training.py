@@ -213,8 +213,8 @@ def training_communication(
     m = int(microbatches)
     tokens = as_floats(global_batch_tokens)
     b_act = bytes_per_element(activation_dtype)
-    b_w = float(as_floats(weight_bytes_per_param))
-    b_g = float(as_floats(grad_bytes_per_param))
+    b_w = float(weight_bytes_per_param)
+    b_g = float(grad_bytes_per_param)
     placed = groups(layout, chip_spec)
     recompute = recompute_flops_fraction(activations) > 0
     micro_tokens = tokens / (layout.dp * layout.ep * m)
@@ -332,7 +332,7 @@ def training_step(
     """
     spec = layout.validate(model)
     chip_spec = get_chip(chip)
-    efficiency = float(as_floats(flops_efficiency))
+    efficiency = float(flops_efficiency)
     m = int(microbatches)
     tokens = as_floats(global_batch_tokens)
     peak = chip_spec.peak(compute_dtype)
