@@ -8,6 +8,13 @@
         .venv/bin/python scripts/bench_contracts.py --phases | tail -1 > /tmp/cg/order.json
     .venv/bin/python scripts/bench_contracts.py --callgrind /tmp/cg
 
+The last prints, beside each case's own checked/bypassed overhead, checked instructions now
+against the package before contracts (``bench_contracts_before.json``: ``e361fb7`` bypassed,
+when function bodies still checked their own arguments; ``--save COMMIT WHAT`` replaces it).
+That is the issue's "before and after contracts": since a body no longer re-checks what its
+contract checks, "bypassed" now runs no checks at all, a package that never shipped, and
+its overhead figure counts every check the package makes, not what contracts added.
+
 Times a scalar ``serving.decode_step`` (one slider move's model call), a 1,000-batch decode
 sweep in one call, ``roofline.roofline_time``, building a ``Deployment`` and a ``Layout``
 (result records checked on construction), and three of ``make bench``'s heavier figures (the
@@ -77,9 +84,12 @@ def bypassed() -> Iterator[int]:
                     swapped.append((owner, name, value))
                     setattr(owner, name, plain)
     token = contracts.INSIDE.set(True)  # records built from here on skip their check
-    try:
+    check = contracts.RecordContract.check
+    contracts.RecordContract.check = lambda self, record: None  # type: ignore[method-assign]
+    try:  # (and those checked even inside a call, such as a Deployment)
         yield len({id(value) for _, _, value in swapped})  # re-exports counted once
     finally:
+        contracts.RecordContract.check = check  # type: ignore[method-assign]
         contracts.INSIDE.reset(token)
         for owner, name, value in swapped:
             setattr(owner, name, value)
@@ -161,6 +171,10 @@ def slider_move() -> Callable[[], object]:
 
 
 # ---- instruction counts: the same comparison, free of the machine's load ---------------------
+#: Instructions per call of the package before contracts took over its checks: its bodies
+#: checked their own arguments, so "bypassed" today (no contracts, and bodies that no longer
+#: check what a contract does) runs less than the package did, and is no fair "before".
+BEFORE = Path(__file__).with_name("bench_contracts_before.json")
 #: Calls per phase when counting instructions (valgrind runs ~50x slower).
 COUNTED = {"batching grid 1000x100": 3, "decode_weight_time 1e6": 3, "widget slider move": 5}
 
@@ -187,7 +201,7 @@ def phases() -> None:
     print(json.dumps(order))
 
 
-def read_dumps(folder: Path, order: list[tuple[str, int]]) -> None:
+def read_dumps(folder: Path, order: list[tuple[str, int]]) -> dict[str, dict[str, float]]:
     """Instructions per call from the dumps of :func:`phases`: per case, its checked calls,
     the swap, its bypassed calls, and the swap back."""
     totals = []
@@ -195,13 +209,28 @@ def read_dumps(folder: Path, order: list[tuple[str, int]]) -> None:
         summary = next(line for line in path.open() if line.startswith("summary:"))
         totals.append(int(summary.split()[1]))
     per_case = totals[-4 * len(order) :]  # numbered dumps; the one at exit has no number
+    figures = {}
     for index, (name, count) in enumerate(order):
         checked, _, plain, _ = per_case[4 * index : 4 * index + 4]
-        overhead = 100 * (checked / plain - 1)
-        print(
-            f"{name:26s} checked {checked / count / 1e3:9.1f}k   bypassed "
-            f"{plain / count / 1e3:9.1f}k instructions   overhead {overhead:+5.1f}%"
+        figures[name] = {"checked": checked / count, "bypassed": plain / count}
+    return figures
+
+
+def report(figures: dict[str, dict[str, float]], before: dict[str, Any] | None) -> None:
+    """Each case's instructions per call, checked and bypassed; with ``before`` (a saved
+    reading of the package before contracts), checked now against bypassed then."""
+    if before is not None:
+        print(f"before contracts: {before['commit']} bypassed ({before['what']})")
+    for name, counts in figures.items():
+        checked, plain = counts["checked"], counts["bypassed"]
+        line = (
+            f"{name:26s} checked {checked / 1e3:9.1f}k   bypassed {plain / 1e3:9.1f}k "
+            f"instructions   overhead {100 * (checked / plain - 1):+5.1f}%"
         )
+        if before is not None and name in before["cases"]:
+            then = before["cases"][name]["bypassed"]
+            line += f"   before {then / 1e3:9.1f}k: {100 * (checked / then - 1):+5.1f}%"
+        print(line)
 
 
 def main() -> None:
@@ -210,22 +239,33 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="write bench-contracts.json")
     parser.add_argument("--phases", action="store_true", help="for valgrind: see phases()")
     parser.add_argument("--callgrind", type=Path, help="read the dumps of a --phases run")
+    parser.add_argument(
+        "--save",
+        nargs=2,
+        metavar=("COMMIT", "WHAT"),
+        help=f"with --callgrind: keep this reading as the one before contracts ({BEFORE.name})",
+    )
     options = parser.parse_args()
     if options.phases:
         return phases()
     if options.callgrind:
         order = json.loads((options.callgrind / "order.json").read_text())
-        return read_dumps(options.callgrind, order)
+        figures = read_dumps(options.callgrind, order)
+        if options.save:
+            saved = {"commit": options.save[0], "what": options.save[1], "cases": figures}
+            BEFORE.write_text(json.dumps(saved, indent=1) + "\n")
+        before = json.loads(BEFORE.read_text()) if BEFORE.exists() else None
+        return report(figures, before)
     samples = 15 if options.quick else 61
     with bypassed() as count:
         print(f"{count} contracted functions and methods; {samples} samples of each, CPU time")
     results = {}
     for name, (call, block) in cases().items():
-        figures = compare(call, samples, block)
-        results[name] = figures
+        timed = compare(call, samples, block)
+        results[name] = timed
         print(
-            f"{name:26s} checked {figures['checked_us']:8.1f} us   bypassed "
-            f"{figures['bypassed_us']:8.1f} us   overhead {figures['overhead_pct']:+5.1f}%"
+            f"{name:26s} checked {timed['checked_us']:8.1f} us   bypassed "
+            f"{timed['bypassed_us']:8.1f} us   overhead {timed['overhead_pct']:+5.1f}%"
         )
     if options.json:
         path = Path(__file__).resolve().parent.parent / "bench-contracts.json"

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from llmmath import (
+    api_prices,
     deployment,
+    dtypes,
     hardware,
     kv_cache,
     measure,
@@ -21,9 +23,10 @@ from llmmath import (
     roofline,
     scaling,
     serving,
+    serving_modes,
     training,
 )
-from llmmath.contracts import INSIDE, MAX_CHIPS, NotFiniteError
+from llmmath.contracts import INSIDE, MAX_CHIPS, NotFiniteError, Real, contract
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,9 @@ def test_mismatched_shapes_name_both_parameters() -> None:
 
 
 def test_overflow_is_an_error_naming_the_input_that_caused_it() -> None:
-    with pytest.raises(ValueError, match=r"params must be finite and >= 0 and <= 1e\+30"):
+    with pytest.raises(
+        ValueError, match=r"training_flops\(\): params must be finite and > 0 and <= 1e\+30"
+    ):
         scaling.training_flops(1e300, 1.5e13)
     # Within the bounds, a result that overflows names the inputs that make it overflow, under
     # the function the reader called (not "compute_s" of an internal record).
@@ -194,3 +199,48 @@ def test_another_thread_is_checked_while_this_one_is_inside_a_call() -> None:
     finally:
         INSIDE.reset(token)
     assert len(errors) == 1 and "flops must be finite" in str(errors[0])
+
+
+# ---- each rule checked once, by the contract (issue 19's overhead) ---------------------------
+def test_a_lookup_checks_itself_with_its_contract_s_message() -> None:
+    """get_model, get_chip and bytes_per_element run unwrapped (own_check) yet refuse as a
+    contract does, naming the function and the parameter."""
+    assert not hasattr(models.get_model, "__wrapped__")
+    with pytest.raises(ValueError, match=r"models\.get_model\(\): unknown model 'GPT-9'; known"):
+        models.get_model("GPT-9")
+    with pytest.raises(TypeError, match=r"hardware\.get_chip\(\): chip must be a string"):
+        hardware.get_chip(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"bytes_per_element\(\): unknown dtype 'fp3'"):
+        dtypes.bytes_per_element("fp3")
+    assert models.get_model(np.str_("Llama-3-8B")).name == "Llama-3-8B"  # a str after all
+
+
+def test_a_setup_record_is_checked_even_when_built_inside_a_call() -> None:
+    """A Deployment's fields are checked by @checked only (its __post_init__ keeps the rules
+    across fields), so it is checked inside a checked call too, where a caller may hand it
+    arguments its own contract declared more loosely."""
+
+    @contract(efficiency=Real())  # looser than a Deployment's: any positive number
+    def build(efficiency: float) -> deployment.Deployment:
+        return deployment.Deployment("Llama-3-8B", "H100", flops_efficiency=efficiency)
+
+    with pytest.raises(ValueError, match=r"Deployment: flops_efficiency must be .*got 2\.0"):
+        build(2.0)
+    with pytest.raises(
+        ValueError, match=r"the layout TP8 DP1 uses .* but the deployment has n_chips=4"
+    ):
+        deployment.Deployment("Llama-3-70B", "H100", 4, layout=placement.Layout(tp=8))
+
+
+def test_rules_a_body_used_to_check_are_the_contract_s() -> None:
+    """Stricter rules once hidden in a body now stand in the contract, named there."""
+    with pytest.raises(ValueError, match=r"cost_profit_margin\(\): cost must be finite and > 0"):
+        api_prices.cost_profit_margin(1.0, 0.0)
+    with pytest.raises(ValueError, match=r"with_experts\(\): n_experts must be >= 1"):
+        moe.with_experts("Mixtral-8x7B", 0, 1)
+    with pytest.raises(
+        ValueError, match=r"layout_breakdown\(\): global_batch_tokens must be .*> 0"
+    ):
+        parallelism.layout_breakdown("Llama-3-8B", "H100", placement.Layout(tp=8), 0.0)
+    with pytest.raises(ValueError, match=r"fast_mode\(\): speedup=1e\+30 needs .* chips"):
+        serving_modes.fast_mode(deployment.Deployment("Llama-3-8B", "H100"), 1024.0, 1e30)

@@ -7,6 +7,7 @@ is covered (or, without a contract, reported here by name) the day it lands.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import math
@@ -400,3 +401,61 @@ def test_every_default_meets_its_parameter_s_constraint() -> None:
     for where, constraint, param in every_constraint():
         if param.default is not inspect.Parameter.empty:
             assert constraint.problem(param.default) is None, f"{where} = {param.default!r}"
+
+
+# ---- a body does not check again what its contract checks -----------------------------------
+#: The ``_checks`` helpers that validate an argument (``as_floats`` only converts one).
+HELPERS = {"positive", "fraction", "positive_int", "choice"}
+ARGUMENT = {"choice": 1}  # where each helper takes the value: (name, value, ...)
+#: Rules no contract can state, across the argument and the instance it is asked of.
+ACROSS = {"peak"}  # Chip.peak(dtype): a dtype this chip has a peak for
+
+
+def _body_checks(tree: ast.AST) -> Iterator[tuple[ast.FunctionDef, str, str, int]]:
+    """(function, helper, parameter, line) for each helper call on a bare parameter in the
+    body of a ``@contract`` function (nested functions and reassigned names left out)."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef) or not any(
+            isinstance(d, ast.Call) and getattr(d.func, "id", "") == "contract"
+            for d in fn.decorator_list
+        ):
+            continue
+        params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
+        assigned = {
+            t.id
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        stack: list[ast.AST] = list(fn.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.FunctionDef | ast.Lambda | ast.ClassDef):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in HELPERS:
+                helper = node.func.id  # type: ignore[attr-defined]
+                args = node.args
+                value = args[ARGUMENT.get(helper, 1)] if len(args) > 1 else None
+                if isinstance(value, ast.Name) and value.id in params - assigned:
+                    yield fn, helper, value.id, node.lineno
+
+
+def test_no_body_checks_a_parameter_again() -> None:
+    """A contracted function's parameters are checked once, by its contract: a body that
+    calls ``positive(name, name)`` pays for the check twice on every call (or, where its rule
+    is stricter, hides that rule from the contract and from the common test)."""
+    root = Path(llmmath.__file__).parent
+    found = [
+        f"{path.relative_to(root)}:{line} {fn.name}(): {helper}({param!r})"
+        for path in sorted(root.rglob("*.py"))
+        for fn, helper, param, line in _body_checks(ast.parse(path.read_text()))
+        if fn.name not in ACROSS
+    ]
+    assert not found, f"state these rules in the contract instead: {found}"
+
+
+def test_the_body_check_finder_finds_one() -> None:
+    source = "@contract(x=AMOUNT)\ndef f(x, y):\n    y = 1\n    return positive('x', x) + y\n"
+    assert [(h, p) for _, h, p, _ in _body_checks(ast.parse(source))] == [("positive", "x")]

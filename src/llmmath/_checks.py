@@ -50,12 +50,20 @@ def positive_int(name: str, value: object) -> int:
 
 def choice(name: str, value: object, allowed: Iterable[str]) -> str:
     """A name that must be one of ``allowed`` (presets, dtypes)."""
+    if type(value) is str and value in allowed:  # the common case: no sorting
+        return value
     options = sorted(allowed)
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, one of {options}; got {type(value).__name__}")
     if value not in options:
         raise ValueError(f"unknown {name} {value!r}; known: {', '.join(options)}")
     return value
+
+
+def as_floats(value: ArrayLike) -> FloatArray:
+    """``value`` as a float array, unchecked: for a value its function's contract checked
+    (:mod:`llmmath.contracts`), which the helpers above would only check again."""
+    return np.asarray(value, dtype=np.float64)
 
 
 def _as_real_array(name: str, value: ArrayLike) -> FloatArray:
@@ -84,6 +92,7 @@ __all__ = [
     "FloatArray",
     "NotFiniteError",
     "Real",
+    "as_floats",
     "as_output",
     "choice",
     "fraction",

@@ -228,7 +228,7 @@ def finite(result: object, infinite_ok: bool = False) -> bool:
         array: np.ndarray = result  # type: ignore[assignment]
         if array.dtype.kind != "f":
             return True
-        total = array.item() if array.size == 1 else float(np.add.reduce(array, axis=None))
+        total = array.item() if array.size == 1 else _reduced(array)
         return not math.isnan(total) if infinite_ok else math.isfinite(total)
     if isinstance(result, np.floating):
         return finite(float(result), infinite_ok)
@@ -262,13 +262,25 @@ def _all_finite(values: list[Any], infinite_ok: bool) -> bool:
     if sum(a.size for a in arrays) <= _JOIN_BELOW:
         arrays = [np.concatenate(arrays)] if len(arrays) > 1 else arrays
     for array in arrays:  # large ones reduced in place: joining them would copy them
-        total += float(np.add.reduce(array))
+        total += _reduced(array)
     ok = not math.isnan(total) if infinite_ok else math.isfinite(total)
     return ok and all(finite(value, infinite_ok) for value in others)
+
+
+def _reduced(array: np.ndarray) -> float:
+    """A number that is finite exactly when every element of ``array`` is, and NaN when one
+    is NaN (or two are infinite with opposite signs), as the sum is: the sum of a small
+    array; of a large one, its least plus its greatest element (two vectorised passes cost
+    less than the sum's one)."""
+    if array.size < _EXTREMES_FROM:
+        return float(np.add.reduce(array, axis=None))
+    return float(_LOWEST(array, axis=None)) + float(_HIGHEST(array, axis=None))
 
 
 #: Every checked record class, and its contract (a result's fields are checked for inf/NaN).
 RECORDS: dict[type, Any] = {}
 #: Below this many numbers in all, a record's arrays are joined and summed at once.
 _JOIN_BELOW = 100_000
+#: From this many numbers, an array is checked by its extremes rather than its sum.
+_EXTREMES_FROM = 10_000
 _NOT_NUMBERS = frozenset({int, bool, str, type(None), np.bool_})

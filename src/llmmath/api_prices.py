@@ -18,13 +18,14 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_output, choice, positive
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     AMOUNT,
     CHIPS,
     FLAG,
     NAME,
     NOTE,
+    POSITIVE,
     SCALAR,
     AnyOf,
     Count,
@@ -145,34 +146,31 @@ SHEET = AnyOf((Instance(PriceSheet), OneOf(list_price_sheets)))
 @contract(model=OneOf(list_price_sheets))
 def get_price_sheet(model: str) -> PriceSheet:
     sheets = _load()[0]
-    return sheets[choice("model", model, sheets)]
+    return sheets[model]
 
 
 @contract(name=OneOf(lambda: data.table("api_prices")["fleets"], "fleet"))
 def get_fleet_day(name: str = "DeepSeek-V3/R1, 24 h") -> FleetDay:
     fleets = _load()[1]
-    return fleets[choice("fleet", name, fleets)]
+    return fleets[name]
 
 
 # ---- a fleet's day: cost, revenue, margin -------------------------------------------------
-@contract(nodes=AMOUNT, gpus_per_node=AMOUNT, usd_per_gpu_hour=AMOUNT, hours=AMOUNT)
+@contract(nodes=POSITIVE, gpus_per_node=POSITIVE, usd_per_gpu_hour=POSITIVE, hours=POSITIVE)
 def fleet_day_cost_usd(
     nodes: ArrayLike, gpus_per_node: ArrayLike, usd_per_gpu_hour: ArrayLike, hours: ArrayLike = 24.0
 ) -> float | FloatArray:
     """Rent of a fleet for ``hours``: ``nodes x gpus_per_node x price x hours``."""
     return as_output(
-        positive("nodes", nodes)
-        * positive("gpus_per_node", gpus_per_node)
-        * positive("usd_per_gpu_hour", usd_per_gpu_hour)
-        * positive("hours", hours)
+        as_floats(nodes) * as_floats(gpus_per_node) * as_floats(usd_per_gpu_hour) * as_floats(hours)
     )
 
 
-@contract(tokens=AMOUNT, usd_per_million=AMOUNT)
+@contract(tokens=AMOUNT, usd_per_million=POSITIVE)
 def revenue_usd(tokens: ArrayLike, usd_per_million: ArrayLike) -> float | FloatArray:
     """What ``tokens`` bring at a list price of ``usd_per_million``."""
-    T = positive("tokens", tokens, allow_zero=True)
-    return as_output(T * positive("usd_per_million", usd_per_million) / TOKENS_PER_MILLION)
+    T = as_floats(tokens)
+    return as_output(T * as_floats(usd_per_million) / TOKENS_PER_MILLION)
 
 
 @contract(
@@ -190,11 +188,11 @@ def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet) -> float:
     )
 
 
-@contract(revenue=AMOUNT, cost=AMOUNT)
+@contract(revenue=AMOUNT, cost=POSITIVE)
 def cost_profit_margin(revenue: ArrayLike, cost: ArrayLike) -> float | FloatArray:
     """``(revenue - cost) / cost``; DeepSeek's "cost profit margin" (5.45 = 545%). The markup
     of price over cost is ``1 + margin``."""
-    return as_output(positive("revenue", revenue, allow_zero=True) / positive("cost", cost) - 1.0)
+    return as_output(as_floats(revenue) / as_floats(cost) - 1.0)
 
 
 __all__ = [

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, fraction, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output
 from .chip_prices import (
     ChipPrice,
     cost_per_million_tokens_usd,
@@ -35,6 +35,7 @@ from .chip_prices import (
 from .contracts import (
     AMOUNT,
     MAX_COUNT,
+    POSITIVE,
     RESULT,
     RESULT_OR_INF,
     SCALAR,
@@ -115,9 +116,7 @@ def weight_floor_s(deployment: Deployment) -> float:
 def hbm_floor_s(chip: str | Chip, bandwidth_efficiency: float = 1.0) -> float:
     """HBM capacity / bandwidth: a step that reads a full HBM (as a server whose memory is
     filled with weights and KV caches does) takes at least this long, on any number of chips."""
-    return get_chip(chip).memory_floor_s / float(
-        fraction("bandwidth_efficiency", bandwidth_efficiency)
-    )
+    return get_chip(chip).memory_floor_s / float(bandwidth_efficiency)
 
 
 # ---- TTFT and a whole request -----------------------------------------------------------
@@ -172,15 +171,14 @@ def request_latency(
     ``prompt_tokens + output_tokens``, which overstates the KV reads.
     """
     dep = deployment
-    prompt = positive_int("prompt_tokens", prompt_tokens)
-    output = positive_int("output_tokens", output_tokens)
+    prompt, output = int(prompt_tokens), int(output_tokens)
     final = prompt + output
     if final > dep.model.max_context:
         raise ValueError(
             f"prompt_tokens + output_tokens must be <= {dep.model.name}'s max_context="
             f"{dep.model.max_context}; got {prompt} + {output} = {final}"
         )
-    B = positive("batch", batch)
+    B = as_floats(batch)
     at_final = decode_step(dep, B, final, allow_overflow=allow_overflow)  # checks capacity
     contexts = prompt + np.arange(output - 1, dtype=np.float64)
     steps = decode_step(dep, B[..., np.newaxis], contexts, allow_overflow=True)
@@ -193,27 +191,27 @@ def request_latency(
 
 
 # ---- utilisation and sizing -----------------------------------------------------------------
-@contract(flops=AMOUNT, time_s=AMOUNT)
+@contract(flops=AMOUNT, time_s=POSITIVE)
 def mfu(flops: ArrayLike, time_s: ArrayLike, deployment: Deployment) -> float | FloatArray:
     """Model FLOPs utilisation: FLOPs done / (time * datasheet peak of all the chips)."""
-    done = positive("flops", flops, allow_zero=True)
-    t = positive("time_s", time_s)
+    done = as_floats(flops)
+    t = as_floats(time_s)
     return as_output(done / (t * deployment.peak_flop_per_s))
 
 
-@contract(bytes_moved=AMOUNT, time_s=AMOUNT)
+@contract(bytes_moved=AMOUNT, time_s=POSITIVE)
 def mbu(bytes_moved: ArrayLike, time_s: ArrayLike, deployment: Deployment) -> float | FloatArray:
     """Memory-bandwidth utilisation: bytes moved / (time * datasheet bandwidth of the chips)."""
-    moved = positive("bytes_moved", bytes_moved, allow_zero=True)
-    t = positive("time_s", time_s)
+    moved = as_floats(bytes_moved)
+    t = as_floats(time_s)
     return as_output(moved / (t * deployment.peak_bytes_per_s))
 
 
-@contract(tokens_per_s=AMOUNT, step=Instance(DecodeStep))
+@contract(tokens_per_s=POSITIVE, step=Instance(DecodeStep))
 def chips_for_throughput(tokens_per_s: ArrayLike, step: DecodeStep) -> float | FloatArray:
     """Chips a service of ``tokens_per_s`` output tokens needs, in whole replicas of the
     step's deployment each running steps like ``step``: ``ceil(rate / (B / t)) * n``."""
-    rate = positive("tokens_per_s", tokens_per_s)
+    rate = as_floats(tokens_per_s)
     replicas = np.ceil(rate / step.tokens_per_s)
     return as_output(replicas * step.deployment.n_chips)
 
@@ -252,7 +250,10 @@ class SlowMode:
 
 
 @contract(
-    infinite_ok=True, context=SCALAR, latency_s=AMOUNT, usd_per_chip_hour=Optional(SCALAR_POSITIVE)
+    infinite_ok=True,
+    context=SCALAR,
+    latency_s=POSITIVE,
+    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
 )
 def slow_mode(
     deployment: Deployment,
@@ -267,7 +268,7 @@ def slow_mode(
     """
     dep = deployment
     T = float(check_context(dep.model, context))
-    budget = positive("latency_s", latency_s)
+    budget = as_floats(latency_s)
     price = dep.chip_hour_usd if usd_per_chip_hour is None else usd_per_chip_hour
     room = float(max_batch(dep, T))
     if room < 1:

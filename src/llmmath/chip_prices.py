@@ -16,7 +16,7 @@ from functools import cache
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_output, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import AMOUNT, NAME, SCALAR_POSITIVE, Optional, checked, contract
 from .hardware import Chip, get_chip
 from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
@@ -69,7 +69,7 @@ def price_or_example(chip: str | Chip, usd_per_chip_hour: float | None) -> float
     default is chosen."""
     if usd_per_chip_hour is None:
         return example_price(chip).usd_per_chip_hour
-    return float(positive("usd_per_chip_hour", usd_per_chip_hour))
+    return float(usd_per_chip_hour)
 
 
 @contract(step_time_s=AMOUNT)
@@ -78,10 +78,8 @@ def cost_per_million_tokens_usd(
 ) -> float | FloatArray:
     """``price * n * t / (3600 B) * 1e6``: the rent of ``n`` chips for one step of ``t``
     seconds, shared by the ``B`` tokens the step produces, per million tokens."""
-    t = positive("step_time_s", step_time_s, allow_zero=True)
-    B = positive("batch", batch)
-    price = positive("usd_per_chip_hour", usd_per_chip_hour)
-    n = positive_int("n_chips", n_chips)
+    t, B, price = as_floats(step_time_s), as_floats(batch), as_floats(usd_per_chip_hour)
+    n = int(n_chips)
     return as_output(price * n * t / (SECONDS_PER_HOUR * B) * TOKENS_PER_MILLION)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import AMOUNT, FLAG, contract
 from .hardware import Chip, get_chip
 
@@ -33,7 +33,7 @@ from .hardware import Chip, get_chip
 @contract()
 def fits_in_scale_up(n_chips: int, chip: str | Chip) -> bool:
     """True if ``n_chips`` fit in one scale-up domain of ``chip``."""
-    return positive_int("n_chips", n_chips) <= get_chip(chip).scale_up_domain_size
+    return int(n_chips) <= get_chip(chip).scale_up_domain_size
 
 
 @contract()
@@ -63,8 +63,8 @@ def _sent(size: FloatArray, seconds: FloatArray) -> FloatArray:
 def all_gather_time_s(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) -> float | FloatArray:
     """AllGather (or ReduceScatter) of an array of ``array_bytes``: each chip sends and
     receives ``(n-1)/n`` of it in ``n - 1`` ring steps, ``(n-1) alpha + S (n-1) / (n W)``."""
-    n = positive_int("n_chips", n_chips)
-    size = positive("array_bytes", array_bytes, allow_zero=True)
+    n = int(n_chips)
+    size = as_floats(array_bytes)
     bandwidth = size * (n - 1) / (n * link_bandwidth_bytes_per_s(n, chip))
     return as_output(_sent(size, (n - 1) * link_latency_s(n, chip) + bandwidth))
 
@@ -101,8 +101,8 @@ def all_to_all_time_s(
     (e.g. ``per_domain=1`` when every member sits in a different node).
     """
     spec = get_chip(chip)
-    n = positive_int("n_chips", n_chips)
-    sent = positive("bytes_per_chip", bytes_per_chip, allow_zero=True)
+    n = int(n_chips)
+    sent = as_floats(bytes_per_chip)
     domain = members_per_domain(n, spec, per_domain)
     inside = sent * (domain - 1) / n / spec.scale_up_bandwidth_bytes_per_s
     outside = sent * (n - domain) / n / spec.scale_out_bandwidth_bytes_per_s
@@ -118,7 +118,7 @@ def point_to_point_time_s(
     """One chip sends ``message_bytes`` to one other (pipeline stages pass activations):
     one step of the link's latency plus the bytes at its bandwidth."""
     spec = get_chip(chip)
-    size = positive("message_bytes", message_bytes, allow_zero=True)
+    size = as_floats(message_bytes)
     if across_domains:
         latency, bandwidth = spec.scale_out_latency_s, spec.scale_out_bandwidth_bytes_per_s
     else:
@@ -135,10 +135,10 @@ def members_per_domain(n_chips: int, chip: str | Chip, per_domain: int | None = 
     evenly), else a ValueError names ``per_domain``.
     """
     spec = get_chip(chip)
-    n = positive_int("n_chips", n_chips)
+    n = int(n_chips)
     if per_domain is None:
         return min(n, spec.scale_up_domain_size)
-    g = positive_int("per_domain", per_domain)
+    g = int(per_domain)
     if g > min(n, spec.scale_up_domain_size) or n % g:
         raise ValueError(
             f"per_domain={g} must divide n_chips={n} and be at most "
@@ -171,10 +171,10 @@ def hierarchical_all_gather_time_s(
     ``S / (8 * 50 GB/s) = S / 400 GB/s``: the node's egress, as in the scaling book (gpus).
     """
     spec = get_chip(chip)
-    n = positive_int("n_chips", n_chips)
+    n = int(n_chips)
     g = members_per_domain(n, spec, per_domain)
     m = n // g
-    size = positive("array_bytes", array_bytes, allow_zero=True)
+    size = as_floats(array_bytes)
     per_byte = hierarchical_all_gather_s_per_byte(n, spec, per_domain=per_domain)
     latency = (g - 1) * spec.scale_up_latency_s + (m - 1) * spec.scale_out_latency_s
     return as_output(_sent(size, size * per_byte + latency))
@@ -188,7 +188,7 @@ def hierarchical_all_gather_s_per_byte(
     latency left out: ``max((g-1) / (g W_up), (m-1) / (m g W_out))``. For gradients, which are
     far too many bytes for the latency to matter, this is the whole cost."""
     spec = get_chip(chip)
-    n = positive_int("n_chips", n_chips)
+    n = int(n_chips)
     g = members_per_domain(n, spec, per_domain)
     m = n // g
     inside = (g - 1) / g / spec.scale_up_bandwidth_bytes_per_s

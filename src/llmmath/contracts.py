@@ -150,7 +150,9 @@ class Contract:
     package's boundary only. A call made from inside another checked call (a solver's inner
     loop, ``decode_step`` asking ``roofline_time``) runs unchecked: its arguments are the
     outer call's checked arguments or values the package computed from them, and what it
-    returns flows into the outer call's result, which is checked for inf and NaN.
+    returns flows into the outer call's result, which is checked for inf and NaN. So a body
+    never checks its arguments again (``tests/test_contracts.py`` walks every body): it keeps
+    only the rules across parameters that no single constraint can state.
     """
 
     def __init__(
@@ -233,17 +235,27 @@ def _is_numeric(constraint: Constraint | None) -> bool:
     return isinstance(constraint, Real | Count)
 
 
-def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callable[[F], F]:
+def contract(
+    *, infinite_ok: bool = False, own_check: bool = False, **constraints: Constraint
+) -> Callable[[F], F]:
     """Declare ``func``'s parameters' constraints; check them (and the result) on each call.
 
     The result must be finite, or, with ``infinite_ok`` (e.g. a batch limit where nothing
     limits it), at least not NaN.
+
+    With ``own_check`` the function is left unwrapped: a lookup (``get_model``) that answers
+    a known name or an instance at once and otherwise calls :func:`refuse`, which raises the
+    contract's error. The package calls its lookups dozens of times a step, where a wrapper's
+    frame would cost more than the lookup.
 
     The wrapper shares ``func``'s globals, so doctest and ``literalinclude`` still find it.
     """
 
     def decorate(func: F) -> F:
         spec = Contract(func, constraints, infinite_ok)
+        if own_check:
+            func.__contract__ = spec  # type: ignore[attr-defined]
+            return func
         env: dict[str, Any] = {
             "__inside": INSIDE.get,
             "__enter": INSIDE.set,
@@ -256,6 +268,12 @@ def contract(*, infinite_ok: bool = False, **constraints: Constraint) -> Callabl
         return wrapper  # type: ignore[no-any-return]
 
     return decorate
+
+
+def refuse(func: Callable[..., Any], name: str, value: object) -> None:
+    """Raise the error ``func``'s contract gives for ``value`` of ``name``, if it has one (a
+    function with ``own_check`` calls this for what its quick answer did not recognise)."""
+    func.__contract__.fail(name, value)  # type: ignore[attr-defined]
 
 
 # ---- result records ---------------------------------------------------------------------
@@ -327,14 +345,22 @@ _NUMBERS = (float, np.floating, np.ndarray, dict, tuple, list)
 
 
 def checked(
-    *, broadcast: bool = True, nan_ok: tuple[str, ...] = (), **constraints: Constraint
+    *,
+    broadcast: bool = True,
+    nan_ok: tuple[str, ...] = (),
+    inside: bool = False,
+    **constraints: Constraint,
 ) -> Callable[[C], C]:
     """Validate a (frozen) dataclass's fields on construction; place it under ``@dataclass``.
 
     A record built inside a function from values that overflowed raises :class:`NotFiniteError`,
     which that function's contract reports under the input that caused it. Its array fields
     must broadcast together unless ``broadcast=False`` (a record of rows by columns). The
-    fields named in ``nan_ok`` may be NaN (undefined) in a function's result.
+    fields named in ``nan_ok`` may be NaN (undefined) in a function's result. A record that
+    describes a setup rather than a result (a layout, a deployment) is checked ``inside`` a
+    checked call too: a function may build it from arguments its own contract declared less
+    strictly (an efficiency that may be an array, a dtype from a table), so its
+    ``__post_init__`` need not check its fields again.
     """
 
     def decorate(cls: C) -> C:
@@ -342,6 +368,11 @@ def checked(
         original = cls.__dict__.get("__post_init__")
 
         def __post_init__(self: Any) -> None:  # noqa: N807 (the dataclass hook)
+            if inside and INSIDE.get():
+                spec.check(self)
+                if original is not None:
+                    original(self)
+                return
             if INSIDE.get():
                 if original is not None:
                     original(self)
@@ -379,7 +410,7 @@ vocabulary(
     usd_per_chip_hour=POSITIVE,
     allow_overflow=FLAG,
     markup=AMOUNT,
-    context_gap_tokens=AMOUNT,
+    context_gap_tokens=POSITIVE,  # the tokens between two contexts
 )
 
 
@@ -432,6 +463,7 @@ __all__ = [
     "describe",
     "each",
     "record_fields",
+    "refuse",
     "span",
     "vocabulary",
 ]

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, fraction, positive, positive_int
+from ._checks import FloatArray, as_floats
 from .chip_prices import price_or_example
 from .contracts import (
     NAME,
@@ -54,6 +54,7 @@ from .placement import (
 # ---- a model on some chips ------------------------------------------------------------------
 @dataclass(frozen=True)
 @checked(
+    inside=True,
     flops_efficiency=SCALAR_FRACTION,
     bandwidth_efficiency=SCALAR_FRACTION,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
@@ -85,20 +86,15 @@ class Deployment:
     allow_overflow: bool = False
 
     def __post_init__(self) -> None:
+        # Each field was checked by @checked (inside a checked call too); what is left are
+        # the rules across fields, and names and numbers made plain.
         object.__setattr__(self, "model", get_model(self.model))
         object.__setattr__(self, "chip", get_chip(self.chip))
-        positive_int("n_chips", self.n_chips)
         self.chip.peak(self.compute_dtype)  # the chip must have FLOPs in this dtype
-        for dtype in (self.weight_dtype, self.kv_dtype, self.activation_dtype):
-            bytes_per_element(dtype)
         for knob in ("flops_efficiency", "bandwidth_efficiency"):
-            value = fraction(knob, getattr(self, knob))
-            if value.ndim:
-                raise TypeError(f"{knob} must be a single number; got an array")
-            object.__setattr__(self, knob, float(value))
+            object.__setattr__(self, knob, float(getattr(self, knob)))
         if self.usd_per_chip_hour is not None:
-            price = positive("usd_per_chip_hour", self.usd_per_chip_hour)
-            object.__setattr__(self, "usd_per_chip_hour", float(price))
+            object.__setattr__(self, "usd_per_chip_hour", float(self.usd_per_chip_hour))
         self._check_layout()
         if not self.allow_overflow:
             self._check_weights_fit()
@@ -106,10 +102,6 @@ class Deployment:
     def _check_layout(self) -> None:
         if self.layout is None:
             return
-        if not isinstance(self.layout, Layout):
-            raise TypeError(
-                f"layout must be a llmmath.placement.Layout or None; got {self.layout!r}"
-            )
         layout = self.layout
         if layout.n_gpus != self.n_chips:
             raise ValueError(
@@ -215,7 +207,7 @@ class Deployment:
 
 @contract(model=Instance(ModelConfig), name=NAME)
 def check_context(model: ModelConfig, context: ArrayLike, name: str = "context") -> FloatArray:
-    T = positive(name, context, allow_zero=True)
+    T = as_floats(context)  # >= 0: checked by the contract of the function asking
     if np.any(model.max_context < T):
         worst = float(np.max(T))
         raise ValueError(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ._checks import choice
-from .contracts import OneOf, contract, each, vocabulary
+from .contracts import OneOf, contract, each, refuse, vocabulary
 
 #: Bytes per element of each number format the course uses.
 BYTES_PER_ELEMENT: dict[str, float] = {
@@ -23,7 +22,9 @@ DTYPE = OneOf(tuple(BYTES_PER_ELEMENT), "dtype")
 vocabulary(**each(DTYPE, "dtype compute_dtype weight_dtype kv_dtype activation_dtype grad_dtype"))
 
 
-@contract()
+@contract(own_check=True)
 def bytes_per_element(dtype: str) -> float:
     """Size of one element of ``dtype`` in bytes, e.g. ``bytes_per_element("bf16") == 2``."""
-    return BYTES_PER_ELEMENT[choice("dtype", dtype, BYTES_PER_ELEMENT)]
+    if type(dtype) is not str or dtype not in BYTES_PER_ELEMENT:
+        refuse(bytes_per_element, "dtype", dtype)
+    return BYTES_PER_ELEMENT[dtype]

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import batching
-from ._checks import FloatArray, as_output, positive
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
     NOT_A_NUMBER,
     RESULT,
@@ -92,8 +92,8 @@ def kv_bytes_per_sequence(
     model: str | ModelConfig, context: ArrayLike, dtype: str = "bf16", batch: ArrayLike = 1
 ) -> float | FloatArray:
     """``B T kv``: the KV caches of ``batch`` sequences of ``context`` tokens (broadcast)."""
-    T = positive("context", context, allow_zero=True)
-    B = positive("batch", batch, allow_zero=True)
+    T = as_floats(context)
+    B = as_floats(batch)
     return as_output(B * T * kv_bytes_per_token(model, dtype))
 
 
@@ -115,7 +115,7 @@ def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     """The longest context ``batch`` sequences can all reach beside the weights:
     ``min(floor((n HBM - weights) / (B kv)), max_context of the model)``."""
     dep = deployment
-    B = positive("batch", batch)
+    B = as_floats(batch)
     room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_held_per_token))
     return as_output(np.minimum(room, float(dep.model.max_context)))
 
@@ -126,7 +126,7 @@ def kv_crossover_context(deployment: Deployment, batch: ArrayLike) -> float | Fl
     """The context at which a decode step reads as many KV bytes as weight bytes:
     ``T* = P_read b_w / (B kv)`` (for an MoE, the experts ``B`` tokens touch). It may lie past
     the model's ``max_context`` or past the context that fits: then the weights always win."""
-    B = positive("batch", batch)
+    B = as_floats(batch)
     weights = batching.decode_step(deployment, B, 0, allow_overflow=True).bytes_read
     return as_output(np.asarray(weights / (B * deployment.kv_bytes_per_token)))
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import positive
 from .batching import max_batch
 from .chip_prices import list_example_prices
 from .contracts import (
@@ -156,7 +155,7 @@ def best_layouts(
     """Every layout of ``deployment``'s chips at its cheapest batch meeting ``latency_s`` per
     output token at ``context`` under ``overlap``; dtypes, knobs and price come from
     ``deployment`` (its own layout is ignored). See the module docstring."""
-    target = float(positive("latency_s", latency_s))
+    target = float(latency_s)
     T = float(check_context(deployment.model, context))
     layouts, refused = serving_layouts(deployment)
     priced = deployment.usd_per_chip_hour is not None or (

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import FloatArray, positive, positive_int
+from ._checks import FloatArray, as_floats, positive
 from .contracts import RESULT, SCALAR, Count, Function, Real, SequenceOf, checked, contract, each
 
 _FLOAT32_BYTES = 4.0
@@ -75,7 +75,7 @@ class MachineRoofline:
 @contract(operation=Function(example=lambda: None))
 def best_time_s(operation: Callable[[], object], repeats: int = 5) -> float:
     """Fastest of ``repeats`` runs of ``operation`` (after one warm-up run)."""
-    positive_int("repeats", repeats)
+    int(repeats)
     operation()
     times = []
     for _ in range(repeats):
@@ -88,7 +88,7 @@ def best_time_s(operation: Callable[[], object], repeats: int = 5) -> float:
 @contract(size=Count(high=1 << 14))
 def measure_peak_flop_per_s(size: int = 1024, repeats: int = 5) -> float:
     """Achieved float32 FLOP/s of a square ``size x size`` matmul (2 n^3 FLOPs)."""
-    positive_int("size", size)
+    int(size)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
@@ -104,7 +104,7 @@ def measure_bandwidth_bytes_per_s(megabytes: float = 256.0, repeats: int = 5) ->
 
     Both arrays are far larger than any CPU cache, so the bytes come from main memory.
     """
-    n = int(positive("megabytes", megabytes) * 1e6 / _FLOAT32_BYTES)
+    n = int(as_floats(megabytes) * 1e6 / _FLOAT32_BYTES)
     if n < 1024:
         raise ValueError(f"megabytes must be at least 0.004 (1024 float32); got {megabytes}")
     source = np.ones(n, dtype=np.float32)
@@ -126,7 +126,7 @@ def measure_matmul_sweep(
     """Time ``[B, dim] x [dim, dim]`` for each ``B``, in ``repeats`` rounds of one run each
     (after a warm-up round): FLOPs, bytes moved, best time and median time."""
     batches = positive("batches", batches)
-    positive_int("repeats", repeats)
+    int(repeats)
     rng = np.random.default_rng(1)
     weights = rng.standard_normal((dim, dim), dtype=np.float32)
     runs = []
@@ -183,7 +183,7 @@ def pinned_blas_threads(threads: int) -> Iterator[int | None]:
     """numpy's BLAS on ``threads`` threads inside the block, then as before. Yields
     ``threads``, or None where no OpenBLAS is found (set ``OPENBLAS_NUM_THREADS`` or
     ``OMP_NUM_THREADS`` before starting Python to pin another BLAS)."""
-    positive_int("threads", threads)
+    int(threads)
     controls = _blas_thread_controls()
     before = [get() for get, _ in controls]
     for _, set_threads in controls:

@@ -21,11 +21,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import batching, data
-from ._checks import FloatArray, as_output, choice, positive
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     AMOUNT,
     NAME,
     NOTE,
+    POSITIVE,
     RESULT,
     SCALAR,
     SCALAR_POSITIVE,
@@ -125,7 +126,7 @@ def get_tier(tier: str | MemoryTier) -> MemoryTier:
     if isinstance(tier, MemoryTier):
         return tier
     tiers = _load_tiers()[0]
-    return tiers[choice("tier", tier, tiers)]
+    return tiers[tier]
 
 
 @contract()
@@ -136,7 +137,7 @@ def list_prompt_caches() -> list[str]:
 @contract(name=OneOf(list_prompt_caches, "prompt cache"))
 def get_prompt_cache(name: str) -> PromptCachePrice:
     caches = _load_tiers()[1]
-    return caches[choice("prompt cache", name, caches)]
+    return caches[name]
 
 
 @contract(price=AnyOf((Instance(PromptCachePrice), OneOf(list_prompt_caches, "prompt cache"))))
@@ -152,14 +153,14 @@ def prompt_cache_usd_per_token_s(price: str | PromptCachePrice) -> float:
 
 @contract(
     price=AnyOf((Instance(PromptCachePrice), OneOf(list_prompt_caches, "prompt cache"))),
-    kv_bytes_per_token=AMOUNT,
+    kv_bytes_per_token=POSITIVE,
 )
 def implied_usd_per_byte_s(
     price: str | PromptCachePrice, kv_bytes_per_token: ArrayLike
 ) -> float | FloatArray:
     """The vendor's holding price per byte-second, if a token's cache is ``kv_bytes_per_token``
     bytes (the vendor's model is not public: pass a stand-in). Compare with the tiers'."""
-    kv = positive("kv_bytes_per_token", kv_bytes_per_token)
+    kv = as_floats(kv_bytes_per_token)
     return as_output(prompt_cache_usd_per_token_s(price) / kv)
 
 
@@ -227,7 +228,7 @@ class PrefixCache:
     hold_s=AMOUNT,
     reuses=AMOUNT,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
-    deadline_s=Optional(AMOUNT),
+    deadline_s=Optional(POSITIVE),
     tiers=Optional(SequenceOf(TIER)),
 )
 def prefix_cache(
@@ -251,19 +252,15 @@ def prefix_cache(
     S0 = check_context(dep.model, prefix_tokens, "prefix_tokens")
     if np.any(S0 < 1):
         raise ValueError(f"prefix_tokens must be >= 1; got {float(np.min(S0)):g}")
-    t0 = positive("hold_s", hold_s, allow_zero=True)
-    r0 = positive("reuses", reuses, allow_zero=True)
+    t0 = as_floats(hold_s)
+    r0 = as_floats(reuses)
     S, t, r = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(S0, t0, r0))
     chosen = [get_tier(x) for x in (list_tiers() if tiers is None else tiers)]
     names = tuple(tier.name for tier in chosen)
-    price = (
-        dep.chip_hour_usd
-        if usd_per_chip_hour is None
-        else float(positive("usd_per_chip_hour", usd_per_chip_hour))
-    )
+    price = dep.chip_hour_usd if usd_per_chip_hour is None else float(usd_per_chip_hour)
     chip_usd_per_s = dep.n_chips * price / SECONDS_PER_HOUR
     recompute_s = np.asarray(batching.prefill(dep, S, allow_overflow=True).time_s)
-    deadline = recompute_s if deadline_s is None else positive("deadline_s", deadline_s)
+    deadline = recompute_s if deadline_s is None else as_floats(deadline_s)
     size = S * dep.kv_bytes_per_token
     rate = np.array([x.usd_per_byte_s for x in chosen])
     capacity = np.array(

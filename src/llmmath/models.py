@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_output, choice, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
     AMOUNT,
     FLAG,
@@ -37,6 +37,7 @@ from .contracts import (
     checked,
     contract,
     each,
+    refuse,
     vocabulary,
 )
 from .dtypes import bytes_per_element
@@ -56,6 +57,7 @@ _OPTIONAL_COUNT_FIELDS = (
 
 @dataclass(frozen=True)
 @checked(
+    inside=True,  # a model read from a table or a config.json is checked as one built outside
     name=NAME,
     **each(Count(), "n_layers d_model d_ff n_heads n_kv_heads head_dim vocab_size max_context"),
     tied_embeddings=FLAG,
@@ -91,10 +93,7 @@ class ModelConfig:
     source_date: str = ""
 
     def __post_init__(self) -> None:
-        for name in (*_COUNT_FIELDS, "max_context"):
-            positive_int(f"{self.name}: {name}", getattr(self, name))
-        for name in _OPTIONAL_COUNT_FIELDS:
-            _non_negative_int(f"{self.name}: {name}", getattr(self, name))
+        # Each field was checked by @checked; the rules across fields are left.
         moe_only = ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers")
         for field in moe_only if not self.n_experts else ():
             if getattr(self, field):
@@ -107,7 +106,10 @@ class ModelConfig:
                 f"n_kv_heads={self.n_kv_heads}"
             )
         if self.n_experts:
-            positive_int(f"{self.name}: experts_per_token", self.experts_per_token)
+            if self.experts_per_token < 1:
+                raise ValueError(
+                    f"{self.name}: experts_per_token must be >= 1; got {self.experts_per_token}"
+                )
             if self.experts_per_token > self.n_experts:
                 raise ValueError(
                     f"{self.name}: experts_per_token={self.experts_per_token} exceeds "
@@ -209,9 +211,7 @@ class ModelConfig:
         latents, ``2 L T N (r_kv + r_rope + r_kv)``: 3.4x the per-head count for DeepSeek-V3.
         Prefill (``decode=False``) expands the latent into per-head keys and values instead.
         """
-        T = positive("context", context, allow_zero=True)
-        if not isinstance(decode, bool):
-            raise TypeError(f"decode must be True or False; got {decode!r}")
+        T = as_floats(context)
         if decode and self.attention_kind == "MLA":
             per_head = 2 * self.mla_kv_lora_rank + self.mla_rope_head_dim
         else:
@@ -248,7 +248,7 @@ class ModelConfig:
 #: A model parameter: a :class:`ModelConfig` or a preset's name.
 MODEL = AnyOf(
     (
-        OneOf(lambda: list(_MODELS), "model"),
+        OneOf(lambda: _MODELS, "model"),
         Instance(ModelConfig, example=lambda: _MODELS["Llama-3-8B"]),
     )
 )
@@ -270,9 +270,7 @@ def expected_experts_touched(
     with probability ``1 - k/E``; B independent tokens all miss it with ``(1 - k/E)^B``:
     ``E (1 - (1 - k/E)^B)``. It is k at B = 1 and tends to E as B grows.
     """
-    B = positive("batch", batch, allow_zero=True)
-    E = _count("n_experts", n_experts)
-    k = _count("experts_per_token", experts_per_token)
+    B, E, k = as_floats(batch), as_floats(n_experts), as_floats(experts_per_token)
     _check_k_le_e(k, E)
     return as_output(E * (1.0 - (1.0 - k / E) ** B))
 
@@ -287,7 +285,7 @@ def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray
     active to the total weights; they never fall below the active ones.
     """
     spec = get_model(model)
-    B = positive("batch", batch)
+    B = as_floats(batch)
     active = np.full_like(B, float(spec.matmul_params_per_token))
     if not spec.is_moe:
         return active
@@ -295,16 +293,6 @@ def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray
     extra = np.maximum(np.asarray(expected_experts_touched(B, E, k)) - k, 0.0)
     extra_params: FloatArray = spec.n_moe_layers * extra * spec.mlp_params_per_expert
     return active + extra_params
-
-
-def _count(name: str, value: ArrayLike) -> FloatArray:
-    array = positive(name, value)
-    fractional = array != np.round(array)
-    if np.any(fractional):
-        raise ValueError(
-            f"{name} must be a whole number >= 1; got {float(array[fractional].ravel()[0])!r}"
-        )
-    return array
 
 
 def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
@@ -316,13 +304,6 @@ def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
             f"experts_per_token={k_bad:g} exceeds n_experts={e_bad:g}: "
             "a token cannot be routed to more experts than the layer has"
         )
-
-
-def _non_negative_int(name: str, value: object) -> None:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0; got {value}")
 
 
 @contract(name=NAME, spec=Instance(dict))
@@ -365,9 +346,11 @@ def list_models() -> list[str]:
     return list(_MODELS)
 
 
-@contract()
+@contract(own_check=True)
 def get_model(model: str | ModelConfig) -> ModelConfig:
     """Look a preset up by name, or pass a :class:`ModelConfig` straight through."""
     if isinstance(model, ModelConfig):
         return model
-    return _MODELS[choice("model", model, _MODELS)]
+    if type(model) is not str or model not in _MODELS:
+        refuse(get_model, "model", model)
+    return _MODELS[model]

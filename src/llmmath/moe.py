@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, as_output, choice, fraction, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive_int
 from .contracts import (
     CHIPS,
     RESULT,
@@ -104,7 +104,11 @@ def flops_per_token(model: str | ModelConfig, context: ArrayLike = 0) -> float |
     return get_model(model).forward_flops_per_token(context)
 
 
-@contract(n_experts=Count(low=0, high=1 << 16), experts_per_token=WHOLE, n_shared_experts=WHOLE)
+@contract(
+    n_experts=Count(high=1 << 16),
+    experts_per_token=Count(),
+    n_shared_experts=Count(low=0, high=1 << 16),
+)
 def with_experts(
     model: str | ModelConfig,
     n_experts: int,
@@ -114,8 +118,7 @@ def with_experts(
     """``model`` with its MoE layers re-cut into ``n_experts`` routed experts of the same
     width, ``experts_per_token`` of them per token (checked by :class:`ModelConfig`)."""
     spec = get_model(model)
-    E = positive_int("n_experts", n_experts)
-    k = positive_int("experts_per_token", experts_per_token)
+    E, k = int(n_experts), int(experts_per_token)
     _check_k_le_e(np.asarray(float(k)), np.asarray(float(E)))
     shared = spec.n_shared_experts if n_shared_experts is None else n_shared_experts
     return dataclasses.replace(
@@ -138,7 +141,6 @@ def sparsity(model: str | ModelConfig, definition: str = LECTURE_SPARSITY) -> fl
     * ``"params"``: ``P_total / P_active``. Attention, dense layers and shared experts are
       used by every token, so this is smaller than ``E / k`` (DeepSeek-V3: 17.9 vs 32).
     """
-    choice("definition", definition, SPARSITY_DEFINITIONS)
     spec = _moe_model(model)
     if definition == "experts":
         return spec.n_experts / spec.experts_per_token
@@ -186,7 +188,6 @@ def compute_bound_batch(
     ``scope="model"``: the whole step of :func:`llmmath.roofline.decode_weight_time`; the
     answer is close to ``B* P_total/P_active``, because at that batch every expert is read.
     """
-    choice("scope", scope, ("model", "expert_layer"))
     spec, chip_spec = _moe_model(model), get_domain(chip).chip
     weights = weight_dtype or compute_dtype
     if scope == "model":
@@ -252,7 +253,7 @@ def all_to_all_bytes_per_gpu(
     that is the ``2 B k D`` bytes of the reference formula."""
     spec = _moe_model(model)
     G = _ep_width(spec, ep_width)
-    B = positive("batch", batch, allow_zero=True)
+    B = as_floats(batch)
     one_way = B / G * spec.experts_per_token * spec.d_model * bytes_per_element(activation_dtype)
     return as_output(2.0 * one_way)
 
@@ -286,7 +287,7 @@ def expert_parallel_step(
     G = _ep_width(spec, ep_width)
     chip_spec = get_domain(chip).chip
     weights = weight_dtype or compute_dtype
-    B = positive("batch", batch)
+    B = as_floats(batch)
     E, k, s = spec.n_experts, spec.experts_per_token, spec.n_shared_experts
     per_expert = float(spec.mlp_params_per_expert)
     flops = 2.0 * per_expert * (B * k + B * s) / G
@@ -300,7 +301,7 @@ def expert_parallel_step(
         bandwidth_efficiency=bandwidth_efficiency,
     )
     sent = np.asarray(all_to_all_bytes_per_gpu(spec, B, G, activation_dtype))
-    network = fraction("network_efficiency", network_efficiency)
+    network = as_floats(network_efficiency)
     dispatch = np.asarray(collectives.all_to_all_time_s(sent / 2, G, chip_spec))
     combine = np.asarray(collectives.all_to_all_time_s(sent / 2, G, chip_spec))
     return ExpertLayerStep(
@@ -316,8 +317,8 @@ def expert_parallel_step(
 @contract(n_experts=Count(high=1 << 16), max_width=CHIPS)
 def ep_widths(n_experts: int, max_width: int | None = None) -> list[int]:
     """Every expert-parallel width that splits ``n_experts`` evenly: its divisors."""
-    E = positive_int("n_experts", n_experts)
-    top = E if max_width is None else min(E, positive_int("max_width", max_width))
+    E = int(n_experts)
+    top = E if max_width is None else min(E, int(max_width))
     return [G for G in range(1, top + 1) if E % G == 0]
 
 
@@ -342,8 +343,8 @@ def max_expert_layer_params(
     With one layer per domain (the other layers on other racks, as pipeline stages) this is
     the hard ceiling on an expert layer whose all-to-all stays inside the domain."""
     spec = get_domain(domain)
-    layers = positive_int("moe_layers_per_domain", moe_layers_per_domain)
-    usable = spec.hbm_bytes * fraction("memory_fraction", memory_fraction)
+    layers = int(moe_layers_per_domain)
+    usable = spec.hbm_bytes * as_floats(memory_fraction)
     return as_output(usable / (layers * bytes_per_element(weight_dtype)))
 
 
@@ -375,7 +376,7 @@ def fits_in_domain(
     memory_fraction: float = 1.0,
 ) -> bool:
     """True if every weight of ``model`` fits in ``memory_fraction`` of one domain's HBM."""
-    usable = get_domain(domain).hbm_bytes * float(fraction("memory_fraction", memory_fraction))
+    usable = get_domain(domain).hbm_bytes * float(memory_fraction)
     return bool(get_model(model).weight_bytes(weight_dtype) <= usable)
 
 

@@ -40,12 +40,12 @@ from dataclasses import dataclass
 
 from numpy.typing import ArrayLike
 
-from ._checks import positive
+from ._checks import as_floats
 from .contracts import (
     CHIPS,
     RESULT,
-    SCALAR,
     SCALAR_FRACTION,
+    SCALAR_POSITIVE,
     Instance,
     MappingOf,
     OneOf,
@@ -127,7 +127,7 @@ def decode_step(
     """
     if not isinstance(layout, Layout):
         raise TypeError(f"layout must be a llmmath.parallelism.Layout; got {layout!r}")
-    B = positive("batch", batch)
+    B = as_floats(batch)
     deployment = Deployment(
         get_model(model),
         get_chip(chip),
@@ -175,7 +175,7 @@ class LayoutBreakdown:
 
 
 @contract(
-    global_batch_tokens=SCALAR,
+    global_batch_tokens=SCALAR_POSITIVE,
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
     flops_efficiency=SCALAR_FRACTION,

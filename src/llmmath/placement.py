@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, choice, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
     CHIPS,
     FLAG,
@@ -79,19 +79,9 @@ class Layout:
     embedding_as_layers: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("dp", "tp", "pp", "ep", "virtual_stages"):
-            positive_int(name, getattr(self, name))
-        stage = self.zero_stage
-        if isinstance(stage, bool) or not isinstance(stage, int | np.integer):
-            raise TypeError(f"zero_stage must be an integer in {ZERO_STAGES}; got {stage!r}")
-        if stage not in ZERO_STAGES:
-            raise ValueError(f"zero_stage must be one of {ZERO_STAGES}; got {stage}")
-        if self.n_gpus > MAX_CHIPS:
+        # Each field was checked by @checked; only the rule across fields is left.
+        if self.dp * self.tp * self.pp * self.ep > MAX_CHIPS:
             raise ValueError(f"dp*tp*pp*ep = {self.n_gpus} GPUs; at most {MAX_CHIPS} are modelled")
-        if not isinstance(self.embedding_as_layers, bool):
-            raise TypeError(
-                f"embedding_as_layers must be True or False; got {self.embedding_as_layers!r}"
-            )
 
     @classmethod
     @contract(n_gpus=CHIPS, zero_stage=Count(low=0, high=3), virtual_stages=CHIPS)
@@ -107,8 +97,7 @@ class Layout:
         embedding_as_layers: bool = False,
     ) -> Layout:
         """The layout that fills ``n_gpus`` with the given TP, PP and EP: ``dp`` is the rest."""
-        n = positive_int("n_gpus", n_gpus)
-        model_parallel = positive_int("tp", tp) * positive_int("pp", pp) * positive_int("ep", ep)
+        n, model_parallel = int(n_gpus), int(tp) * int(pp) * int(ep)
         if n % model_parallel:
             raise ValueError(
                 f"n_gpus={n} is not divisible by tp*pp*ep = {tp}*{pp}*{ep} = {model_parallel}"
@@ -122,7 +111,7 @@ class Layout:
     @contract(axis=OneOf(AXES, "axis"))
     def degree(self, axis: str) -> int:
         """The degree along ``axis`` ("tp", "ep", "pp" or "dp")."""
-        return int(getattr(self, choice("axis", axis, AXES)))
+        return int(getattr(self, axis))
 
     def __str__(self) -> str:
         parts = [f"{axis.upper()}{self.degree(axis)}" for axis in ("tp", "ep", "pp", "dp")]
@@ -144,7 +133,7 @@ class Layout:
         ``virtual_stages``), experts by ``ep``, and ``dp*tp*pp*ep == n_gpus``.
         """
         spec = get_model(model)
-        if n_gpus is not None and self.n_gpus != positive_int("n_gpus", n_gpus):
+        if n_gpus is not None and self.n_gpus != n_gpus:
             raise ValueError(
                 f"the layout {self} uses dp*tp*pp*ep = {self.dp}*{self.tp}*{self.pp}*{self.ep} "
                 f"= {self.n_gpus} GPUs but the cluster has n_gpus={n_gpus}"
@@ -256,7 +245,7 @@ def _group(layout: Layout, kind: str, axes: tuple[str, ...], domain_size: int) -
     strides["dp"] = layout.tp * layout.ep * layout.pp
     ranks = np.zeros(1, dtype=np.int64)
     for axis in axes:
-        offsets = np.arange(layout.degree(axis), dtype=np.int64) * strides[axis]
+        offsets = np.arange(getattr(layout, axis), dtype=np.int64) * strides[axis]
         ranks = (ranks[:, None] + offsets[None, :]).ravel()
     size = int(ranks.size)
     n_domains = int(np.unique(ranks // domain_size).size)
@@ -350,7 +339,7 @@ def kv_shards(model: str | ModelConfig, tp: int) -> int:
     spec = get_model(model)
     if spec.attention_kind == "MLA":
         return 1
-    return min(positive_int("tp", tp), spec.n_kv_heads)
+    return min(int(tp), spec.n_kv_heads)
 
 
 def _gb(value: float) -> str:
@@ -403,12 +392,8 @@ def serving_memory(
             f"zero_stage={layout.zero_stage} shards training state; a serving layout has "
             "zero_stage=0"
         )
-    B = positive("batch", batch, allow_zero=True)
-    T = positive("context", context, allow_zero=True)
-    flight = positive_int(
-        "microbatches_in_flight",
-        layout.pp if microbatches_in_flight is None else microbatches_in_flight,
-    )
+    B, T = as_floats(batch), as_floats(context)
+    flight = int(layout.pp if microbatches_in_flight is None else microbatches_in_flight)
     weights = params_per_gpu(spec, layout) * bytes_per_element(weight_dtype)
     kv_per_sequence_token = (
         spec.kv_bytes_per_token(kv_dtype) / layout.pp / kv_shards(spec, layout.tp)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, fraction, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive
 from .api_prices import (
     SHEET,
     FleetDay,
@@ -175,7 +175,7 @@ def serving_cost(
     """
     dep = deployment
     price = _price(dep, usd_per_chip_hour)
-    busy = fraction("utilisation", utilisation)
+    busy = as_floats(utilisation)
     step = decode_step(dep, batch, context)
     if prefill_batch is None:
         prefill_batch = np.ceil(step_critical_batch(dep) / np.maximum(step.context, 1.0))
@@ -205,7 +205,7 @@ def serving_cost(
 def batch_that_fits(deployment: Deployment, batch: ArrayLike, context: ArrayLike) -> FloatArray:
     """``min(batch, max_batch(context))``: the batch a server can run at that context.
     Raises :class:`~llmmath.batching.DoesNotFitError` where not one sequence fits."""
-    B = positive("batch", batch)
+    B = as_floats(batch)
     room = np.asarray(max_batch(deployment, context))
     if np.any(room < 1):
         raise DoesNotFitError(
@@ -251,8 +251,8 @@ def long_context_surcharge(
     weight read shared by fewer tokens.
     """
     dep = deployment
-    short = float(positive("short_context", short_context))
-    long = float(positive("long_context", long_context))
+    short = float(short_context)
+    long = float(long_context)
     if long <= short:
         raise ValueError(f"long_context must exceed short_context; got {long:g} <= {short:g}")
     costs = [
@@ -273,7 +273,7 @@ def with_context_limit(model: str | ModelConfig, max_context: int) -> ModelConfi
     """A copy of ``model`` allowed ``max_context`` tokens (a what-if: same shape, longer
     context), named so that no one mistakes it for the released model."""
     spec = get_model(model)
-    limit = positive_int("max_context", max_context)
+    limit = int(max_context)
     return replace(spec, name=f"{spec.name} (context {limit:,}, what-if)", max_context=limit)
 
 
@@ -282,7 +282,7 @@ def _usd_per_chip_s(usd_per_chip_hour: ArrayLike) -> FloatArray:
     return positive("usd_per_chip_hour", usd_per_chip_hour) / SECONDS_PER_HOUR
 
 
-@contract(input_usd_per_million=AMOUNT)
+@contract(input_usd_per_million=POSITIVE)
 def active_params_from_input_price(
     input_usd_per_million: ArrayLike,
     chip: str | Chip,
@@ -294,9 +294,9 @@ def active_params_from_input_price(
     """Active parameters whose compute-bound prefill, at ``mfu`` of the chip's peak and sold
     at ``markup`` times cost, matches the input price: ``N = p C mfu / (2 markup price_s)``.
     Prompt attention FLOPs are left out, so this overstates N for long prompts."""
-    p = positive("input_usd_per_million", input_usd_per_million) / TOKENS_PER_MILLION
+    p = as_floats(input_usd_per_million) / TOKENS_PER_MILLION
     C = get_chip(chip).peak(dtype)
-    u = fraction("mfu", mfu)
+    u = as_floats(mfu)
     m = _markup(markup)
     return as_output(p * C * u / (2.0 * m * _usd_per_chip_s(usd_per_chip_hour)))
 
@@ -308,7 +308,7 @@ def _markup(markup: ArrayLike) -> FloatArray:
     return m
 
 
-@contract(output_input_ratio=AMOUNT, critical_batch=AMOUNT, kv_term=AMOUNT)
+@contract(output_input_ratio=POSITIVE, critical_batch=POSITIVE, kv_term=AMOUNT)
 def decode_batch_from_ratio(
     output_input_ratio: ArrayLike, critical_batch: ArrayLike, kv_term: ArrayLike = 0.0
 ) -> float | FloatArray:
@@ -319,9 +319,9 @@ def decode_batch_from_ratio(
     (0 ignores it; any positive value raises the implied batch). For a ratio at or below
     ``1 + kv_term`` decode would be compute-bound and the price gives only ``B >= B*``.
     """
-    r = positive("output_input_ratio", output_input_ratio)
-    Bc = positive("critical_batch", critical_batch)
-    k = positive("kv_term", kv_term, allow_zero=True)
+    r = as_floats(output_input_ratio)
+    Bc = as_floats(critical_batch)
+    k = as_floats(kv_term)
     if np.any(r - k <= 1):
         raise ValueError(
             "output_input_ratio must exceed 1 + kv_term: at or below it the price says decode "
@@ -331,7 +331,7 @@ def decode_batch_from_ratio(
     return as_output(Bc / (r - k))
 
 
-@contract(**each(AMOUNT, "short_output_usd_per_million long_output_usd_per_million"))
+@contract(**each(POSITIVE, "short_output_usd_per_million long_output_usd_per_million"))
 def kv_bytes_from_surcharge(
     short_output_usd_per_million: ArrayLike,
     long_output_usd_per_million: ArrayLike,
@@ -348,17 +348,15 @@ def kv_bytes_from_surcharge(
     ``price_s T kv / W`` whatever the number of chips. The long tier's smaller batches also
     raise the cost, so the real ``kv`` is at most this.
     """
-    short = positive("short_output_usd_per_million", short_output_usd_per_million)
-    long = positive("long_output_usd_per_million", long_output_usd_per_million)
+    short = as_floats(short_output_usd_per_million)
+    long = as_floats(long_output_usd_per_million)
     if np.any(long <= short):
         raise ValueError(
             "long_output_usd_per_million must exceed short_output_usd_per_million for a "
             f"surcharge; got {float(np.min(long)):g} <= {float(np.max(short)):g}"
         )
-    gap = positive("context_gap_tokens", context_gap_tokens)
-    W = get_chip(chip).hbm_bandwidth_bytes_per_s * fraction(
-        "bandwidth_efficiency", bandwidth_efficiency
-    )
+    gap = as_floats(context_gap_tokens)
+    W = get_chip(chip).hbm_bandwidth_bytes_per_s * as_floats(bandwidth_efficiency)
     extra_per_token = (long - short) / TOKENS_PER_MILLION
     return as_output(
         extra_per_token * W / (_markup(markup) * _usd_per_chip_s(usd_per_chip_hour) * gap)

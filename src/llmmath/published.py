@@ -28,8 +28,6 @@ from ._checks import choice, positive, positive_int
 from .contracts import (
     FLAG,
     NAME,
-    NOTE,
-    SCALAR,
     SCALAR_POSITIVE,
     Instance,
     OneOf,
@@ -48,7 +46,14 @@ KINDS = ("decode", "prefill_mfu", "training", "table3")
 
 
 @dataclass(frozen=True)
-@checked(name=NAME, floor=SCALAR_POSITIVE, measured=SCALAR_POSITIVE, unit=NOTE, is_floor=FLAG)
+@checked(
+    inside=True,  # built from the measurements table
+    name=NAME,
+    floor=SCALAR_POSITIVE,
+    measured=SCALAR_POSITIVE,
+    unit=NAME,
+    is_floor=FLAG,
+)
 class Comparison:
     """One floor beside one measurement, in the same ``unit``.
 
@@ -65,13 +70,8 @@ class Comparison:
     is_floor: bool = True
 
     def __post_init__(self) -> None:
-        for attribute in ("floor", "measured"):
-            value = positive(f"{self.name}: {attribute}", getattr(self, attribute))
-            if value.ndim:
-                raise TypeError(f"{self.name}: {attribute} must be a single number")
-            object.__setattr__(self, attribute, float(value))
-        if not isinstance(self.unit, str) or not self.unit:
-            raise ValueError(f"{self.name}: unit must be a non-empty string")
+        for attribute in ("floor", "measured"):  # checked by @checked; made plain floats
+            object.__setattr__(self, attribute, float(getattr(self, attribute)))
 
     @property
     def efficiency(self) -> float:
@@ -146,7 +146,9 @@ def prefill_comparison(key: str = "palm-540b-prefill") -> Comparison:
     )
 
 
-@contract(flops_per_param_token=SCALAR, key=OneOf(lambda: load_measurements(), "measurement"))
+@contract(
+    flops_per_param_token=SCALAR_POSITIVE, key=OneOf(lambda: load_measurements(), "measurement")
+)
 def gpt3_training_days(
     flops_per_param_token: float = 8.0, key: str = "gpt3-175b-megatron-training"
 ) -> float:
@@ -155,7 +157,7 @@ def gpt3_training_days(
     Narayanan et al. reach ~34 days; ``6 N D`` gives 3/4 of it. Uses
     :func:`llmmath.scaling.training_time_s` with MFU = achieved / peak."""
     spec = _spec(key, "training")
-    per_param_token = float(positive("flops_per_param_token", flops_per_param_token))
+    per_param_token = float(flops_per_param_token)
     scale = per_param_token / TRAINING_FLOPS_PER_PARAM_TOKEN
     flops = float(training_flops(spec["params"], spec["tokens"])) * scale
     peak = get_chip(spec["chip"]).peak(spec["compute_dtype"])

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import data
-from ._checks import choice
 from .contracts import NAME, NOTE, SCALAR, SCALAR_POSITIVE, WHOLE, OneOf, checked, contract
 
 
@@ -61,7 +60,7 @@ def list_racks() -> list[str]:
 @contract(name=OneOf(lambda: list_racks(), "rack"))
 def get_rack(name: str) -> Rack:
     """A rack by name (``"GB200 NVL72"``)."""
-    spec = data.table("systems")["racks"][choice("rack", name, list_racks())]
+    spec = data.table("systems")["racks"][name]
     return Rack(
         name=name,
         gpus=int(spec["gpus"]),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._checks import choice
 from .contracts import NAME, AnyOf, Instance, OneOf, checked, contract
 from .hardware import CHIP, Chip, get_chip, list_chips
 
@@ -89,10 +88,9 @@ def get_domain(domain: str | Chip | ScaleUpDomain) -> ScaleUpDomain:
         return domain
     if isinstance(domain, Chip):
         return ScaleUpDomain(f"{domain.name} ({domain.scale_up_domain_size:,} per domain)", domain)
-    name = choice("domain", domain, [*DOMAIN_PRESETS, *list_chips()])
-    if name in DOMAIN_PRESETS:
-        return ScaleUpDomain(name, get_chip(DOMAIN_PRESETS[name]))
-    return get_domain(get_chip(name))
+    if domain in DOMAIN_PRESETS:
+        return ScaleUpDomain(domain, get_chip(DOMAIN_PRESETS[domain]))
+    return get_domain(get_chip(domain))
 
 
 __all__ = ["DOMAIN_PRESETS", "ScaleUpDomain", "get_domain", "list_domains"]

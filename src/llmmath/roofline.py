@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, fraction, positive
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import AMOUNT, POSITIVE, RESULT, checked, contract
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
@@ -49,19 +49,19 @@ class RooflineTime:
         return np.asarray(self.compute_s > self.memory_s)
 
 
-@contract(flops=AMOUNT, bytes_moved=AMOUNT)
+@contract(flops=POSITIVE, bytes_moved=POSITIVE)
 def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike) -> float | FloatArray:
     """FLOPs done per byte moved to or from memory."""
-    return as_output(positive("flops", flops) / positive("bytes_moved", bytes_moved))
+    return as_output(as_floats(flops) / as_floats(bytes_moved))
 
 
-@contract(intensity=AMOUNT)
+@contract(intensity=POSITIVE)
 def attainable_flop_per_s(
     intensity: ArrayLike, chip: str | Chip, dtype: str = "bf16"
 ) -> float | FloatArray:
     """The roofline curve: ``min(C, intensity * W)`` FLOP/s."""
     spec = get_chip(chip)
-    rate = positive("intensity", intensity) * spec.hbm_bandwidth_bytes_per_s
+    rate = as_floats(intensity) * spec.hbm_bandwidth_bytes_per_s
     return as_output(np.minimum(spec.peak(dtype), rate))
 
 
@@ -98,12 +98,9 @@ def roofline_time(
 ) -> RooflineTime:
     """Compute time ``FLOPs / (eff * C)`` and memory time ``bytes / (eff * W)``."""
     spec = get_chip(chip)
-    achieved_flops = spec.peak(compute_dtype) * fraction("flops_efficiency", flops_efficiency)
-    achieved_bw = spec.hbm_bandwidth_bytes_per_s * fraction(
-        "bandwidth_efficiency", bandwidth_efficiency
-    )
-    flops_array = positive("flops", flops, allow_zero=True)
-    bytes_array = positive("bytes_moved", bytes_moved, allow_zero=True)
+    achieved_flops = spec.peak(compute_dtype) * as_floats(flops_efficiency)
+    achieved_bw = spec.hbm_bandwidth_bytes_per_s * as_floats(bandwidth_efficiency)
+    flops_array, bytes_array = as_floats(flops), as_floats(bytes_moved)
     return RooflineTime(flops_array / achieved_flops, bytes_array / achieved_bw)
 
 
@@ -164,7 +161,7 @@ def decode_weight_time(
     and communication are left out here; the batching chapter adds them.
     """
     spec = get_model(model)
-    B = positive("batch", batch)
+    B = as_floats(batch)
     flops = 2.0 * B * spec.matmul_params_per_token
     bytes_read = weight_params_read(spec, B) * bytes_per_element(weight_dtype or compute_dtype)
     return roofline_time(
@@ -178,5 +175,4 @@ def decode_weight_time(
 
 
 def _sizes(*values: ArrayLike) -> tuple[FloatArray, ...]:
-    names = ("batch", "d_in", "d_out")
-    return tuple(positive(name, value) for name, value in zip(names, values, strict=True))
+    return tuple(as_floats(value) for value in values)

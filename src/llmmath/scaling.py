@@ -34,8 +34,18 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, fraction, positive
-from .contracts import AMOUNT, POSITIVE, RESULT, SCALAR, Instance, checked, contract, each
+from ._checks import FloatArray, as_floats, as_output, positive
+from .contracts import (
+    AMOUNT,
+    POSITIVE,
+    RESULT,
+    SCALAR,
+    SCALAR_POSITIVE,
+    Instance,
+    checked,
+    contract,
+    each,
+)
 from .hardware import Chip, get_chip
 from .training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
 from .units import SECONDS_PER_HOUR
@@ -45,7 +55,7 @@ INFERENCE_FLOPS_PER_PARAM_TOKEN = 2.0
 
 
 # ---- training compute, time and cost ------------------------------------------------------
-@contract(flops=AMOUNT, n_chips=POSITIVE)
+@contract(flops=POSITIVE, n_chips=POSITIVE)
 def training_time_s(
     flops: ArrayLike,
     n_chips: ArrayLike,
@@ -55,13 +65,13 @@ def training_time_s(
 ) -> float | FloatArray:
     """Wall-clock seconds: ``C / (n * peak * MFU)``. A floor at that MFU (no failures,
     restarts or evaluation pauses); ``mfu`` is model FLOPs utilisation in (0, 1]."""
-    C = positive("flops", flops)
-    n = positive("n_chips", n_chips)
-    u = fraction("mfu", mfu)
+    C = as_floats(flops)
+    n = as_floats(n_chips)
+    u = as_floats(mfu)
     return as_output(C / (n * get_chip(chip).peak(dtype) * u))
 
 
-@contract(flops=AMOUNT)
+@contract(flops=POSITIVE)
 def training_chip_hours(
     flops: ArrayLike, chip: str | Chip, mfu: ArrayLike, dtype: str = "bf16"
 ) -> float | FloatArray:
@@ -69,7 +79,7 @@ def training_chip_hours(
     return as_output(np.asarray(training_time_s(flops, 1.0, chip, mfu, dtype)) / SECONDS_PER_HOUR)
 
 
-@contract(flops=AMOUNT)
+@contract(flops=POSITIVE)
 def training_cost_usd(
     flops: ArrayLike,
     chip: str | Chip,
@@ -78,7 +88,7 @@ def training_cost_usd(
     dtype: str = "bf16",
 ) -> float | FloatArray:
     """Rent of the chip-hours: ``C / (peak * MFU * 3600) * price``."""
-    price = positive("usd_per_chip_hour", usd_per_chip_hour)
+    price = as_floats(usd_per_chip_hour)
     return as_output(np.asarray(training_chip_hours(flops, chip, mfu, dtype)) * price)
 
 
@@ -114,16 +124,16 @@ TABLE3: tuple[Table3Row, ...] = (
 RULE_OF_THUMB_TOKENS_PER_PARAM = 20.0
 
 
-@contract(params=AMOUNT, tokens_per_param=AMOUNT)
+@contract(params=POSITIVE, tokens_per_param=POSITIVE)
 def rule_of_thumb_tokens(
     params: ArrayLike, tokens_per_param: ArrayLike = 20.0
 ) -> float | FloatArray:
     """``D = 20 N``: Chinchilla's rule of thumb from Table 3 (not from the fit)."""
-    return as_output(positive("params", params) * positive("tokens_per_param", tokens_per_param))
+    return as_output(as_floats(params) * as_floats(tokens_per_param))
 
 
 @dataclass(frozen=True)
-@checked(**each(SCALAR, "E A B alpha beta"))
+@checked(**each(SCALAR_POSITIVE, "E A B alpha beta"))
 class ChinchillaFit:
     """``L(N, D) = E + A / N^alpha + B / D^beta`` (loss in nats per token)."""
 
@@ -133,10 +143,6 @@ class ChinchillaFit:
     alpha: float
     beta: float
     source: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("E", "A", "B", "alpha", "beta"):
-            positive(f"ChinchillaFit.{name}", getattr(self, name))
 
 
 #: Hoffmann et al. 2022, equation (10), approach 3, as rounded in the paper.
@@ -150,13 +156,15 @@ CHINCHILLA_FIT = ChinchillaFit(
 )
 
 
-@contract(params=AMOUNT, tokens=AMOUNT, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
+@contract(
+    params=POSITIVE, tokens=POSITIVE, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT)
+)
 def loss(
     params: ArrayLike, tokens: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT
 ) -> float | FloatArray:
     """The fit's loss ``E + A / N^alpha + B / D^beta`` for ``params`` trained on ``tokens``."""
-    N = positive("params", params)
-    D = positive("tokens", tokens)
+    N = as_floats(params)
+    D = as_floats(tokens)
     return as_output(fit.E + fit.A / N**fit.alpha + fit.B / D**fit.beta)
 
 
@@ -178,7 +186,7 @@ class Allocation:
         return self.tokens / self.params
 
 
-@contract(flops=AMOUNT, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
+@contract(flops=POSITIVE, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
 def compute_optimal(flops: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT) -> Allocation:
     """The fit's loss-minimising N and D for a compute budget ``C = 6 N D``.
 
@@ -187,7 +195,7 @@ def compute_optimal(flops: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT) -> Al
     With the rounded published coefficients ``D / N`` comes out near 50-150, not 20: the fit and
     the paper's Table 3 disagree, and this function reports the fit.
     """
-    C = positive("flops", flops)
+    C = as_floats(flops)
     a, b = fit.alpha, fit.beta
     G = (a * fit.A / (b * fit.B)) ** (1.0 / (a + b))
     N = G * (C / TRAINING_FLOPS_PER_PARAM_TOKEN) ** (b / (a + b))
@@ -217,7 +225,7 @@ def min_params_for_loss(
 
 @contract(
     infinite_ok=True,
-    params=AMOUNT,
+    params=POSITIVE,
     target_loss=AMOUNT,
     fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
 )
@@ -227,7 +235,7 @@ def tokens_for_loss(
     """Training tokens that bring ``params`` to ``target_loss``:
     ``D = (B / (L - E - A / N^alpha))^(1/beta)``; ``inf`` where ``params <= N_min`` (no
     amount of data is enough)."""
-    N = positive("params", params)
+    N = as_floats(params)
     L = _target(target_loss, fit)
     room = L - fit.E - fit.A / N**fit.alpha
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -268,7 +276,7 @@ def _inference_tokens(
 
 @contract(
     infinite_ok=True,
-    params=AMOUNT,
+    params=POSITIVE,
     target_loss=AMOUNT,
     inference_tokens=AMOUNT,
     rl_rollout_tokens=AMOUNT,
@@ -291,7 +299,7 @@ def lifetime_compute(
     decode runs at a lower utilisation than training, so ``w > 1`` is realistic (1 = plain
     FLOPs, as in Sardana et al.). Models too small to reach the loss get ``inf``.
     """
-    N = positive("params", params)
+    N = as_floats(params)
     D = np.asarray(tokens_for_loss(N, target_loss, fit))
     T = _inference_tokens(inference_tokens, rl_rollout_tokens, inference_flop_weight)
     N, D, T = np.broadcast_arrays(N, D, T)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, choice, positive
+from ._checks import FloatArray, as_floats, choice
 from .chip_prices import cost_per_million_tokens_usd
 from .contracts import AMOUNT, RESULT, OneOf, checked, contract, each
 from .deployment import (
@@ -226,7 +226,7 @@ def decode_step(
     :attr:`DecodeStep.fits`). ``overlap`` names how the parts add up (module docstring).
     """
     dep, model = deployment, deployment.model  # types and names: checked by the contract
-    B0 = positive("batch", batch)
+    B0 = as_floats(batch)
     T0 = check_context(model, context)
     B, T = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(B0, T0))
     if not allow_overflow:
@@ -334,7 +334,7 @@ def prefill(
     P0 = check_context(model, prompt_tokens, "prompt_tokens")
     if np.any(P0 < 1):
         raise ValueError(f"prompt_tokens must be >= 1; got {float(np.min(P0)):g}")
-    B0 = positive("batch", batch)
+    B0 = as_floats(batch)
     P, B = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(P0, B0))
     if not allow_overflow:
         check_capacity(dep, B, P)

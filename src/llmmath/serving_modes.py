@@ -21,10 +21,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, positive
+from ._checks import FloatArray, as_floats
 from .batching import max_batch, slow_mode, step_critical_batch
 from .contracts import (
     FLAG,
+    MAX_CHIPS,
     NAME,
     NOTE,
     RESULT,
@@ -134,7 +135,7 @@ def fast_mode(deployment: Deployment, context: float, speedup: ArrayLike) -> Fas
     """What a ``speedup`` in tokens per second per user costs, against a standard mode that
     runs at the cheapest batch (the cost floor) at ``context``."""
     dep = deployment
-    s = positive("speedup", speedup)
+    s = as_floats(speedup)
     standard = slow_mode(dep, context, 1.0)  # any wait: its floor batch is the standard mode
     B0, t0 = standard.floor_batch, standard.saturation_latency_s
     target = t0 / s
@@ -143,6 +144,11 @@ def fast_mode(deployment: Deployment, context: float, speedup: ArrayLike) -> Fas
     wider = []
     for factor in np.ravel(s):
         chips = max(1, math.ceil(dep.n_chips * float(factor)))
+        if chips > MAX_CHIPS:  # the wider deployment's own limit, said of this parameter
+            raise ValueError(
+                f"serving_modes.fast_mode(): speedup={float(factor):g} needs {chips} chips "
+                f"in the wider deployment; at most {MAX_CHIPS} are modelled"
+            )
         step = decode_step(replace(dep, n_chips=chips), B0, context, allow_overflow=True)
         wider.append(float(step.cost_per_million_tokens_usd(dep.chip_hour_usd)) / base_cost)
     return FastMode(

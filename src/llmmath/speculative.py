@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray, as_output, fraction, positive
+from ._checks import FloatArray, as_floats, as_output
 from .batching import max_batch
 from .contracts import (
     FRACTION,
@@ -49,7 +49,7 @@ def expected_tokens_per_step(acceptance: ArrayLike, draft_tokens: int) -> float 
     """Tokens one verify step yields on average: ``sum_{i=0..k} a^i = (1 - a^(k+1)) / (1 - a)``
     (each of ``k`` drafts kept only if it and every draft before it are accepted, plus the
     big model's own token at the first rejection)."""
-    a = positive("acceptance", acceptance, allow_zero=True)
+    a = as_floats(acceptance)
     k = draft_tokens
     with np.errstate(divide="ignore", invalid="ignore"):  # a = 1: every draft kept
         tokens = np.where(a < 1.0, (1.0 - a ** (k + 1)) / (1.0 - a), k + 1.0)
@@ -122,8 +122,8 @@ def speculative_step(
     weights each (memory-bound: a draft is small)."""
     if deployment.layout is not None and deployment.layout.pp > 1:
         raise ValueError("speculative_step: a deployment with pipeline stages is not modelled")
-    a = positive("acceptance", acceptance, allow_zero=True)
-    share = float(fraction("draft_share", draft_share))
+    a = as_floats(acceptance)
+    share = float(draft_share)
     plain = decode_step(deployment, batch, context)
     wide = decode_step(deployment, plain.batch * (draft_tokens + 1), context, allow_overflow=True)
     # The k + 1 positions share one read of the weights they touch (for an MoE, the experts

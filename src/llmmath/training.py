@@ -28,14 +28,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, as_output, fraction, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
-    AMOUNT,
     CHIPS,
     NAME,
+    POSITIVE,
     RESULT,
     SCALAR,
     SCALAR_FRACTION,
+    SCALAR_POSITIVE,
     AnyOf,
     Instance,
     OneOf,
@@ -46,7 +47,7 @@ from .contracts import (
 )
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
-from .models import MODEL, ModelConfig, get_model, list_models
+from .models import MODEL, ModelConfig, get_model
 from .placement import (
     Group,
     Layout,
@@ -152,7 +153,9 @@ class TrainingStep:
         return self.model_flop_per_gpu / (self.peak_flop_per_s * self.upper_s)
 
 
-@contract(params=AnyOf((AMOUNT, MODEL)), tokens=AMOUNT, activations=OneOf(ACTIVATION_MODES, "mode"))
+@contract(
+    params=AnyOf((POSITIVE, MODEL)), tokens=POSITIVE, activations=OneOf(ACTIVATION_MODES, "mode")
+)
 def training_flops(
     params: ArrayLike | str | ModelConfig, tokens: ArrayLike, activations: str = "stored"
 ) -> float | FloatArray:
@@ -162,23 +165,21 @@ def training_flops(
     embedding is a lookup). Attention is left out. ``activations`` adds
     :func:`recompute_flops_fraction` for checkpointed or reversible layers.
     """
-    if isinstance(params, str) and params not in list_models():
-        raise TypeError(f"params must be a parameter count or a model name; got {params!r}")
     per_token: float | FloatArray
     if isinstance(params, str | ModelConfig):
         per_token = get_model(params).training_flops_per_token()
     else:
-        per_token = TRAINING_FLOPS_PER_PARAM_TOKEN * positive("params", params)
-    T = positive("tokens", tokens)
+        per_token = TRAINING_FLOPS_PER_PARAM_TOKEN * as_floats(params)
+    T = as_floats(tokens)
     return as_output(per_token * (1 + recompute_flops_fraction(activations)) * T)
 
 
 @contract(
-    global_batch_tokens=AMOUNT,
+    global_batch_tokens=POSITIVE,
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
-    weight_bytes_per_param=SCALAR,
-    grad_bytes_per_param=SCALAR,
+    weight_bytes_per_param=SCALAR_POSITIVE,
+    grad_bytes_per_param=SCALAR_POSITIVE,
 )
 def training_communication(
     model: str | ModelConfig,
@@ -209,11 +210,11 @@ def training_communication(
     """
     spec = layout.validate(model)
     chip_spec = get_chip(chip)
-    m = positive_int("microbatches", microbatches)
-    tokens = positive("global_batch_tokens", global_batch_tokens)
+    m = int(microbatches)
+    tokens = as_floats(global_batch_tokens)
     b_act = bytes_per_element(activation_dtype)
-    b_w = float(positive("weight_bytes_per_param", weight_bytes_per_param))
-    b_g = float(positive("grad_bytes_per_param", grad_bytes_per_param))
+    b_w = float(weight_bytes_per_param)
+    b_g = float(grad_bytes_per_param)
     placed = groups(layout, chip_spec)
     recompute = recompute_flops_fraction(activations) > 0
     micro_tokens = tokens / (layout.dp * layout.ep * m)
@@ -300,12 +301,12 @@ def _dp_sync(
 
 
 @contract(
-    global_batch_tokens=AMOUNT,
+    global_batch_tokens=POSITIVE,
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
     flops_efficiency=SCALAR_FRACTION,
-    weight_bytes_per_param=SCALAR,
-    grad_bytes_per_param=SCALAR,
+    weight_bytes_per_param=SCALAR_POSITIVE,
+    grad_bytes_per_param=SCALAR_POSITIVE,
 )
 def training_step(
     model: str | ModelConfig,
@@ -331,9 +332,9 @@ def training_step(
     """
     spec = layout.validate(model)
     chip_spec = get_chip(chip)
-    efficiency = float(fraction("flops_efficiency", flops_efficiency))
-    m = positive_int("microbatches", microbatches)
-    tokens = positive("global_batch_tokens", global_batch_tokens)
+    efficiency = float(flops_efficiency)
+    m = int(microbatches)
+    tokens = as_floats(global_batch_tokens)
     peak = chip_spec.peak(compute_dtype)
     per_gpu = np.asarray(training_flops(spec, tokens, activations)) / layout.n_gpus
     compute = per_gpu / (peak * efficiency)

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_output, choice, positive, positive_int
+from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     AMOUNT,
     CHIPS,
+    POSITIVE,
     RESULT,
     SCALAR,
     SCALAR_POSITIVE,
@@ -91,8 +92,8 @@ def model_state_bytes(
     ``dp`` (ZeRO paper, arXiv 1910.02054, section 5): stage 1 divides the optimizer by ``dp``,
     stage 2 also the gradients, stage 3 (FSDP) also the weights. The defaults are
     mixed-precision Adam, ``2 + 2 + 12 = 16`` bytes per parameter."""
-    P = positive("n_params", n_params, allow_zero=True)
-    N = positive("dp", dp)
+    P = as_floats(n_params)
+    N = as_floats(dp)
     stage = Layout(zero_stage=zero_stage).zero_stage  # validates the stage
     per_param = {
         "weight_bytes_per_param": weight_bytes_per_param,
@@ -168,11 +169,10 @@ def activation_memory_bytes(
     :func:`recompute_flops_fraction`.
     """
     spec = get_model(model)
-    choice("mode", mode, ACTIVATION_MODES)
-    T = positive("tokens", tokens, allow_zero=True)
+    T = as_floats(tokens)
     layers = positive("n_layers", spec.n_layers if n_layers is None else n_layers)
-    shards = positive_int("tp", tp)
-    flight = positive_int("microbatches_in_flight", microbatches_in_flight)
+    shards = int(tp)
+    flight = int(microbatches_in_flight)
     per_layer = activation_bytes_per_token(spec, dtype) / spec.n_layers
     layer_input = spec.d_model * bytes_per_element(dtype)
     if mode == "stored":
@@ -189,11 +189,11 @@ def recompute_flops_fraction(mode: str) -> float:
     """Extra training FLOPs over ``6 P`` per token: 0 when activations are stored; one more
     forward pass, ``2P / 6P = 1/3``, for checkpointing, and the same for reversible layers,
     which recompute each layer once to rebuild its inputs and take its gradients."""
-    return 0.0 if choice("mode", mode, ACTIVATION_MODES) == "stored" else 1.0 / 3.0
+    return 0.0 if mode == "stored" else 1.0 / 3.0
 
 
 @contract(
-    global_batch_tokens=AMOUNT,
+    global_batch_tokens=POSITIVE,
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
     weight_bytes_per_param=SCALAR,
@@ -226,8 +226,8 @@ def training_memory(
     a deeper pipeline hold *more* activations.
     """
     spec = layout.validate(model)
-    m = positive_int("microbatches", microbatches)
-    tokens = positive("global_batch_tokens", global_batch_tokens)
+    m = int(microbatches)
+    tokens = as_floats(global_batch_tokens)
     split = layout.tp * layout.pp
     knobs = {
         "weight_bytes_per_param": weight_bytes_per_param,
