@@ -220,9 +220,11 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         assert len(feedback) == 1, (user, feedback)
         scores[user] = feedback[0].read_text(encoding="utf-8")
     # What each typed is what was graded: the right answers, the wrong ones, hand points.
-    assert "Score: 10.0 / 10.0" in scores[students[0]]
-    assert "Score: 4.0 / 10.0" in scores[students[1]]
-    assert "Score: 8.0 / 10.0" in scores[students[2]]
+    full, total = SPEC.autograded_points, SPEC.autograded_points + SPEC.manual_points
+    wrong = full - full / len(SPEC.test_cells) * len(SPEC.wrong_fails)
+    assert f"Score: {full + 2.0} / {total}" in scores[students[0]]
+    assert f"Score: {wrong} / {total}" in scores[students[1]]
+    assert f"Score: {full} / {total}" in scores[students[2]]
     assert_isolated(hub, api)
 
 
@@ -351,7 +353,7 @@ def test_thirty_students_submit_at_once() -> None:
         assert sorted(graded) == sorted(hub.students), "every submission graded exactly once"
         with (hub.course / "grades.csv").open() as fh:
             scores = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(fh)}
-        assert scores == dict.fromkeys(hub.students, 8.0), "each graded right"
+        assert scores == dict.fromkeys(hub.students, SPEC.autograded_points), "each graded right"
     total_s = time.perf_counter() - started
     print(
         f"\n30 students: servers ready in {servers_s:.0f} s, 30 submissions in {submit_s:.1f} s, "

@@ -54,20 +54,23 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Object of type <Submitted"),
 ]
 
-# What each submission earns of the 8 autograded points, and whether the report flags it.
-GOOD = {"alice": 8.0, "bob": 4.0, "carol": 0.0}
+# What each submission earns of the autograded points (FULL), and whether the report flags it.
+FULL, TOTAL = SPEC.autograded_points, SPEC.autograded_points + SPEC.manual_points
+PART = FULL / len(SPEC.test_cells)  # each autograded part is worth the same
+GOOD = {"alice": FULL, "bob": FULL - PART * len(SPEC.wrong_fails), "carol": 0.0}
 BAD: dict[str, tuple[float, bool]] = {
-    "loop": (6.0, False),  # `while True` in Part 2: that cell times out, grading goes on
-    "import_error": (6.0, False),  # a missing module in Part 1's answer
-    "deleted_test": (6.0, True),  # Part 3's test cell deleted: no grade, flagged
-    "edited_test": (6.0, True),  # Part 4's test cell replaced by `pass`: restored, fails
-    "huge_output": (8.0, False),  # megabytes of print: truncated to 1000 lines, still graded
-    "sys_exit": (8.0, False),  # sys.exit() in IPython is an exception, not an exit
+    "loop": (FULL - PART, False),  # `while True` in Part 2: that cell times out, grading goes on
+    "import_error": (FULL - PART, False),  # a missing module in Part 1's answer
+    "deleted_test": (FULL - PART, True),  # Part 3's test cell deleted: no grade, flagged
+    "edited_test": (FULL - PART, True),  # Part 4's test cell replaced by `pass`: restored, fails
+    "huge_output": (FULL, False),  # megabytes of print: truncated to 1000 lines, still graded
+    "sys_exit": (FULL, False),  # sys.exit() in IPython is an exception, not an exit
     "kernel_death": (0.0, True),  # os._exit(): nbgrader cannot grade it, flagged
-    "patched_isclose": (8.0, True),  # forces the hidden test to pass: only the flag catches it
-    "shadowed_builtin": (6.0, True),  # rebinding isinstance: the hidden values still fail
-    "silenced_tracebacks": (6.0, True),  # nbgrader PR #1324: still scores 0 for that part
-    "wrong_types": (2.0, False),  # a list and strings where numbers belong
+    "patched_isclose": (FULL, True),  # forces the hidden test to pass: only the flag catches it
+    "shadowed_builtin": (FULL - PART, True),  # rebinding isinstance: the hidden values still fail
+    "silenced_tracebacks": (FULL - PART, True),  # nbgrader PR #1324: still scores 0 for that part
+    # A list and strings where numbers belong: Parts 1 and 3, and Part 4, which compares with 3.
+    "wrong_types": (FULL - 3 * PART, False),
     "empty_notebook": (0.0, True),
     "corrupt_ipynb": (0.0, True),
 }
@@ -356,7 +359,7 @@ def test_grades_are_exported_to_csv(term: dict[str, Any]) -> None:
         rows = {row["student_id"]: row for row in csv.DictReader(fh)}
     expected = final_scores()
     assert {s: float(rows[s]["raw_score"]) for s in expected} == expected, "hand grades count"
-    assert {rows[s]["max_score"] for s in expected} == {"10.0"}
+    assert {rows[s]["max_score"] for s in expected} == {str(TOTAL)}
     assert all(rows[s]["assignment"] == ASSIGNMENT for s in expected)
 
 
@@ -386,7 +389,7 @@ def final_scores() -> dict[str, float]:
     scores = {**GOOD, **{student: score for student, (score, _) in BAD.items()}}
     for student, points in HAND_SCORES.items():
         scores[student] += points
-    scores["patched_isclose"] -= 2.0  # its forced part, overridden to 0 after review
+    scores["patched_isclose"] -= PART  # its forced part, overridden to 0 after review
     return scores
 
 
@@ -406,9 +409,10 @@ def test_released_feedback_shows_the_final_scores(term: dict[str, Any]) -> None:
     course = term["course"]
     alice = next((course.home("alice") / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
     text = alice.read_text(encoding="utf-8")
-    assert "Score: 10.0 / 10.0" in text, "alice's feedback lacks her hand-graded reflection"
+    final = final_scores()
+    assert f"Score: {final['alice']} / {TOTAL}" in text, "alice's feedback lacks her reflection"
     cheat = feedback_html(term, "patched_isclose")
-    assert "Score: 8.0 / 10.0" in cheat, "the override is not in the cheater's feedback"
+    assert f"Score: {final['patched_isclose']} / {TOTAL}" in cheat, "the override is missing"
 
 
 def test_report_lists_review_flags_first_and_counts_hand_grading(term: dict[str, Any]) -> None:
@@ -443,8 +447,9 @@ def test_report_after_review_honours_overrides_and_hand_grades(term: dict[str, A
         for cells in [[c.strip() for c in line.strip("|").split("|")]]
     }
     assert rows["patched_isclose"]["test_critical_batch_int8"] == "0*"
-    assert rows["patched_isclose"]["score"] == "8"
-    assert rows["alice"]["reflection"] == "2*" and rows["alice"]["score"] == "10"
+    final = final_scores()
+    assert rows["patched_isclose"]["score"] == f"{final['patched_isclose']:g}"
+    assert rows["alice"]["reflection"] == "2*" and rows["alice"]["score"] == f"{final['alice']:g}"
     assert "## To grade by hand: 0 answers" not in text  # the bad ones still wait
     assert "**alice**" not in text.split("## Scores")[0], "alice needs nothing more"
 
@@ -753,7 +758,7 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
     after = gradebook_scores(root)
     assert len(after) == len(before) + len(late), "one gradebook row per student"
     for student in late:
-        expected = 4.0 if int(student[-1]) % 2 else 8.0
+        expected = GOOD["bob"] if int(student[-1]) % 2 else GOOD["alice"]
         assert after[student]["score"] == expected, (student, after[student])
     assert {s: after[s] for s in before} == before, "earlier grades changed"
     entries = [line.split("\t")[0] for line in journal.read_text().splitlines()]
@@ -815,7 +820,7 @@ def test_regrade_keeps_hand_grades_and_their_reviewed_state(term: dict[str, Any]
     hand = text[text.index("## To grade by hand:") : text.index("## Scores")]
     for student in HAND_SCORES:
         assert student not in hand, f"{student} is listed for hand grading again"
-    assert gradebook_scores(root)["alice"]["score"] == 10.0
+    assert gradebook_scores(root)["alice"]["score"] == final_scores()["alice"]
 
 
 # ---- nothing carried from one student to the next --------------------------------------------
