@@ -2,6 +2,21 @@
 
 from grading_support import AssignmentSpec
 
+from llmmath import serving_systems
+
+
+def _tp_latency() -> dict[str, float]:
+    """Part 6's answers from the package (the lesson's "Collective latency"): Llama-3-70B with
+    TP8 on H100 at batch 1 and 2,048 tokens of context, the serial step. The hidden tests'
+    literals must equal these, so a change in serving_systems or the data fails here."""
+    step = serving_systems.tp_decode_breakdown("Llama-3-70B", "H100", 8, 1, 2048)
+    return {
+        "alpha_s": float(step.alpha_s),
+        "step_s": float(step.serial_s),
+        "alpha_share": float(step.alpha_share),
+    }
+
+
 SPEC = AssignmentSpec(
     assignment="parallelism",
     test_cells=(
@@ -10,8 +25,9 @@ SPEC = AssignmentSpec(
         "test_dp_critical",
         "test_kv_serving",
         "test_activations",
+        "test_tp_latency",
     ),
-    autograded_points=10.0,  # five autograded parts of 2 points
+    autograded_points=12.0,  # six autograded parts of 2 points
     manual_points=2.0,  # the reflection
     manual_cells=("reflection",),
     answers={
@@ -29,9 +45,11 @@ SPEC = AssignmentSpec(
         "checkpointed_bytes": 8.11597824e8,
         "reversible_bytes": 2.07618048e8,
         "extra_compute_fraction": 0.3333333333333333,
+        **_tp_latency(),
     },
-    # Thinking ZeRO-1 also shards the gradients (that is stage 2), and thinking a pipeline
-    # divides the KV cache per GPU by its stages as tensor parallelism does.
+    # Thinking ZeRO-1 also shards the gradients (that is stage 2), thinking a pipeline divides
+    # the KV cache per GPU by its stages as tensor parallelism does, and counting one
+    # all-reduce per layer where tensor parallelism does two (after attention, after the MLP).
     wrong_answers={
         "model_state": (
             "TP, DP = 4, 128\n"
@@ -54,15 +72,28 @@ SPEC = AssignmentSpec(
             "max_batch_tp8 = math.floor(room / (CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN / GPUS))\n"
             "max_batch_pp8 = max_batch_tp8\n"
         ),
+        "tp_latency": (
+            "TP, CONTEXT = 8, 2_048\n"
+            "ring_steps = 2 * (TP - 1)\n"
+            "alpha_s = LLAMA3_70B_LAYERS * ring_steps * NVLINK_STEP_LATENCY_S\n"
+            "weights = WEIGHT_BYTES_PER_PARAM * LLAMA3_70B_MATMUL_PARAMS / TP\n"
+            "kv = CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN / TP\n"
+            "sent = LLAMA3_70B_LAYERS * ring_steps / TP * LLAMA3_70B_LAYER_INPUT_BYTES\n"
+            "reads_s = (weights + kv) / H100_HBM_BYTES_PER_S\n"
+            "step_s = reads_s + alpha_s + sent / H100_NVLINK_BYTES_PER_S\n"
+            "alpha_share = alpha_s / step_s\n"
+        ),
     },
     wrong_fails={
         "test_model_state": "state_bytes_zero1",
         "test_kv_serving": "kv_bytes_pp8",
+        "test_tp_latency": "alpha_s",
     },
     pinned_expressions=3,  # Part 1's hidden tests pin three bubble_fraction calls
     leaky_examples=(
         "the ZeRO-0 state is 282 GB per GPU",
         "a replica needs 44,296.875 tokens, about 4.43e+04",
+        "at batch 1 the all-reduces' latency is 0.168 of the step, 1.05 ms",
     ),
     clean_examples=("70.55e9 parameters, 16 bytes each, 80e9 bytes of HBM, 327,680 B/token",),
 )
