@@ -7,14 +7,17 @@ exercise's inputs, so a change in a model or its data that moves an answer fails
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
-from grading_support import load_specs
+from grading_support import AssignmentSpec, load_specs
 
 from llmmath import batching, focus, number_formats, speculative
 from llmmath.deployment import Deployment
 
+ROOT = Path(__file__).resolve().parent.parent
 ANSWERS = {spec.assignment: spec.answers for spec in load_specs()}
 
 
@@ -68,3 +71,23 @@ def test_pinned_answers_are_the_packages(
     values = computed()
     pinned = {name: ANSWERS[assignment][name] for name in values}
     assert pinned == pytest.approx(values, rel=1e-12), f"tests/specs/{assignment}.py"
+
+
+# ---- each lesson's "Graded exercise" line says what the exercise holds -------------------------
+NUMBER_WORDS = {"four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+
+
+@pytest.mark.parametrize("spec", load_specs(), ids=lambda spec: spec.assignment)
+def test_lesson_states_the_exercise_s_parts_and_points(spec: AssignmentSpec) -> None:
+    lesson = (ROOT / "lessons" / f"{spec.assignment}.md").read_text()
+    words = " ".join(lesson.split("## Graded exercise", 1)[1].split()[:40])
+    found = re.search(r"(\w+) autograded parts .*? (\d+) points", words)
+    assert found, f"lessons/{spec.assignment}.md: no 'N autograded parts ... M points' line"
+    assert NUMBER_WORDS[found.group(1)] == len(spec.test_cells)
+    assert float(found.group(2)) == spec.autograded_points + spec.manual_points
+
+
+def test_instructor_guide_states_the_roofline_exercise_s_points() -> None:
+    roofline = {spec.assignment: spec for spec in load_specs()}["roofline"]
+    guide = " ".join((ROOT / "book" / "instructor.md").read_text().split())
+    assert f"roofline exercise ({roofline.autograded_points:g} autograded points)" in guide
