@@ -49,7 +49,12 @@ def figure_png(figure: Figure, colours: int = 32) -> bytes:
     return _canvas_png(canvas, colours)
 
 
-def _canvas_png(canvas: FigureCanvasAgg, colours: int) -> bytes:
+#: zlib's effort for a PNG: 6 (PIL's default) for frames a page keeps; 1 for a live frame,
+#: sent once over the kernel's socket (the same pixels, ~1.5 ms sooner, ~50% more bytes).
+KEPT, SENT = 6, 1
+
+
+def _canvas_png(canvas: FigureCanvasAgg, colours: int, compress_level: int = KEPT) -> bytes:
     """What is in the canvas's buffer now, as a palette PNG (~5-10 KB for a line plot)."""
     image = Image.frombuffer(
         "RGBA",
@@ -58,7 +63,7 @@ def _canvas_png(canvas: FigureCanvasAgg, colours: int) -> bytes:
     )
     buffer = io.BytesIO()
     palette = image.convert("RGB").quantize(colours, method=Image.Quantize.FASTOCTREE)
-    palette.save(buffer, format="PNG")
+    palette.save(buffer, format="PNG", compress_level=compress_level)
     return buffer.getvalue()
 
 
@@ -91,6 +96,9 @@ class FastFigure:
         self.axes: list[Axes] = list(self.figure.subplots(1, ncols, squeeze=False)[0])
         for ax in self.axes:  # minor ticks on log axes double the draw time: see png()
             ax.grid(True, which="major", alpha=0.3)
+            # Titles stay at the top of the axes (where matplotlib puts them when no tick
+            # label is on top) rather than measuring every axis on every draw to place them.
+            ax.set_title("", y=1.0)
         self._scene: Hashable = None
         self._scene_version = 0
         #: (background key, scene version) -> the background with the scene drawn on it
@@ -196,8 +204,8 @@ class FastFigure:
             for ax in self.axes
         )
 
-    def png(self, colours: int = 32) -> bytes:
-        """The current frame as a palette PNG.
+    def png(self, colours: int = 32, compress_level: int = KEPT) -> bytes:
+        """The current frame as a palette PNG (``compress_level``: zlib's, see :data:`SENT`).
 
         Two layers are cached: the background (the axes) and, on it, the scene (everything
         redrawn only on :meth:`new_scene`, the contract of a subclass). A move that keeps
@@ -210,7 +218,7 @@ class FastFigure:
             self.canvas.restore_region(self._scene_image[1])  # type: ignore[no-untyped-call]
             for artist in top:
                 self.figure.draw_artist(artist)
-            return _canvas_png(self.canvas, colours)
+            return _canvas_png(self.canvas, colours, compress_level)
         self._scene_image = None
         cached = self._backgrounds.pop(key, None)
         if cached is None:
@@ -243,7 +251,7 @@ class FastFigure:
             self._scene_image = (scene_key, scene)
         for artist in top:
             self.figure.draw_artist(artist)
-        return _canvas_png(self.canvas, colours)
+        return _canvas_png(self.canvas, colours, compress_level)
 
     def _pixels(self) -> np.ndarray:
         """The canvas's RGBA buffer, writable in place."""

@@ -32,6 +32,8 @@ from typing import Any, Literal
 import ipywidgets as w
 from matplotlib.figure import Figure
 
+from ..plots.common import SENT
+
 STATIC_ENV = "LLMMATH_STATIC_WIDGETS"
 #: A folder for the static frames as files ("" inlines them); unset, a book build finds its own.
 FRAMES_ENV = "LLMMATH_FRAMES_DIR"
@@ -354,7 +356,7 @@ def live_explorer(spec: Explorer) -> w.VBox:
             status.value = f"<span style='color:#b2182b'>{html.escape(str(error))}</span>"
             return
         status.value = spec.status(values) if spec.status else ""
-        shown.value = view.png() if hasattr(view, "png") else view.html()
+        shown.value = view.png(compress_level=SENT) if hasattr(view, "png") else view.html()
 
     if spec.wire is not None:  # before redraw: a coupled control is set first, drawn once
         spec.wire(controls)
