@@ -89,6 +89,8 @@ class FastFigure:
     BACKGROUNDS = 16
     #: Panels kept per axes (each the pixels of one axes at one set of limits and ticks).
     PATCHES = 32
+    #: zlib's effort for :meth:`png` (a live explorer sets :data:`SENT`).
+    compress_level = KEPT
 
     def __init__(self, figsize: tuple[float, float], ncols: int = 1, dpi: int = 80) -> None:
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
@@ -204,8 +206,8 @@ class FastFigure:
             for ax in self.axes
         )
 
-    def png(self, colours: int = 32, compress_level: int = KEPT) -> bytes:
-        """The current frame as a palette PNG (``compress_level``: zlib's, see :data:`SENT`).
+    def png(self, colours: int = 32) -> bytes:
+        """The current frame as a palette PNG (zlib at :attr:`compress_level`).
 
         Two layers are cached: the background (the axes) and, on it, the scene (everything
         redrawn only on :meth:`new_scene`, the contract of a subclass). A move that keeps
@@ -218,7 +220,7 @@ class FastFigure:
             self.canvas.restore_region(self._scene_image[1])  # type: ignore[no-untyped-call]
             for artist in top:
                 self.figure.draw_artist(artist)
-            return _canvas_png(self.canvas, colours, compress_level)
+            return _canvas_png(self.canvas, colours, self.compress_level)
         self._scene_image = None
         cached = self._backgrounds.pop(key, None)
         if cached is None:
@@ -251,7 +253,7 @@ class FastFigure:
             self._scene_image = (scene_key, scene)
         for artist in top:
             self.figure.draw_artist(artist)
-        return _canvas_png(self.canvas, colours, compress_level)
+        return _canvas_png(self.canvas, colours, self.compress_level)
 
     def _pixels(self) -> np.ndarray:
         """The canvas's RGBA buffer, writable in place."""
