@@ -87,8 +87,9 @@ class FastFigure:
 
     #: Backgrounds kept (each a figure-sized RGBA buffer: 1 MB at 800 x 320).
     BACKGROUNDS = 16
-    #: Panels kept per axes (each the pixels of one axes at one set of limits and ticks).
-    PATCHES = 32
+    #: Panels kept per axes (each up to ~0.6 MB: the pixels of one axes at one set of limits,
+    #: ticks and labels).
+    PATCHES = 12
     #: zlib's effort for :meth:`png` (a live explorer sets :data:`SENT`).
     compress_level = KEPT
 
