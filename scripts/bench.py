@@ -2,7 +2,7 @@
 
     make bench        # or: .venv/bin/python scripts/bench.py
     .venv/bin/python scripts/bench.py --controls-only            # the explorers' controls only
-    .venv/bin/python scripts/bench.py --profile batching.context  # cProfile of one control
+    .venv/bin/python scripts/bench.py --profile batching.context --top 15  # cProfile, one control
     .venv/bin/python scripts/bench.py --pages _build/html     # lesson weights, first paint
 
 Reports every control of every live explorer (each chapter's ``widgets.<chapter>.*declaration``:
@@ -248,6 +248,7 @@ def main() -> None:
     parser.add_argument("--only", help="one explorer or control, e.g. batching.context")
     parser.add_argument("--repeats", type=int, default=15, help="moves per control")
     parser.add_argument("--profile", metavar="EXPLORER.CONTROL", help="cProfile one control")
+    parser.add_argument("--top", type=int, default=25, help="functions a profile lists")
     parser.add_argument("--out", type=Path, help="where to write the figures (JSON)")
     parser.add_argument("--pages", type=Path, metavar="HTML", help="a built book: page weights")
     args = parser.parse_args()
@@ -263,7 +264,7 @@ def main() -> None:
             args.out.write_text(json.dumps({"pages": pages}, indent=2))
         return
     if args.profile:
-        print(profile_control(args.profile, args.repeats))
+        print(profile_control(args.profile, args.repeats, args.top))
         return
     found = bench_controls(args.repeats, args.only)
     print_controls(found)

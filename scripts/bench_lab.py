@@ -12,6 +12,8 @@ Figures:
 - live widget update latency: a key press on the batch slider until the new figure has
   loaded in the page (kernel round trip, model, redraw, PNG, transfer, decode), timed inside
   the page with ``performance.now()``; median and p95 over ``--moves`` presses, one at a time;
+- the same for one main control of each lesson's main explorer (``MAIN_CONTROLS``), right
+  after that lesson's Run All;
 - Run All of every lesson in JupyterLab: from the menu command until every code cell (hidden
   ones too) has an execution count, read from the notebook's model; and, run headless with
   nbclient, the cell that takes longest in each lesson.
@@ -26,6 +28,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -113,7 +116,8 @@ RAN_JS = """() => {
 
 
 def lesson_run_all_s(page: Page, url: str, token: str, lesson: Path) -> float:
-    """Seconds from Run All Cells until every code cell of ``lesson`` has run in JupyterLab."""
+    """Seconds from Run All Cells until every code cell of ``lesson`` has run in JupyterLab
+    (the lesson is left open, its explorers live)."""
     page.goto(f"{url}/lab/tree/lessons/{lesson.name}?reset&token={token}")
     page.locator("#jp-main-statusbar", has_text="| Idle").wait_for(timeout=120_000)
     start = time.perf_counter()
@@ -121,6 +125,16 @@ def lesson_run_all_s(page: Page, url: str, token: str, lesson: Path) -> float:
     page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
     page.wait_for_function(RAN_JS, timeout=300_000, polling=100)
     return time.perf_counter() - start
+
+
+def latency_figures(latencies: list[float]) -> dict[str, float]:
+    return {
+        "moves": len(latencies),
+        "median": statistics.median(latencies),
+        "p95": float(np.percentile(np.array(latencies), 95)),
+        "min": min(latencies),
+        "max": max(latencies),
+    }
 
 
 def slowest_cell(lesson: Path) -> dict[str, object]:
@@ -143,8 +157,21 @@ def slowest_cell(lesson: Path) -> dict[str, object]:
     return {"s": seconds, "first_line": first_line, "all_cells_s": sum(s for s, _ in times)}
 
 
-def slider_latency(page: Page, moves: int) -> list[float]:
-    """Milliseconds from each key press on the slider to the redrawn figure's load event."""
+#: Each lesson's main explorer (its first live one on the page) and the slider timed on it,
+#: by its label: the slider the issue names where it names one, else the first.
+MAIN_CONTROLS = {
+    "roofline": "batch",
+    "batching": "context",
+    "kv_cache": "batch",
+    "moe": "experts E",
+    "overtraining_pricing": "loss",
+    "parallelism": "microbatches",
+}
+
+
+def slider_latency(page: Page, moves: int, label: str | None = None) -> list[float]:
+    """Milliseconds from each key press on a slider (the one labelled ``label``, else the
+    first) of the page's first live explorer to the redrawn figure's load event."""
     explorer = (
         page.locator(".jp-OutputArea-output")
         .filter(has=page.locator(".widget-slider"))
@@ -154,7 +181,11 @@ def slider_latency(page: Page, moves: int) -> list[float]:
     image = explorer.locator(".widget-image").first
     image.scroll_into_view_if_needed()
     image.evaluate(PROBE)
-    handle = explorer.locator(".widget-slider .noUi-handle").first
+    sliders = explorer.locator(".widget-slider")
+    if label is not None:
+        named = page.locator(".widget-label", has_text=re.compile(f"^{re.escape(label)}$"))
+        sliders = sliders.filter(has=named)
+    handle = sliders.first.locator(".noUi-handle").first
     handle.focus()
     latencies = []
     for i in range(moves):
@@ -166,6 +197,14 @@ def slider_latency(page: Page, moves: int) -> list[float]:
         latencies.append(loads[i] - keys[i])
         page.wait_for_timeout(100)  # a learner's pace, and nothing left in flight
     return latencies
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(
+            f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items()
+        )
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,18 +251,16 @@ def main(argv: list[str] | None = None) -> int:
             page.locator(".widget-image").first.wait_for()
             results["lesson_open_to_live_figure_s"] = time.perf_counter() - opened
 
-            latencies = slider_latency(page, args.moves)
-            results["widget_update_ms"] = {
-                "moves": len(latencies),
-                "median": statistics.median(latencies),
-                "p95": float(np.percentile(np.array(latencies), 95)),
-                "min": min(latencies),
-                "max": max(latencies),
-            }
-            results["run_all_s"] = {
-                lesson.stem: lesson_run_all_s(page, url, token, lesson)
-                for lesson in sorted((ROOT / "lessons").glob("*.md"))
-            }
+            results["widget_update_ms"] = latency_figures(slider_latency(page, args.moves))
+            run_all, controls = {}, {}
+            for lesson in sorted((ROOT / "lessons").glob("*.md")):
+                run_all[lesson.stem] = lesson_run_all_s(page, url, token, lesson)
+                label = MAIN_CONTROLS.get(lesson.stem)
+                if label is not None:
+                    latencies = slider_latency(page, args.moves, label)
+                    controls[f"{lesson.stem}.{label}"] = latency_figures(latencies)
+            results["run_all_s"] = run_all
+            results["lesson_control_ms"] = controls
         finally:
             browser.close()
             stop(process, url, token)
@@ -234,13 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     results["cpus"] = os.cpu_count()
     results["load_average_1min"] = os.getloadavg()[0]
     for name, value in results.items():
-        if isinstance(value, dict):
-            shown = ", ".join(
-                f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items()
-            )
+        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+            print(name)  # one line per lesson
+            for part, figures in value.items():
+                print(f"  {part:28s} {_shown(figures)}")
         else:
-            shown = f"{value:.2f}" if isinstance(value, float) else str(value)
-        print(f"{name:30s} {shown}")
+            print(f"{name:30s} {_shown(value)}")
     path = ROOT / "bench-lab-results.json"
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {path.name}")

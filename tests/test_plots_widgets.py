@@ -11,6 +11,7 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -19,6 +20,7 @@ from llmmath.hardware import list_chips
 from llmmath.measure import MachineRoofline
 from llmmath.models import list_models
 from llmmath.plots import roofline as roofline_plots
+from llmmath.plots.fast_text import FastCanvas
 from llmmath.widgets import roofline as roofline_widgets
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -570,3 +572,44 @@ def test_tier_explorer_titles_a_setting_that_does_not_fit_by_its_own_name() -> N
         assert "DeepSeek-V3" in title and "does not fit" in title and "Llama" not in title
         titles.add(title)
     assert len(titles) == 2, titles
+
+
+def test_every_static_frame_is_a_full_draw() -> None:
+    """Each precomputed frame of the over-training explorer (both panels' limits move with
+    the loss) has the pixels of a whole-figure draw at its setting: no panel swapped in
+    clips a neighbour's tick label (the last x label once lost its exponent's last digit)."""
+    spec = widgets.overtraining_pricing.overtraining_declaration()
+    box = widgets.common.static_explorer(spec)
+    order = spec.static_controls()
+    settings = [
+        {order[0].name: outer, order[1].name: inner}
+        for outer in order[0].stops
+        for inner in order[1].stops
+    ]
+    full = spec.view()
+    for values, leaf in zip(settings, leaves(box.stacks), strict=True):
+        full.update(**spec.settings(values))
+        full._backgrounds.clear()  # a whole-figure draw (the layout frozen at the first)
+        assert pixels(leaf.value) == pixels(full.png()), values
+
+
+def test_fast_text_draws_the_pixels_of_matplotlib() -> None:
+    """The canvas that remembers layouts and glyphs draws what matplotlib's own Agg canvas
+    draws: plain and mathtext labels, rotated text, a fraction (drawn by matplotlib itself),
+    at fractional positions, first from an empty cache and again from a full one."""
+
+    def draw(canvas_type: type[FigureCanvasAgg]) -> bytes:
+        figure = Figure(figsize=(4.3, 3.1), dpi=83)
+        canvas = canvas_type(figure)
+        ax = figure.add_subplot()
+        ax.loglog([1, 1e5], [3e-3, 7e2], label="μ-law 1,024 × ÷")
+        ax.set(xlabel="batch B (tokens per step)", ylabel="time (s)", title="10 × H100: ≤ 4 ms")
+        ax.text(0.37, 0.41, r"$\frac{2N}{B}$ and $10^{12}$", transform=ax.transAxes, rotation=17)
+        ax.annotate("5 min", (30.3, 1.7), xytext=(2.3, -10.1), textcoords="offset points")
+        ax.legend(fontsize=7.3)
+        canvas.draw()
+        return bytes(canvas.buffer_rgba())
+
+    plain = draw(FigureCanvasAgg)
+    assert draw(FastCanvas) == plain
+    assert draw(FastCanvas) == plain  # every layout and glyph remembered

@@ -348,12 +348,19 @@ def inference_aware_optimum(
     def total(log_n: FloatArray) -> FloatArray:
         return lifetime_compute(np.exp(log_n), L, T, fit=fit).total_flops
 
+    x1, x2 = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
+    f1, f2 = total(x1), total(x2)
     for _ in range(200):
-        x1, x2 = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
-        left = total(x1) < total(x2)  # then the minimum lies in [lo, x2], else in [x1, hi]
+        left = f1 < f2  # then the minimum lies in [lo, x2], else in [x1, hi]
         lo, hi = np.where(left, lo, x1), np.where(left, x2, hi)
         if np.all(hi - lo < 1e-10):
             break
+        # One new point per step: the kept inner point is already one of the next pair
+        # (golden ratio), so its total is reused rather than recomputed.
+        x_new = np.where(left, hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo))
+        f_new = total(x_new)
+        x1, x2 = np.where(left, x_new, x2), np.where(left, x1, x_new)
+        f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
     return lifetime_compute(np.exp(0.5 * (lo + hi)), L, T, fit=fit)
 
 

@@ -186,35 +186,53 @@ def _option_cmap() -> tuple[ListedColormap, BoundaryNorm]:
     return cmap, BoundaryNorm(np.arange(-0.5, len(OPTION_COLOURS)), cmap.N)
 
 
-def _draw_tier_map(ax: Axes, pc: kv_cache.PrefixCache) -> list[Artist]:
-    """Draw the map; return its artists (so an explorer can remove them for a new scene)."""
-    cmap, norm = _option_cmap()
-    drawn: list[Artist] = [
-        ax.pcolormesh(HOLDS_S, REUSES, pc.cheapest, cmap=cmap, norm=norm, shading="nearest")
-    ]
-    if ax.get_xscale() != "log":  # set once: a new scale is a new formatter, a new background
+class TierMapPanel:
+    """The "which tier?" map on one axes: the cheapest option for each (hold time, reuses),
+    with the 5 min / 1 h / 1 day marks and a legend of the options. The grid is fixed, so a
+    new prefix or deployment only recolours the map (no artist is made again)."""
+
+    def __init__(self, ax: Axes) -> None:
+        self.ax = ax
+        cmap, norm = _option_cmap()
+        blank = np.zeros((len(REUSES), len(HOLDS_S)))
+        self.mesh = ax.pcolormesh(HOLDS_S, REUSES, blank, cmap=cmap, norm=norm, shading="nearest")
         ax.set_xscale("log")
         ax.set_yscale("log")
-    for seconds, text in ((300, "5 min"), (3600, "1 h"), (86400, "1 day")):
-        drawn.append(ax.axvline(seconds, color="white", linewidth=0.8, linestyle="--"))
-        drawn.append(
-            ax.annotate(
-                text,
-                (seconds, REUSES[-1]),
-                xytext=(2, -10),
-                textcoords="offset points",
-                fontsize=7,
-                color="black",
+        self.marks: list[Artist] = []
+        for seconds, text in ((300, "5 min"), (3600, "1 h"), (86400, "1 day")):
+            self.marks.append(ax.axvline(seconds, color="white", linewidth=0.8, linestyle="--"))
+            self.marks.append(
+                ax.annotate(
+                    text,
+                    (seconds, REUSES[-1]),
+                    xytext=(2, -10),
+                    textcoords="offset points",
+                    fontsize=7,
+                    color="black",
+                )
             )
-        )
-    handles = [
-        Patch(color=OPTION_COLOURS[i], label=OPTION_LABELS[name])
-        for i, name in enumerate(pc.options)
-    ]
-    drawn.append(ax.legend(handles=handles, fontsize=7, loc="lower left", framealpha=0.9))
-    plain_axes(ax)
-    ax.set(xlabel="hold time t (s)", ylabel="expected reuses r")
-    return drawn
+        self.options: tuple[str, ...] = ()
+        plain_axes(ax)
+        ax.set(xlabel="hold time t (s)", ylabel="expected reuses r")
+
+    def show(self, pc: kv_cache.PrefixCache) -> None:
+        self.mesh.set_array(pc.cheapest)
+        if tuple(pc.options) != self.options:  # a legend only for a new set of options
+            self.options = tuple(pc.options)
+            handles = [
+                Patch(color=OPTION_COLOURS[i], label=OPTION_LABELS[name])
+                for i, name in enumerate(pc.options)
+            ]
+            self.ax.legend(handles=handles, fontsize=7, loc="lower left", framealpha=0.9)
+        self._shown(True)
+
+    def clear(self) -> None:
+        self._shown(False)
+
+    def _shown(self, shown: bool) -> None:
+        for artist in (self.mesh, *self.marks, self.ax.get_legend()):
+            if artist is not None:
+                artist.set_visible(shown)
 
 
 def tier_map_figure(
@@ -224,7 +242,7 @@ def tier_map_figure(
     time and expected reuses (keeping + reloading vs recomputing by prefill)."""
     figure, ax = figure_and_axes(ax)
     pc = kv_cache.tier_map(deployment, prefix_tokens)
-    _draw_tier_map(ax, pc)
+    TierMapPanel(ax).show(pc)
     gb = float(pc.prefix_bytes.ravel()[0]) / 1e9
     ax.set_title(
         f"{deployment.label}: a {prefix_tokens:,.0f}-token prefix ({gb:.2g} GB)", fontsize=10
@@ -360,6 +378,7 @@ class TierExplorer(FastFigure):
     def __init__(self) -> None:
         super().__init__(figsize=(10.0, 4.0), ncols=2)
         self.ax_map, self.ax_cost = self.axes
+        self.map = TierMapPanel(self.ax_map)
         self.option_lines = [
             self.ax_cost.loglog([], [], color=c, linewidth=2 if i < 4 else 2.5)[0]
             for i, c in enumerate(OPTION_COLOURS)
@@ -376,7 +395,6 @@ class TierExplorer(FastFigure):
         self.readout = self.title_readout(self.ax_map, fontsize=9)
         self.ax_cost.set_title(" ", fontsize=10)
         self.message = self.warning_message()
-        self._map_artists: list[Artist] = []
         self.deployment: Deployment | None = None
         self.prefix_tokens = 4096.0
         self.reuses = 1.0
@@ -399,13 +417,11 @@ class TierExplorer(FastFigure):
         self, model: ModelConfig, n_chips: int, dtype: str, prefix_tokens: float, reuses: float
     ) -> None:
         self.prefix_tokens, self.reuses = float(prefix_tokens), float(reuses)
-        for artist in self._map_artists:
-            artist.remove()
-        self._map_artists = []
         try:
             dep = _deployment(model, n_chips, dtype)
         except DoesNotFitError:
             self.deployment = None
+            self.map.clear()
             self.message.set_text(f"{model.name} in {dtype} does not fit on {n_chips} × H100")
             for line in self.option_lines:
                 line.set_data([], [])
@@ -420,7 +436,7 @@ class TierExplorer(FastFigure):
         self.message.set_text("")
         S = min(self.prefix_tokens, float(model.max_context))
         self.prefix_tokens = S
-        self._map_artists = _draw_tier_map(self.ax_map, kv_cache.tier_map(dep, S))
+        self.map.show(kv_cache.tier_map(dep, S))
         line_pc = kv_cache.prefix_cache(dep, S, HOLDS_S, self.reuses)
         costs = line_pc.option_usd
         finite = costs[np.isfinite(costs)]

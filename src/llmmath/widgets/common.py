@@ -32,6 +32,8 @@ from typing import Any, Literal
 import ipywidgets as w
 from matplotlib.figure import Figure
 
+from ..plots.common import SENT, FastFigure
+
 STATIC_ENV = "LLMMATH_STATIC_WIDGETS"
 #: A folder for the static frames as files ("" inlines them); unset, a book build finds its own.
 FRAMES_ENV = "LLMMATH_FRAMES_DIR"
@@ -340,6 +342,8 @@ def live_explorer(spec: Explorer) -> w.VBox:
     """Every control redraws through the kernel, for any value it accepts; a setting the
     model rejects says why in the line under the controls."""
     view = spec.view()
+    if isinstance(view, FastFigure):
+        view.compress_level = SENT  # a live frame is sent once: encode it fast
     controls = LiveControls(spec)
     shown = w.Image(format="png") if hasattr(view, "png") else w.HTML()
     status = w.HTML()
