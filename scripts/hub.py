@@ -238,6 +238,13 @@ def running_hub(
         url = f"http://127.0.0.1:{port}"
         _wait_for(url, process, log, timeout=60)
         yield Hub(url, state, course, exchange, instructor, names, password, process, log, users)
+    except BaseException:
+        # The state folder goes below: keep the hub's log (servers and proxy too) for a look.
+        if log.exists():
+            kept = Path(tempfile.gettempdir()) / f"llmmath-hub-{prefix}.log"
+            shutil.copy2(log, kept)
+            print(f"hub log kept at {kept}", file=sys.stderr)
+        raise
     finally:
         if process is not None:
             _stop(process)
