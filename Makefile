@@ -76,6 +76,7 @@ pytest: setup browser $(ROOT_ONLY)
 # What the tests need is made side by side: the book keeps one core busy for a minute while
 # mypy and the hub's environment take the other.
 test:
+	@$(MAKE) --no-print-directory setup
 	@$(MAKE) --no-print-directory -j4 --output-sync=target lint types book browser $(ROOT_ONLY)
 	@$(MAKE) --no-print-directory pytest
 
