@@ -70,8 +70,7 @@ browser:
 PYTEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
 ROOT_ONLY := $(if $(filter 0,$(shell id -u)),hub-env,)
 pytest: setup browser $(ROOT_ONLY)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
-		--durations=15
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
 # What the tests need is made side by side: the book keeps one core busy for a minute while
 # mypy and the hub's environment take the other.

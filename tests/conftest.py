@@ -1,17 +1,18 @@
 """Fixtures shared by the test modules, and how ``make test`` shares the tests between cores.
 
-``make test`` runs the suite on both cores (pytest-xdist, ``--dist loadgroup``): each group of
-tests runs whole on one worker, so a module's server, browser and built files are set up once.
-A group is a test file, except the long tests below that start servers or courses of their
-own: each of those is a group by itself, so that the other core can take it. Groups start
-longest first (``--no-loadscope-reorder`` keeps this order; xdist's default would start the
-files with the most tests first and leave the hub, two tests and five minutes, for last).
+``make test`` runs the suite on both cores (pytest-xdist, ``--dist loadgroup``, scheduled by
+``GroupScheduling`` below): each group of tests runs whole on one worker, so a module's server,
+browser and built files are set up once. A group is a test file, except the long tests in
+``APART`` that start servers or courses of their own: each of those groups runs apart from its
+file, so that the other core can take it. Groups start longest first (xdist's default starts
+the files with the most tests first, and left the hub, two tests and five minutes, for last).
 Each worker process starts one headless Chromium, on the first test that asks for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser
@@ -45,18 +46,33 @@ LONGEST_FIRST = (
 )
 
 
-def group_of(item: pytest.Item) -> str:
-    name = getattr(item, "originalname", item.name)
-    return APART.get(name, item.path.name)
+def group_of(nodeid: str) -> str:
+    """``tests/test_x.py::test_name[param]`` -> its group: the test's APART group or its file."""
+    path, _, name = nodeid.partition("@")[0].partition("::")
+    return APART.get(name.split("[")[0], path.rsplit("/", 1)[-1])
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group_of(item)))
+    """Longest groups first; sort is stable, so each group keeps its tests' order."""
     rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
-    # sort is stable: within a group, and among the short files, the order stays as collected
-    items.sort(key=lambda item: rank.get(group_of(item), len(rank)))
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole groups per worker, in collection order. (xdist's own loadgroup reads
+    ``xdist_group`` marks through a node id that pytest 9 no longer lets it change: every test
+    became a group of one, and module fixtures, a whole graded course among them, were built on
+    both workers.)"""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    config.option.loadscopereorder = False  # keep the longest-first order of the collection
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
