@@ -58,6 +58,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: fine without it (-p no:xdist)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Whole groups per worker, in collection order. (xdist's own loadgroup reads
     ``xdist_group`` marks through a node id that pytest 9 no longer lets it change: every test
