@@ -65,13 +65,19 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 		else echo "The browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 
-# Both cores (at most 4 workers): each test file runs whole on one worker, so a module's
-# server, browser and built files are set up once (pytest-xdist, --dist loadfile).
+# Both cores (at most 4 workers): each group of tests (a file, or a long test that needs
+# none of its file's fixtures) runs whole on one worker, longest first (tests/conftest.py).
 PYTEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
-pytest: setup browser $(if $(filter 0,$(shell id -u)),hub-env,)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=15
+ROOT_ONLY := $(if $(filter 0,$(shell id -u)),hub-env,)
+pytest: setup browser $(ROOT_ONLY)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
-test: lint types book pytest
+# What the tests need is made side by side: the book keeps one core busy for a minute while
+# mypy and the hub's environment take the other.
+test:
+	@$(MAKE) --no-print-directory setup
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint types book browser $(ROOT_ONLY)
+	@$(MAKE) --no-print-directory pytest
 
 # Copies exercises/<a>/ to $(LEARNER_DIR)/<a>/ once (never over an existing copy), writes the
 # start page $(LEARNER_DIR)/START.md, then starts JupyterLab with the course folder as root.
@@ -125,10 +131,10 @@ hub/node_modules/.installed: hub/package.json hub/package-lock.json
 	cd hub && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-$(HUB_HOME)/venv/.installed: requirements.lock $(VENV)/.installed
+# Rebuilt only when requirements.lock or this Python changed (scripts/hub.py --build-env
+# compares): a rebuild deletes HUB_HOME under any hub still running from it.
+hub-env: setup hub/node_modules/.installed
 	$(BIN)/python scripts/hub.py --build-env
-
-hub-env: setup hub/node_modules/.installed $(HUB_HOME)/venv/.installed
 
 hub: hub-env
 	$(BIN)/python scripts/hub.py --students $(STUDENTS) --port $(HUB_PORT)

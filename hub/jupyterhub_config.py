@@ -20,6 +20,8 @@ only), which suits a demo and a test; a class uses PAM, LDAP or OAuth instead
 import os
 from pathlib import Path
 
+from jupyterhub.utils import random_port
+
 c = get_config()  # noqa: F821  (traitlets injects get_config into config files)
 env = os.environ
 state = Path(env["LLMMATH_HUB_STATE"])
@@ -64,6 +66,26 @@ c.Spawner.environment = {
     "LD_LIBRARY_PATH": library,
 }
 c.JupyterHub.concurrent_spawn_limit = 0
+
+# Each server's port, chosen here. The spawner's own choice is a port the OS calls free now,
+# which the server binds seconds later (jupyterhub#3005): thirty servers starting at once can
+# be handed the same one (2.6% of thirty-port draws here). The second then fails to bind, while the
+# hub, taking any answer at its URL for "up" (even the first student's 404), routes that
+# student to the other student's server (the 404 in a CI run). So a port this hub gave
+# another student, or holds itself, is never handed out again.
+_given: dict[str, int] = {}
+
+
+def _own_port(spawner):
+    taken = {p for user, p in _given.items() if user != spawner.user.name}
+    taken |= {port, port + 1, port + 2, port + 3}  # the hub, its API, the proxy's, formgrader
+    chosen = random_port()
+    while chosen in taken:
+        chosen = random_port()
+    _given[spawner.user.name] = spawner.port = chosen
+
+
+c.Spawner.pre_spawn_hook = _own_port
 
 # The formgrader, as a service run by the hub as the instructor, in the course root.
 c.JupyterHub.services = [

@@ -238,6 +238,13 @@ def running_hub(
         url = f"http://127.0.0.1:{port}"
         _wait_for(url, process, log, timeout=60)
         yield Hub(url, state, course, exchange, instructor, names, password, process, log, users)
+    except BaseException:
+        # The state folder goes below: keep the hub's log (servers and proxy too) for a look.
+        if log.exists():
+            kept = Path(tempfile.gettempdir()) / f"llmmath-hub-{prefix}.log"
+            shutil.copy2(log, kept)
+            print(f"hub log kept at {kept}", file=sys.stderr)
+        raise
     finally:
         if process is not None:
             _stop(process)
@@ -268,6 +275,10 @@ def build_env(lock: Path) -> None:
         f"python{sys.version_info.major}.{sys.version_info.minor}",
     )
     python = HUB_HOME / "python"
+    installed = HUB_ENV / ".installed"
+    if installed.exists() and installed.read_text() == lock.read_text() and _same_python():
+        print(f"hub environment up to date in {HUB_HOME}")
+        return
     shutil.rmtree(HUB_HOME, ignore_errors=True)
     (python / "lib").mkdir(parents=True)
     shutil.copytree(base / "bin", python / "bin", symlinks=True)
@@ -285,7 +296,16 @@ def build_env(lock: Path) -> None:
     subprocess.run([*pip, "--upgrade", "pip==25.3"], env=env, check=True)
     subprocess.run([*pip, "-r", str(lock)], env=env, check=True)
     subprocess.run(["chmod", "-R", "a+rX", str(HUB_HOME)], check=True)
-    (HUB_ENV / ".installed").write_text(lock.read_text())
+    installed.write_text(lock.read_text())
+
+
+def _same_python() -> bool:
+    """The hub environment's Python is this one (same version and build)."""
+    probe = subprocess.run(
+        [str(HUB_ENV / "bin" / "python"), "-c", "import sys; print(sys.version)"],
+        env=dict(os.environ, LD_LIBRARY_PATH=str(HUB_LIB)), capture_output=True, text=True,
+    )  # fmt: skip
+    return probe.returncode == 0 and probe.stdout.strip() == sys.version
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--prefix", default="llmm", help="OS user names start with this")
     parser.add_argument("--password", help="the shared demo password (default: random)")
-    parser.add_argument("--build-env", action="store_true", help="(re)build HUB_HOME and exit")
+    parser.add_argument(
+        "--build-env", action="store_true", help="build HUB_HOME if out of date, and exit"
+    )
     args = parser.parse_args(argv)
     if args.build_env:
         build_env(REPO / "requirements.lock")

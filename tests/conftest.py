@@ -1,16 +1,79 @@
-"""Fixtures shared by the test modules: one headless Chromium per test process.
+"""Fixtures shared by the test modules, and how ``make test`` shares the tests between cores.
 
-``make test`` runs the suite on both cores (pytest-xdist, ``--dist loadfile``): each worker
-process starts this browser once, on the first test that asks for it, and closes it at the end.
+``make test`` runs the suite on both cores (pytest-xdist, ``--dist loadgroup``, scheduled by
+``GroupScheduling`` below): each group of tests runs whole on one worker, so a module's server,
+browser and built files are set up once. A group is a test file, except the long tests in
+``APART`` that start servers or courses of their own: each of those groups runs apart from its
+file, so that the other core can take it. Groups start longest first (xdist's default starts
+the files with the most tests first, and left the hub, two tests and five minutes, for last).
+Each worker process starts one headless Chromium, on the first test that asks for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser
 from site_support import chromium
+
+# Tests that need no fixture of their module's, so run apart from it: test name -> group.
+APART = {
+    "test_thirty_students_submit_at_once": "hub-thirty",  # its own hub of thirty
+    "test_gradebook_on_postgresql_with_parallel_autograde": "instructor-apart",  # own courses
+    "test_a_patched_builtin_never_reaches_the_next_students_tests": "instructor-apart",
+    "test_make_check_passes_a_correct_copy": "lab-check",  # `make check` needs no Lab server
+    "test_make_check_reports_an_empty_copy_part_by_part": "lab-check",
+    "test_check_reports_a_partial_copy_part_by_part": "lab-check",
+    "test_make_check_runs_no_hidden_test": "lab-check",
+    "test_make_check_reads_every_exercise": "lab-check",
+    "test_make_check_on_a_missing_copy_says_what_to_do": "lab-check",
+    "test_an_answer_wrapped_in_float_passes_part_1_and_its_plot_runs": "lab-check",
+}
+# Longest first, by the wall time of a CI run (seconds, two workers); the rest keep their order.
+LONGEST_FIRST = (
+    "test_instructor.py",  # 250: the term's grading, regrade, SIGKILL, the formgrader
+    "hub-thirty",  # 200: thirty servers started, thirty submissions
+    "test_lab.py",  # 170: every lesson and exercise in JupyterLab
+    "test_hub.py",  # 130: a class of three in the browser, and its hub's shutdown
+    "lab-check",  # 100
+    "test_browser.py",  # 60
+    "test_grading.py",  # 55
+    "test_notebooks.py",  # 50
+    "test_plots_widgets.py",  # 50
+    "instructor-apart",  # 40
+)
+
+
+def group_of(nodeid: str) -> str:
+    """``tests/test_x.py::test_name[param]`` -> its group: the test's APART group or its file."""
+    path, _, name = nodeid.partition("@")[0].partition("::")
+    return APART.get(name.split("[")[0], path.rsplit("/", 1)[-1])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest groups first; sort is stable, so each group keeps its tests' order."""
+    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: fine without it (-p no:xdist)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole groups per worker, in collection order. (xdist's own loadgroup reads
+    ``xdist_group`` marks through a node id that pytest 9 no longer lets it change: every test
+    became a group of one, and module fixtures, a whole graded course among them, were built on
+    both workers.)"""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    config.option.loadscopereorder = False  # keep the longest-first order of the collection
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -108,6 +108,35 @@ class Api:
             time.sleep(1)
         assert not waiting, f"servers not ready after {timeout} s: {sorted(waiting)}"
 
+    def wait_serving(self, users: list[str], timeout: float = 120) -> None:
+        """Each student's own server answers its Assignments list (nbgrader's handler, under
+        /user/<name>/). The hub's "ready" means only that something answered at the server's
+        URL: the wrong server (a port handed out twice) or none would fail here, named."""
+        deadline = time.monotonic() + timeout
+        for user in users:
+            while True:
+                try:
+                    self.call("GET", f"/user/{user}/assignments?course_id={COURSE}", timeout=30)
+                    break
+                except urllib.error.HTTPError as error:
+                    answer = f"HTTP {error.code}"
+                if time.monotonic() > deadline:
+                    raise AssertionError(
+                        f"{user}'s server is ready per the hub, but /user/{user}/assignments "
+                        f"answered {answer} for {timeout} s. The hub's log on {user}:\n"
+                        + "\n".join(self.log_about(user)[-20:])
+                    )
+                time.sleep(1)
+
+    def log_about(self, user: str) -> list[str]:
+        """The hub's lines on a user's server (not this test's polling) and on ports in use."""
+        return [
+            line
+            for line in self.hub.log.read_text().splitlines()
+            if (user in line and "/assignments" not in line and "on behalf of" not in line)
+            or "already in use" in line
+        ]
+
     def nbgrader(self, user: str, action: str) -> Any:
         """What the Assignments tab's buttons do: fetch, submit, fetch_feedback."""
         body = {"course_id": COURSE, "assignment_id": ASSIGNMENT}
@@ -333,6 +362,7 @@ def test_thirty_students_submit_at_once() -> None:
         with concurrent.futures.ThreadPoolExecutor(30) as pool:
             list(pool.map(api.start_server, hub.students))
         api.wait_ready(hub.students)
+        api.wait_serving(hub.students)
         servers_s = time.perf_counter() - up
         with concurrent.futures.ThreadPoolExecutor(30) as pool:
             list(pool.map(lambda user: api.nbgrader(user, "fetch"), hub.students))
