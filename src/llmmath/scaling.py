@@ -108,8 +108,7 @@ class Table3Row:
         return self.tokens / self.params
 
 
-#: Hoffmann et al. 2022, Table 3 ("Estimated optimal training FLOPs and training tokens for
-#: various model sizes"), the rows quoted in the course reference sheet.
+#: Hoffmann et al. 2022, Table 3 (optimal FLOPs and tokens by size), as the reference sheet quotes.
 TABLE3: tuple[Table3Row, ...] = (
     Table3Row(400e6, 1.92e19, 8.0e9),
     Table3Row(1e9, 1.21e20, 20.2e9),
