@@ -33,7 +33,8 @@ help:
 $(VENV)/.installed: requirements.lock pyproject.toml lab/overrides.json
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip==25.3
-	$(BIN)/python -m pip install --quiet -r requirements.lock
+	# --no-deps: the lock is the whole environment, nothing resolved beyond it (requirements.lock).
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	# Lessons (.md) open as notebooks in JupyterLab.
 	mkdir -p $(VENV)/share/jupyter/lab/settings
@@ -72,11 +73,11 @@ ROOT_ONLY := $(if $(filter 0,$(shell id -u)),hub-env,)
 pytest: setup browser $(ROOT_ONLY)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
-# What the tests need is made side by side: the book keeps one core busy for a minute while
-# mypy and the hub's environment take the other.
+# What the tests need is made side by side: the project's venv and the hub's (two pip runs, one
+# core each), then the book, which keeps one core busy for a minute, beside lint and mypy.
 test:
-	@$(MAKE) --no-print-directory setup
-	@$(MAKE) --no-print-directory -j4 --output-sync=target lint types book browser $(ROOT_ONLY)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target setup $(ROOT_ONLY)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint types book browser
 	@$(MAKE) --no-print-directory pytest
 
 # Copies exercises/<a>/ to $(LEARNER_DIR)/<a>/ once (never over an existing copy), writes the
@@ -133,18 +134,28 @@ hub/node_modules/.installed: hub/package.json hub/package-lock.json
 
 # Rebuilt only when requirements.lock or this Python changed (scripts/hub.py --build-env
 # compares): a rebuild deletes HUB_HOME under any hub still running from it.
-hub-env: setup hub/node_modules/.installed
-	$(BIN)/python scripts/hub.py --build-env
+# Needs only this Python (scripts/hub.py is standard library), so it is built beside setup.
+hub-env: hub/node_modules/.installed
+	$(PYTHON) scripts/hub.py --build-env
 
-hub: hub-env
+hub: setup hub-env
 	$(BIN)/python scripts/hub.py --students $(STUDENTS) --port $(HUB_PORT)
 
 # Re-resolve the pinned environment from requirements.in (then commit requirements.lock).
+# The lock is installed --no-deps, so it holds everything (--all: setuptools and wheel too; pip
+# is pinned in setup). UNWANTED are left out of it: jsonschema imports
+# rfc3987-syntax when it is there (an optional IRI check nothing here uses), and its import
+# builds a lark parser, about a second in every process that imports nbformat's validator,
+# nbgrader or a Jupyter server (tests/test_environment.py checks they stay out).
+UNWANTED := lark rfc3987-syntax
 lock:
 	rm -rf /tmp/llmmath-lock && $(PYTHON) -m venv /tmp/llmmath-lock
 	/tmp/llmmath-lock/bin/pip install --quiet -r requirements.in
 	( echo "# Pinned by 'make lock' on $$(date -u +%F) from requirements.in (Python 3.11)."; \
-	  /tmp/llmmath-lock/bin/pip freeze --exclude-editable ) > requirements.lock
+	  echo "# Installed with --no-deps: this list is the whole environment. Left out on purpose:"; \
+	  echo "# $(UNWANTED) (see the Makefile's lock target)."; \
+	  /tmp/llmmath-lock/bin/pip freeze --all --exclude-editable \
+	    | grep -v $(foreach p,pip $(UNWANTED),-e '^$(p)==') ) > requirements.lock
 
 clean: book-clean
 	rm -rf $(VENV) book/_vendor .pytest_cache .mypy_cache .ruff_cache

@@ -294,7 +294,7 @@ def build_env(lock: Path) -> None:
     pip = [str(HUB_ENV / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     subprocess.run([str(python / "bin" / version), "-m", "venv", str(HUB_ENV)], env=env, check=True)
     subprocess.run([*pip, "--upgrade", "pip==25.3"], env=env, check=True)
-    subprocess.run([*pip, "-r", str(lock)], env=env, check=True)
+    subprocess.run([*pip, "--no-deps", "-r", str(lock)], env=env, check=True)  # as make setup
     subprocess.run(["chmod", "-R", "a+rX", str(HUB_HOME)], check=True)
     installed.write_text(lock.read_text())
 
