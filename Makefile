@@ -43,8 +43,9 @@ $(VENV)/.installed: requirements.lock pyproject.toml lab/overrides.json
 
 setup: $(VENV)/.installed book/_vendor/versions.json
 
+# Standard library and npm only: runs with this Python, beside the venv's install.
 book/_vendor/versions.json: scripts/vendor_js.py
-	$(BIN)/python scripts/vendor_js.py
+	$(PYTHON) scripts/vendor_js.py
 
 book: setup
 	@start=$$(date +%s); \
