@@ -35,6 +35,8 @@ $(VENV)/.installed: requirements.lock pyproject.toml lab/overrides.json
 	$(BIN)/python -m pip install --quiet --upgrade pip==25.3
 	# --no-deps: the lock is the whole environment, nothing resolved beyond it (requirements.lock).
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements.lock
+	# A venv made before the lock left them out still has them (see the lock target).
+	$(BIN)/python -m pip uninstall --quiet --yes $(UNWANTED)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	# Lessons (.md) open as notebooks in JupyterLab.
 	mkdir -p $(VENV)/share/jupyter/lab/settings
@@ -144,10 +146,10 @@ hub: setup hub-env
 
 # Re-resolve the pinned environment from requirements.in (then commit requirements.lock).
 # The lock is installed --no-deps, so it holds everything (--all: setuptools and wheel too; pip
-# is pinned in setup). UNWANTED are left out of it: jsonschema imports
-# rfc3987-syntax when it is there (an optional IRI check nothing here uses), and its import
-# builds a lark parser, about a second in every process that imports nbformat's validator,
-# nbgrader or a Jupyter server (tests/test_environment.py checks they stay out).
+# is pinned in setup). UNWANTED are left out of it: jsonschema imports rfc3987-syntax when it
+# is there (an optional IRI check nothing here uses), and that import builds a lark parser,
+# about a second in every process that imports nbformat's validator, nbgrader or a Jupyter
+# server (tests/test_environment.py checks they stay out).
 UNWANTED := lark rfc3987-syntax
 lock:
 	rm -rf /tmp/llmmath-lock && $(PYTHON) -m venv /tmp/llmmath-lock

@@ -57,6 +57,7 @@ def test_the_slow_optional_import_stays_out(name: str) -> None:
     assert name not in pins(), f"{name} is back in requirements.lock: re-run `make lock`"
     with pytest.raises(metadata.PackageNotFoundError):
         metadata.version(name)
+        pytest.fail(f"{name} is installed: run `make setup` (it uninstalls UNWANTED)")
 
 
 def test_validating_a_notebook_and_starting_nbgrader_import_no_parser() -> None:
