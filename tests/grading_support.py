@@ -67,6 +67,17 @@ class AssignmentSpec:
     def release_nb(self) -> Path:
         return self.release_dir / f"{self.notebook_id}.ipynb"
 
+    def points_by_cell(self) -> dict[str, float]:
+        """Each autograded test cell's points, as the source notebook's nbgrader metadata says."""
+        nb = read(self.source_nb)
+        return {g: nbgrader_meta(cell_by_id(nb, g))["points"] for g in self.test_cells}
+
+    @property
+    def wrong_score(self) -> float:
+        """What the spec's wrong answers earn: the autograded points of the cells they pass."""
+        points = self.points_by_cell()
+        return float(sum(p for g, p in points.items() if g not in self.wrong_fails))
+
 
 def load_specs() -> list[AssignmentSpec]:
     """Every ``SPEC`` in ``tests/specs/*.py``, sorted by assignment."""

@@ -171,13 +171,6 @@ def test_committed_release_matches_a_fresh_generate_assignment(
     assert committed["metadata"]["kernelspec"] == fresh["metadata"]["kernelspec"], hint
 
 
-def points_by_cell(spec: AssignmentSpec) -> dict[str, float]:
-    nb = read(spec.source_nb)
-    return {
-        grade_id: nbgrader_meta(cell_by_id(nb, grade_id))["points"] for grade_id in spec.test_cells
-    }
-
-
 @pytest.mark.slow
 @each_spec
 def test_solution_runs_clean_and_earns_every_autograded_point(
@@ -191,7 +184,7 @@ def test_solution_runs_clean_and_earns_every_autograded_point(
     }
     assert not errors, f"the solution notebook raised: {errors}"
     scores = result["scores"]["solver"]
-    assert scores["code"] == points_by_cell(spec)
+    assert scores["code"] == spec.points_by_cell()
     assert scores["score"] == spec.autograded_points  # the reflection waits for a human
     assert scores["max_score"] == spec.autograded_points + spec.manual_points
     assert scores["needs_manual"] == list(spec.manual_cells)
@@ -214,7 +207,7 @@ def test_wrong_answers_pass_visible_checks_fail_hidden_ones_and_keep_the_answer(
     spec: AssignmentSpec, graded: dict[str, dict[str, Any]]
 ) -> None:
     result = graded[spec.assignment]
-    points = points_by_cell(spec)
+    points = spec.points_by_cell()
     expected = {g: 0.0 if g in spec.wrong_fails else points[g] for g in spec.test_cells}
     assert result["scores"]["wrong"]["code"] == expected
     assert spec.hidden_message not in release_text(read(result["fresh"]))

@@ -250,9 +250,8 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         scores[user] = feedback[0].read_text(encoding="utf-8")
     # What each typed is what was graded: the right answers, the wrong ones, hand points.
     full, total = SPEC.autograded_points, SPEC.autograded_points + SPEC.manual_points
-    wrong = full - full / len(SPEC.test_cells) * len(SPEC.wrong_fails)
     assert f"Score: {full + 2.0} / {total}" in scores[students[0]]
-    assert f"Score: {wrong} / {total}" in scores[students[1]]
+    assert f"Score: {SPEC.wrong_score} / {total}" in scores[students[1]]
     assert f"Score: {full} / {total}" in scores[students[2]]
     assert_isolated(hub, api)
 

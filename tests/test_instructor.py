@@ -57,7 +57,7 @@ pytestmark = [
 # What each submission earns of the autograded points (FULL), and whether the report flags it.
 FULL, TOTAL = SPEC.autograded_points, SPEC.autograded_points + SPEC.manual_points
 PART = FULL / len(SPEC.test_cells)  # each autograded part is worth the same
-GOOD = {"alice": FULL, "bob": FULL - PART * len(SPEC.wrong_fails), "carol": 0.0}
+GOOD = {"alice": FULL, "bob": SPEC.wrong_score, "carol": 0.0}
 BAD: dict[str, tuple[float, bool]] = {
     "loop": (FULL - PART, False),  # `while True` in Part 2: that cell times out, grading goes on
     "import_error": (FULL - PART, False),  # a missing module in Part 1's answer
