@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,39 @@ def test_no_cdn_in_pages() -> None:
         text = path.read_text()
         sources = re.findall(r'<(?:script|link)[^>]+(?:src|href)="(https?://[^"]+)"', text)
         assert not sources, f"{path} loads {sources} from the network"
+
+
+def outside_the_book(path: str) -> bool:
+    """Whether ``_config.yml`` excludes the path or a folder above it (sphinx-external-toc's
+    own test for the pages it adds to ``exclude_patterns``)."""
+    from sphinx.util.matching import Matcher
+
+    excluded = Matcher(yaml.safe_load((ROOT / "_config.yml").read_text())["exclude_patterns"])
+    parts = path.split("/")
+    return any(excluded("/".join(parts[: i + 1])) for i in range(len(parts)))
+
+
+def test_pages_made_beside_the_book_never_rebuild_it() -> None:
+    """Jupyter Book (only_build_toc_files) lists every page outside the TOC in
+    ``exclude_patterns``; a new one changes that config and Sphinx re-executes every lesson.
+    So every committed page outside the TOC, and any page in a folder .gitignore names (made by
+    ``make lab``, ``make grade``, npm), must already be excluded."""
+    in_toc = set(toc_files())
+    listed = subprocess.run(
+        ["git", "ls-files", "*.md", "*.ipynb"], cwd=ROOT, capture_output=True, text=True,
+        check=True,
+    ).stdout.split()  # fmt: skip
+    stray = [p for p in listed if p.rsplit(".", 1)[0] not in in_toc and not outside_the_book(p)]
+    assert not stray, f"pages outside _toc.yml not in _config.yml's exclude_patterns: {stray}"
+    made_later = []
+    for line in (ROOT / ".gitignore").read_text().splitlines():
+        if line.endswith("/") and not line.startswith("#"):
+            folder = line.strip("/").replace("*", "-x")
+            made_later.append(f"{folder}/page.md")
+            # Git matches a pattern without an inner "/" at any depth; hidden folders are not
+            # searched for pages.
+            if "/" not in line.strip("/") and not line.startswith((".", "/")):
+                made_later.append(f"lessons/x/{folder}/page.md")
+    assert len(made_later) > 10, "read no folders from .gitignore"
+    missing = [p for p in made_later if not outside_the_book(p)]
+    assert not missing, f"pages made later in ignored folders would rebuild the book: {missing}"
