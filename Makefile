@@ -34,7 +34,9 @@ $(VENV)/.installed: requirements.lock pyproject.toml lab/overrides.json
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip==25.3
 	# --no-deps: the lock is the whole environment, nothing resolved beyond it (requirements.lock).
-	$(BIN)/python -m pip install --quiet --no-deps -r requirements.lock
+	# pip compiles one file at a time; compileall writes the same .pyc files on every core.
+	$(BIN)/python -m pip install --quiet --no-deps --no-compile -r requirements.lock
+	$(BIN)/python -m compileall -q -j0 $(VENV)/lib
 	# A venv made before the lock left them out still has them (see the lock target).
 	$(BIN)/python -m pip uninstall --quiet --yes $(UNWANTED)
 	$(BIN)/python -m pip install --quiet --no-deps -e .

@@ -294,7 +294,11 @@ def build_env(lock: Path) -> None:
     pip = [str(HUB_ENV / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     subprocess.run([str(python / "bin" / version), "-m", "venv", str(HUB_ENV)], env=env, check=True)
     subprocess.run([*pip, "--upgrade", "pip==25.3"], env=env, check=True)
-    subprocess.run([*pip, "--no-deps", "-r", str(lock)], env=env, check=True)  # as make setup
+    # As make setup. Students cannot write .pyc files here, so every one is made now.
+    subprocess.run([*pip, "--no-deps", "--no-compile", "-r", str(lock)], env=env, check=True)
+    site_packages = HUB_ENV / "lib" / version / "site-packages"
+    compileall = [str(HUB_ENV / "bin" / "python"), "-m", "compileall", "-q", "-j0"]
+    subprocess.run([*compileall, str(site_packages)], env=env, check=True)
     subprocess.run(["chmod", "-R", "a+rX", str(HUB_HOME)], check=True)
     installed.write_text(lock.read_text())
 
