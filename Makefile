@@ -71,11 +71,10 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 		else echo "The browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 
-# One worker more than cores (at most 4): each group of tests (a file, or a long test that needs
+# Both cores (at most 4 workers): each group of tests (a file, or a long test that needs
 # none of its file's fixtures) runs whole on one worker, longest first (tests/conftest.py).
-# Many tests wait on a browser, a server or a hub; the extra worker keeps both cores busy
-# (2 cores: 87% busy with 3 workers).
-PYTEST_WORKERS ?= $(shell n=$$(( $$(nproc) + 1 )); echo $$(( n < 4 ? n : 4 )))
+# (A third worker on two cores was no faster: pytest took 325-408 s against 339-403 s.)
+PYTEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
 ROOT_ONLY := $(if $(filter 0,$(shell id -u)),hub-env,)
 pytest: setup browser $(ROOT_ONLY)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
