@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -108,14 +109,18 @@ def test_no_cdn_in_pages() -> None:
         assert not sources, f"{path} loads {sources} from the network"
 
 
-def outside_the_book(path: str) -> bool:
-    """Whether ``_config.yml`` excludes the path or a folder above it (sphinx-external-toc's
+def book_excludes() -> Callable[[str], bool]:
+    """Whether ``_config.yml`` excludes a path or a folder above it (sphinx-external-toc's
     own test for the pages it adds to ``exclude_patterns``)."""
     from sphinx.util.matching import Matcher
 
     excluded = Matcher(yaml.safe_load((ROOT / "_config.yml").read_text())["exclude_patterns"])
-    parts = path.split("/")
-    return any(excluded("/".join(parts[: i + 1])) for i in range(len(parts)))
+
+    def outside_the_book(path: str) -> bool:
+        parts = path.split("/")
+        return any(excluded("/".join(parts[: i + 1])) for i in range(len(parts)))
+
+    return outside_the_book
 
 
 def test_pages_made_beside_the_book_never_rebuild_it() -> None:
@@ -123,7 +128,7 @@ def test_pages_made_beside_the_book_never_rebuild_it() -> None:
     ``exclude_patterns``; a new one changes that config and Sphinx re-executes every lesson.
     So every committed page outside the TOC, and any page in a folder .gitignore names (made by
     ``make lab``, ``make grade``, npm), must already be excluded."""
-    in_toc = set(toc_files())
+    in_toc, outside_the_book = set(toc_files()), book_excludes()
     listed = subprocess.run(
         ["git", "ls-files", "*.md", "*.ipynb"], cwd=ROOT, capture_output=True, text=True,
         check=True,
