@@ -264,7 +264,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def build_env(lock: Path) -> None:
+def build_env(lock: Path, uv: Path) -> None:
     """HUB_HOME: this Python copied where every user can read it, and a venv with ``lock``.
 
     The project's interpreter may sit in root's private home (pyenv), which a student's server,
@@ -291,14 +291,15 @@ def build_env(lock: Path) -> None:
     )  # fmt: skip
     (python / "lib" / version / "site-packages").mkdir()
     env = dict(os.environ, LD_LIBRARY_PATH=str(HUB_LIB))
-    pip = [str(HUB_ENV / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    subprocess.run([str(python / "bin" / version), "-m", "venv", str(HUB_ENV)], env=env, check=True)
-    subprocess.run([*pip, "--upgrade", "pip==25.3"], env=env, check=True)
+    venv = [str(python / "bin" / version), "-m", "venv", "--without-pip", str(HUB_ENV)]
+    subprocess.run(venv, env=env, check=True)
     # As make setup. Students cannot write .pyc files here, so every one is made now.
-    subprocess.run([*pip, "--no-deps", "--no-compile", "-r", str(lock)], env=env, check=True)
+    python_env = str(HUB_ENV / "bin" / "python")
+    install = [str(uv), "pip", "install", "--quiet", "--python", python_env, "--no-deps"]
+    subprocess.run([*install, "-r", str(lock), "pip==25.3"], env=env, check=True)
     site_packages = HUB_ENV / "lib" / version / "site-packages"
-    compileall = [str(HUB_ENV / "bin" / "python"), "-m", "compileall", "-q", "-j0"]
-    subprocess.run([*compileall, str(site_packages)], env=env, check=True)
+    compileall = [python_env, "-m", "compileall", "-q", "-j0", str(site_packages)]
+    subprocess.run(compileall, env=env, check=True)
     subprocess.run(["chmod", "-R", "a+rX", str(HUB_HOME)], check=True)
     installed.write_text(lock.read_text())
 
@@ -321,9 +322,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build-env", action="store_true", help="build HUB_HOME if out of date, and exit"
     )
+    parser.add_argument(
+        "--uv", type=Path, default=REPO / ".venv" / "uv" / "bin" / "uv", help="installs the lock"
+    )
     args = parser.parse_args(argv)
     if args.build_env:
-        build_env(REPO / "requirements.lock")
+        build_env(REPO / "requirements.lock", args.uv)
         return 0
     # A plain `kill` (SIGTERM) must clean up too: turn it into an exit that runs the finally.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))

@@ -183,8 +183,11 @@ class FrameFiles:
         name = f"{hashlib.sha1(png).hexdigest()[:20]}.png"
         path = self.folder / name
         if not path.exists():
+            # Whole or absent: the book's lessons run side by side, and two may share a frame.
             self.folder.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(png)
+            partial = path.with_suffix(f".{os.getpid()}.part")
+            partial.write_bytes(png)
+            partial.replace(path)
         return w.Image(value=f"{self.url}/{name}".encode(), format="url")
 
 
