@@ -101,10 +101,10 @@ class Api:
         deadline = time.monotonic() + timeout
         waiting = set(users)
         while waiting and time.monotonic() < deadline:
-            for user in sorted(waiting):
-                model = self.call("GET", f"/hub/api/users/{user}")
+            # One request a second for the class, not one per student: the hub is busy spawning.
+            for model in self.call("GET", "/hub/api/users"):
                 if (model.get("servers", {}).get("", {}) or {}).get("ready"):
-                    waiting.discard(user)
+                    waiting.discard(model["name"])
             time.sleep(1)
         assert not waiting, f"servers not ready after {timeout} s: {sorted(waiting)}"
 
@@ -207,6 +207,10 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
             labels = menu_items(page, "Nbgrader")
             assert "Assignment List" in labels, labels
             assert not {"Formgrader", "Course List"} & set(labels), labels
+        # Nor do their servers load them, or jupyter_lsp (scripts/hub.py: STUDENT_SERVER).
+        for path in ("formgrader", "lsp/status"):
+            with pytest.raises(urllib.error.HTTPError, match="404"):
+                api.call("GET", f"/user/{students[0]}/{path}")
         # Fetch, answer and submit, all by clicking and typing in JupyterLab.
         for i, (user, page) in enumerate(pages.items()):
             open_assignments(page)
