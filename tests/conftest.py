@@ -41,7 +41,6 @@ LONGEST_FIRST = (
     "lab-check",  # 45
     "test_browser.py",  # 59
     "test_grading.py",  # 42
-    "test_notebooks.py",  # 20
     "test_plots_widgets.py",  # 16
     "instructor-apart",  # 17
 )

@@ -76,6 +76,18 @@ def test_every_toc_entry_is_built() -> None:
     assert not missing, f"pages in _toc.yml that did not build: {missing}"
 
 
+def test_no_page_shows_an_error_or_stderr() -> None:
+    """The build runs each lesson with the static widgets (JupyterLab runs them live:
+    tests/test_lab.py). An exception fails the build (-W); a warning printed to stderr would
+    only show on the page, as MyST-NB's ``output stderr`` block."""
+    shown = {
+        path.relative_to(HTML).as_posix(): len(found)
+        for path in sorted(HTML.rglob("*.html"))
+        if (found := re.findall(r'class="output (?:stderr|traceback)\b', path.read_text()))
+    }
+    assert not shown, f"error or stderr outputs on built pages: {shown}"
+
+
 def test_no_solution_or_hidden_test_in_the_book() -> None:
     secrets = solution_lines()
     assert secrets, "found no solution lines to look for: is solutions/ empty?"
