@@ -43,6 +43,8 @@ HUB_HOME = Path(os.environ.get("LLMMATH_HUB_HOME", "/opt/llmmath-hub"))
 HUB_ENV = HUB_HOME / "venv"
 HUB_LIB = HUB_HOME / "python" / "lib"  # libpython, for LD_LIBRARY_PATH
 COURSE = "llmmath"
+# A hub stops a class's servers in well under this; a slower stop keeps its log (_keep_log).
+SLOW_STOP_S = 20
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 # What students' servers must not load: nbgrader's grader-side server and lab extensions; and
 # jupyter_lsp, which looks for nineteen language servers at every start (none is installed, and
@@ -241,19 +243,30 @@ def running_hub(
         url = f"http://127.0.0.1:{port}"
         _wait_for(url, process, log, timeout=60)
         yield Hub(url, state, course, exchange, instructor, names, password, process, log, users)
-    except BaseException:
-        # The state folder goes below: keep the hub's log (servers and proxy too) for a look.
-        if log.exists():
-            kept = Path(tempfile.gettempdir()) / f"llmmath-hub-{prefix}.log"
-            shutil.copy2(log, kept)
-            print(f"hub log kept at {kept}", file=sys.stderr)
+    except BaseException as error:
+        _keep_log(log, prefix, f"stopped by {type(error).__name__}")
         raise
     finally:
+        started = time.monotonic()
         if process is not None:
             _stop(process)
+        stopped = time.monotonic()
         for name in users:
             _remove_user(name)
+        if time.monotonic() - started > SLOW_STOP_S:
+            users_s = time.monotonic() - stopped
+            _keep_log(log, prefix, f"stop took {stopped - started:.0f} s, users {users_s:.0f} s")
         shutil.rmtree(state, ignore_errors=True)
+
+
+def _keep_log(log: Path, prefix: str, why: str) -> None:
+    """The state folder is about to go: keep the hub's log (servers and proxy too) for a look."""
+    if log.exists():
+        kept = Path(tempfile.gettempdir()) / f"llmmath-hub-{prefix}.log"
+        shutil.copy2(log, kept)
+        with kept.open("a") as out:
+            out.write(f"\n[llmmath] {why}\n")
+        print(f"{why}: hub log kept at {kept}", file=sys.stderr)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
