@@ -21,7 +21,10 @@ import concurrent.futures
 import csv
 import json
 import os
+import pwd
+import re
 import secrets
+import signal
 import socket
 import sys
 import time
@@ -29,6 +32,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -154,8 +158,38 @@ class Api:
 @pytest.fixture(scope="module")
 def class_hub() -> Iterator[tuple[Hub, Api]]:
     token = secrets.token_hex(16)
-    with running_hub(3, free_port_block(), prefix=unique("llmmt"), admin_token=token) as hub:
+    with ExitStack() as stack:
+        # Started as a script's background job starts it: with SIGINT ignored, which every
+        # process inherits unless the hub resets it (see test_a_class_on_the_hub).
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            hub = stack.enter_context(
+                running_hub(3, free_port_block(), prefix=unique("llmmt"), admin_token=token)
+            )
+        finally:
+            signal.signal(signal.SIGINT, previous)
         yield hub, Api(hub, token)
+
+
+def servers_ignoring_sigint(hub: Hub) -> tuple[int, list[str]]:
+    """How many servers the hub runs for its users (the formgrader service too), and those
+    that ignore SIGINT, which JupyterHub sends first to stop one (then waits 30 s)."""
+    uids = {pwd.getpwnam(name).pw_uid for name in hub.users}
+    servers, ignoring = 0, []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or proc.stat().st_uid not in uids:
+                continue
+            if b"jupyterhub-singleuser" not in (proc / "cmdline").read_bytes():
+                continue
+            status = (proc / "status").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        servers += 1
+        found = re.search(r"^SigIgn:\s*([0-9a-f]+)$", status, re.M)
+        if found and int(found.group(1), 16) & (1 << (signal.SIGINT - 1)):
+            ignoring.append(proc.name)
+    return servers, ignoring
 
 
 def release(hub: Hub) -> None:
@@ -211,6 +245,10 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         for path in ("formgrader", "lsp/status"):
             with pytest.raises(urllib.error.HTTPError, match="404"):
                 api.call("GET", f"/user/{students[0]}/{path}")
+        # Every server stops when the hub asks (hub/jupyterhub_config.py resets SIGINT).
+        servers, ignoring = servers_ignoring_sigint(hub)
+        assert servers == len(students) + 1, f"{servers} servers for 3 students and the formgrader"
+        assert not ignoring, f"servers that ignore SIGINT (pids): {ignoring}"
         # Fetch, answer and submit, all by clicking and typing in JupyterLab.
         for i, (user, page) in enumerate(pages.items()):
             open_assignments(page)
