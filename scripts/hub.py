@@ -127,18 +127,24 @@ def _add_user(name: str, home: Path) -> None:
     home.chmod(0o700)  # a student's work is theirs alone
 
 
+def processes_of(users: list[str]) -> list[Path]:
+    """``/proc/<pid>`` of every process running as one of ``users`` (gone users: none)."""
+    uids = set()
+    for name in users:
+        with suppress(KeyError):
+            uids.add(pwd.getpwnam(name).pw_uid)
+    found = []
+    for proc in Path("/proc").iterdir():
+        with suppress(FileNotFoundError):
+            if proc.name.isdigit() and proc.stat().st_uid in uids:
+                found.append(proc)
+    return found
+
+
 def _remove_user(name: str) -> None:
-    try:
-        uid = pwd.getpwnam(name).pw_uid
-    except KeyError:
-        return
-    for proc in Path("/proc").iterdir():  # every process still running as this user, by pid
-        if proc.name.isdigit():
-            try:
-                if proc.stat().st_uid == uid:
-                    os.kill(int(proc.name), signal.SIGKILL)
-            except (FileNotFoundError, ProcessLookupError, PermissionError):
-                pass
+    for proc in processes_of([name]):  # every process still running as this user
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(int(proc.name), signal.SIGKILL)
     subprocess.run(["userdel", "--remove", name], capture_output=True)
 
 
@@ -253,9 +259,10 @@ def running_hub(
         stopped = time.monotonic()
         for name in users:
             _remove_user(name)
-        if time.monotonic() - started > SLOW_STOP_S:
-            users_s = time.monotonic() - stopped
-            _keep_log(log, prefix, f"stop took {stopped - started:.0f} s, users {users_s:.0f} s")
+        removed = time.monotonic()
+        if removed - started > SLOW_STOP_S:
+            why = f"stop took {stopped - started:.0f} s, users {removed - stopped:.0f} s"
+            _keep_log(log, prefix, why)
         shutil.rmtree(state, ignore_errors=True)
 
 
@@ -338,11 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build-env", action="store_true", help="build HUB_HOME if out of date, and exit"
     )
-    parser.add_argument(
-        "--uv", type=Path, default=REPO / ".venv" / "uv" / "bin" / "uv", help="installs the lock"
-    )
+    parser.add_argument("--uv", type=Path, help="with --build-env: the uv that installs the lock")
     args = parser.parse_args(argv)
     if args.build_env:
+        if args.uv is None:
+            parser.error("--build-env needs --uv (make hub-env passes the Makefile's)")
         build_env(REPO / "requirements.lock", args.uv)
         return 0
     # A plain `kill` (SIGTERM) must clean up too: turn it into an exit that runs the finally.

@@ -21,7 +21,6 @@ import concurrent.futures
 import csv
 import json
 import os
-import pwd
 import re
 import secrets
 import signal
@@ -41,7 +40,7 @@ import pytest
 from grading_support import ROOT, load_specs, submission_from_release
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from hub import HUB_ENV, Hub, running_hub
+from hub import HUB_ENV, Hub, processes_of, running_hub
 
 SPEC = {spec.assignment: spec for spec in load_specs()}["roofline"]
 ASSIGNMENT, NOTEBOOK, COURSE = SPEC.assignment, SPEC.notebook_id, "llmmath"
@@ -174,12 +173,9 @@ def class_hub() -> Iterator[tuple[Hub, Api]]:
 def servers_ignoring_sigint(hub: Hub) -> tuple[int, list[str]]:
     """How many servers the hub runs for its users (the formgrader service too), and those
     that ignore SIGINT, which JupyterHub sends first to stop one (then waits 30 s)."""
-    uids = {pwd.getpwnam(name).pw_uid for name in hub.users}
     servers, ignoring = 0, []
-    for proc in Path("/proc").iterdir():
+    for proc in processes_of(hub.users):
         try:
-            if not proc.name.isdigit() or proc.stat().st_uid not in uids:
-                continue
             if b"jupyterhub-singleuser" not in (proc / "cmdline").read_bytes():
                 continue
             status = (proc / "status").read_text()
