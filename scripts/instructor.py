@@ -385,6 +385,25 @@ def release_feedback(root: Path, assignment: str) -> None:
         print(f"not released (not submitted through the exchange): {', '.join(by_hand)}")
 
 
+def collect(root: Path, assignment: str) -> None:
+    """``nbgrader collect --update``; says which submissions it refused (see refused())."""
+    result = nbgrader(root, "collect", assignment, "--update")
+    print("collected submissions from the exchange", flush=True)
+    for line in (result.stdout + result.stderr).splitlines():
+        if "REFUSED" in line:
+            print(line[line.index("REFUSED") :], flush=True)
+
+
+def refused(root: Path, assignment: str) -> list[dict[str, str]]:
+    """Submissions collect refused (grading/llmmath_nbgrader.py): each one's inbound folder,
+    the student it names and the problem (files not owned by that student's OS user)."""
+    path = root / "submitted" / f".refused-{assignment}.tsv"
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
 def exchange_inbound(root: Path) -> Path:
     api = make_api(root)
     exchange = api.config.Exchange.get("root", "/srv/nbgrader/exchange")
@@ -483,10 +502,15 @@ def report(root: Path, assignment: str, out: Path | None = None) -> Path:
     _plot(rows, assignment, out / "scores.png", Figure)
     rubric(root, assignment, out)
     path = out / "report.md"
-    path.write_text(_markdown(assignment, rows, [name for name, _ in grade_cells]), "utf-8")
+    forged = refused(root, assignment)
+    text = _markdown(assignment, rows, [name for name, _ in grade_cells], forged)
+    path.write_text(text, "utf-8")
     with (out / "flags.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["student", "score", "max_score", "kind", "flag"])
+        for entry in forged:
+            flag = f"{entry['submission']}: {entry['problem']}"
+            writer.writerow([entry["student"], "", "", "refused", flag])
         for row in rows:
             for flag in row.flags:
                 writer.writerow([row.student, row.score, row.max_score, "review", flag])
@@ -495,6 +519,8 @@ def report(root: Path, assignment: str, out: Path | None = None) -> Path:
     reviews = sum(1 for row in rows if row.flags)
     hand = sum(len(row.to_grade) for row in rows)
     print(f"report written to {path}: {reviews} to review, {hand} to grade by hand", flush=True)
+    if forged:
+        print(f"REFUSED at collect: {_count(len(forged), 'submission')} (see the report)")
     return path
 
 
@@ -626,9 +652,22 @@ def _plot(rows: list[Row], assignment: str, path: Path, figure: Any) -> None:
     fig.savefig(path, dpi=100)
 
 
-def _markdown(assignment: str, rows: list[Row], columns: list[str]) -> str:
+def _markdown(
+    assignment: str, rows: list[Row], columns: list[str], forged: list[dict[str, str]]
+) -> str:
     values = sorted(row.score or 0.0 for row in rows)
     lines = [f"# Grade report: {assignment}", ""]
+    if forged:
+        lines += [
+            f"## Refused at collect: {_count(len(forged), 'submission')}",
+            "",
+            "Handed in under a student's name by another account (or holding a link): not "
+            "collected, not graded; each stays in the exchange's inbound folder as evidence. "
+            "The named student's own newest submission, if any, was collected instead.",
+            "",
+        ]
+        lines += [f"- **{e['student']}**: `{e['submission']}`: {e['problem']}." for e in forged]
+        lines += [""]
     if values:
         mean = sum(values) / len(values)
         median = values[len(values) // 2]
@@ -720,8 +759,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_warnings()
     if args.command in ("grade", "autograde"):
         if args.command == "grade" and exchange_inbound(root).exists():
-            nbgrader(root, "collect", args.assignment, "--update")
-            print("collected submissions from the exchange", flush=True)
+            collect(root, args.assignment)
         autograde(root, args.assignment, args.jobs, args.timeout, args.force, args.kernels)
         if args.command == "grade":
             export(root)

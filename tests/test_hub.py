@@ -23,9 +23,12 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -40,7 +43,7 @@ import pytest
 from grading_support import ROOT, load_specs, submission_from_release
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from hub import HUB_ENV, Hub, processes_of, running_hub
+from hub import HUB_ENV, HUB_LIB, RUNUSER, Hub, _add_user, _remove_user, processes_of, running_hub
 
 SPEC = {spec.assignment: spec for spec in load_specs()}["roofline"]
 ASSIGNMENT, NOTEBOOK, COURSE = SPEC.assignment, SPEC.notebook_id, "llmmath"
@@ -426,3 +429,106 @@ def test_thirty_students_submit_at_once() -> None:
         f"\n30 students: servers ready in {servers_s:.0f} s, 30 submissions in {submit_s:.1f} s, "
         f"collected and graded in {grade_s:.0f} s; {total_s:.0f} s with setup and teardown"
     )
+
+
+def test_a_forged_submission_is_refused_and_reported() -> None:
+    """A student hands in work under another student's name, and under their own name with a
+    link to the instructor's solutions: collect refuses both and the report names them; the
+    named student's own submission is graded; the forger fetches no one's feedback but their own.
+
+    The students are real OS users running nbgrader from the hub's environment, but no hub is
+    started: the forger uses the command line (the Assignments tab's Submit button runs the same
+    ``nbgrader submit`` code, with no --student), and a browser would add minutes, not checks.
+    """
+    from test_instructor import Course
+
+    prefix = unique("llmmf")
+    victim, forger = f"{prefix}-s03", f"{prefix}-s02"
+    base = Path(tempfile.mkdtemp(prefix="llmmath-forge-"))
+    base.chmod(0o755)  # students reach the exchange and their homes through it
+    users: list[str] = []
+    try:
+        course = Course(base, students_are_os_users=True)
+        (base / "home").mkdir()
+        (base / "home").chmod(0o755)
+        for user in (victim, forger):
+            _add_user(user, base / "home" / user)
+            users.append(user)
+        config = base / "config"
+        config.mkdir()
+        (config / "nbgrader_config.py").write_text(
+            f'c = get_config()  # noqa\nc.Exchange.root = "{course.exchange}"\n'
+            f'c.CourseDirectory.course_id = "{COURSE}"\n'
+        )
+        config.chmod(0o755)
+
+        def as_student(user: str, *argv: str) -> str:
+            home = base / "home" / user
+            env = {
+                "HOME": str(home), "PATH": f"{HUB_ENV / 'bin'}:/usr/bin:/bin",
+                "JUPYTER_CONFIG_PATH": str(config), "LD_LIBRARY_PATH": str(HUB_LIB),
+                "LANG": "C.UTF-8",
+            }  # fmt: skip
+            result = subprocess.run(
+                [RUNUSER, "-u", user, "--", *argv], cwd=home, env=env,
+                capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            assert result.returncode == 0, f"{argv} as {user}: {result.stdout}{result.stderr}"
+            return result.stdout + result.stderr
+
+        def nbgrader(user: str, *args: str) -> str:
+            return as_student(user, PYTHON, "-m", "nbgrader", *args, f"--course={COURSE}")
+
+        course.instructor(f"nbgrader generate_assignment {ASSIGNMENT} --force")
+        course.instructor(f"nbgrader release_assignment {ASSIGNMENT}")
+        for user, wrong in ((victim, {}), (forger, SPEC.wrong_answers)):
+            nbgrader(user, "fetch_assignment", ASSIGNMENT)
+            path = base / "home" / user / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+            nbformat.write(submission_from_release(path, SPEC.source_nb, wrong), path)
+            shutil.chown(path, user, user)
+            nbgrader(user, "submit", ASSIGNMENT)
+        # The forger hands in their own (wrong) work again, in the victim's name: the newest.
+        nbgrader(forger, "submit", ASSIGNMENT, f"--student={victim}")
+        # And a submission under their own name that links to the instructor's solution:
+        # collect, run as the instructor, would copy the solution into it.
+        inbound = course.exchange / COURSE / "inbound"
+        planted = inbound / f"{forger}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+link"
+        as_student(forger, "mkdir", str(planted))
+        as_student(forger, "ln", "-s", str(SPEC.source_nb), str(planted / f"{NOTEBOOK}.ipynb"))
+        owners = {p.name.split("+")[0]: p.stat().st_uid for p in inbound.iterdir()}
+        assert len(list(inbound.iterdir())) == 4 and set(owners) == {victim, forger}
+
+        log = course.instructor(f"python scripts/instructor.py grade {ASSIGNMENT} --jobs 1")
+        refused = [line for line in log.splitlines() if line.startswith("REFUSED")]
+        assert len(refused) == 3, log  # each one as collect meets it, then the summary
+        assert any(f"names {victim}" in line and f"owned by {forger}" in line for line in refused)
+        assert any("is a symbolic link" in line for line in refused), refused
+        assert "REFUSED at collect: 2 submissions" in log
+        scores = {s: v for s, (v, _) in _gradebook_scores(course.root).items()}
+        assert scores == {victim: SPEC.autograded_points, forger: SPEC.wrong_score}, scores
+        report = (course.root / "reports" / ASSIGNMENT / "report.md").read_text("utf-8")
+        section = report[report.index("## Refused at collect: 2 submissions") :]
+        assert f"**{victim}**" in section and f"owned by {forger}, not by {victim}" in section
+        with (course.root / "reports" / ASSIGNMENT / "flags.csv").open() as fh:
+            kinds = [row["kind"] for row in csv.DictReader(fh)]
+        assert kinds.count("refused") == 2
+
+        course.instructor(f"python scripts/instructor.py release-feedback {ASSIGNMENT}")
+        nbgrader(forger, "fetch_feedback", ASSIGNMENT, f"--student={victim}")
+        nbgrader(victim, "fetch_feedback", ASSIGNMENT)
+        total = SPEC.autograded_points + SPEC.manual_points
+        for user, score in ((forger, SPEC.wrong_score), (victim, SPEC.autograded_points)):
+            fetched = list((base / "home" / user / ASSIGNMENT / "feedback").glob("*/*.html"))
+            assert len(fetched) == 1, (user, fetched)  # their own submission's, nothing else
+            assert f"Score: {score} / {total}" in fetched[0].read_text(encoding="utf-8"), user
+    finally:
+        for user in users:
+            _remove_user(user)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _gradebook_scores(root: Path) -> dict[str, tuple[float, float]]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE) as gb:
+        return {s.student.id: (s.score, s.max_score) for s in gb.assignment_submissions(ASSIGNMENT)}
