@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 from PIL import Image
 
-from llmmath import batching, plots, widgets
+from llmmath import batching, plots, serving_modes, widgets
 from llmmath.batching import Deployment, DoesNotFitError
-from llmmath.hardware import PRESET_NAMES
+from llmmath.hardware import PRESET_NAMES, get_chip
 from llmmath.models import ModelConfig, get_model
 from llmmath.plots import batching as batching_plots
 from llmmath.widgets import batching as batching_widgets
@@ -485,40 +485,119 @@ def test_a_lone_sequence_costs_the_same_on_any_number_of_chips() -> None:
 
 
 def test_slow_mode_buys_nothing_past_the_floor(llama: Deployment) -> None:
-    latency = np.array([1e-3, 5.3e-3, 6e-3, 8e-3, 12.6e-3, 0.05, 10.0])
-    sm = batching.slow_mode(llama, 2048, latency)
+    # At 1,024 tokens (below T_c) the step turns compute-bound at B*(1024) ~ 963, which fits.
+    latency = np.array([1e-3, 5.3e-3, 6e-3, 8e-3, 20e-3, 0.05, 10.0])
+    sm = serving_modes.slow_mode(llama, 1024, latency)
     assert sm.batch[0] == 0 and np.isinf(sm.cost_per_million_usd[0])  # below the weight floor
     assert sm.batch[1] >= 1
     assert np.all(np.diff(sm.batch) >= 0) and np.all(np.diff(sm.cost_per_million_usd) <= 0)
-    assert sm.floor_batch == 296  # ceil(B*): past it the token costs no less
+    assert sm.floor_batch == math.ceil(batching.step_critical_batch(llama, 1024)) == 963
+    assert sm.floor_limit == "compute"
     assert sm.cost_per_million_usd[-1] == pytest.approx(sm.floor_cost_per_million_usd)
     assert sm.cost_per_million_usd[-2] == pytest.approx(sm.floor_cost_per_million_usd)
     assert sm.saturation_latency_s == pytest.approx(
-        float(batching.decode_step(llama, 296, 2048).time_s)
+        float(batching.decode_step(llama, 963, 1024).time_s)
     )
     assert sm.batch1_cost_per_million_usd / sm.floor_cost_per_million_usd > 100
     assert sm.weight_floor_s == pytest.approx(batching.weight_floor_s(llama))
+    # Past the floor batch a token costs no less: its FLOPs now set the step.
+    past = batching.decode_step(llama, np.array([963.0, 1400.0]), 1024)
+    assert bool(np.all(past.compute_bound))
+    cost = past.cost_per_million_tokens_usd()
+    assert float(cost[1]) == pytest.approx(float(cost[0]), rel=1e-3)
+
+
+def test_slow_mode_past_the_critical_context_is_stopped_by_the_hbm(llama: Deployment) -> None:
+    # At 2,048 tokens (above T_c ~ 1,477) no batch is compute-bound: the cost keeps falling
+    # past C / W ~ 296 until the HBM is full at 743.
+    sm = serving_modes.slow_mode(llama, 2048, np.array([1.0]))
+    assert sm.floor_batch == sm.batch[0] == batching.max_batch(llama, 2048) == 743
+    assert sm.floor_limit == "memory capacity"
+    at_296 = float(batching.decode_step(llama, 296, 2048).cost_per_million_tokens_usd())
+    assert sm.floor_cost_per_million_usd < 0.8 * at_296
 
 
 def test_slow_mode_at_long_context_is_limited_by_memory(llama: Deployment) -> None:
-    sm = batching.slow_mode(llama, 8192, np.array([1.0]))
+    sm = serving_modes.slow_mode(llama, 8192, np.array([1.0]))
     assert sm.floor_batch == 185 and sm.batch[0] == 185
+    assert sm.floor_limit == "memory capacity"
 
 
 def test_slow_mode_batch_is_the_largest_that_meets_the_latency(llama: Deployment) -> None:
-    sm = batching.slow_mode(llama, 1024, np.array([6e-3, 7e-3, 9e-3]))
+    sm = serving_modes.slow_mode(llama, 1024, np.array([6e-3, 7e-3, 30e-3]))
     for B, budget in zip(sm.batch[:2], sm.latency_s[:2], strict=True):
         assert float(batching.decode_step(llama, B, 1024).time_s) <= budget
         assert float(batching.decode_step(llama, B + 1, 1024).time_s) > budget
-    # 9 ms would allow more than the critical batch, which would cost no less per token.
-    assert sm.batch[2] == sm.floor_batch == 296
+    # 30 ms would allow more than B*(1024), which would cost no less per token.
+    assert sm.batch[2] == sm.floor_batch == 963
 
 
 def test_slow_mode_rejects_a_context_that_leaves_no_room() -> None:
     tight = Deployment("Llama-3-70B", "H100", 2)  # 18.9 GB left for KV: 7 sequences of 8k
-    assert batching.slow_mode(tight, 8192, 1.0).floor_batch == 7
+    assert serving_modes.slow_mode(tight, 8192, 1.0).floor_batch == 7
     with pytest.raises(ValueError, match="latency_s must be finite and > 0"):
-        batching.slow_mode(tight, 1024, 0.0)
+        serving_modes.slow_mode(tight, 1024, 0.0)
+
+
+# ---- the critical batch with the KV read: B*(T) and T_c ------------------------------------
+def test_critical_batch_at_context_zero_is_the_chips(llama: Deployment) -> None:
+    c_over_w = get_chip("H100").critical_intensity("bf16")
+    assert batching.step_critical_batch(llama) == pytest.approx(c_over_w, rel=1e-12)
+    assert batching.step_critical_batch(llama, 0) == batching.step_critical_batch(llama)
+
+
+@pytest.mark.parametrize("context", [16.0, 256.0, 1024.0, 1400.0])
+def test_critical_batch_is_where_flops_equal_every_read(llama: Deployment, context: float) -> None:
+    B = batching.step_critical_batch(llama, context)
+    step = batching.decode_step(llama, B, context, allow_overflow=True)
+    # 1e-9: the closed form against the step's own parts (a few roundings apart)
+    assert float(step.compute_s) == pytest.approx(float(step.memory_s), rel=1e-9)
+    around = batching.decode_step(llama, np.array([0.99, 1.01]) * B, context, allow_overflow=True)
+    assert list(around.compute_bound) == [False, True]
+
+
+def test_critical_batch_grows_with_context_to_infinity_at_the_critical_context(
+    llama: Deployment,
+) -> None:
+    T_c = batching.critical_context(llama)
+    # (2P / C) / (b_kv / W) without attention FLOPs; they push it a little further out.
+    flops_s = 2 * llama.model.matmul_params_per_token / 989e12
+    rough = flops_s / (llama.kv_bytes_per_token / 3.35e12)
+    assert rough < T_c < 1.05 * rough
+    below = [batching.step_critical_batch(llama, t) for t in (0, 512, 1024, 0.99 * T_c)]
+    assert np.all(np.diff(below) > 0) and math.isfinite(below[-1])
+    assert math.isinf(batching.step_critical_batch(llama, 1.01 * T_c))
+    one = batching.decode_step(llama, 1, T_c)
+    assert float(one.compute_s) == pytest.approx(float(one.kv_read_s), rel=1e-9)
+
+
+def test_critical_context_for_moe_and_mla() -> None:
+    deepseek = Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8", compute_dtype="fp8")
+    T_c = batching.critical_context(deepseek)
+    assert 1000 < T_c < deepseek.model.max_context
+    B = batching.step_critical_batch(deepseek, 1024)
+    step = batching.decode_step(deepseek, B, 1024, allow_overflow=True)
+    assert float(step.compute_s) == pytest.approx(float(step.memory_s), rel=1e-6)
+    assert math.isinf(batching.step_critical_batch(deepseek, 1.01 * T_c))
+
+
+def test_compute_bound_is_the_floors_test_and_weights_amortized_is_not(
+    llama: Deployment,
+) -> None:
+    step = batching.decode_step(llama, 296, 2048)
+    assert bool(step.weights_amortized) and not bool(step.compute_bound)
+    assert float(step.memory_s) > float(step.compute_s)
+    every = batching.decode_step(llama, np.arange(1.0, 744.0), 2048)
+    assert not np.any(every.compute_bound)  # memory-bound at every batch that fits
+
+
+def test_critical_batch_curve(llama: Deployment) -> None:
+    curve = batching.critical_batch_curve(llama)
+    assert curve.critical_context == batching.critical_context(llama)
+    finite = curve.context < curve.critical_context
+    assert np.all(np.isfinite(curve.compute_batch[finite]))
+    assert np.all(np.isinf(curve.compute_batch[~finite]))
+    assert curve.compute_batch[0] == pytest.approx(curve.critical_batch, rel=1e-12)
 
 
 # ---- properties ------------------------------------------------------------------------------

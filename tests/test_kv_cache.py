@@ -308,3 +308,18 @@ def test_static_explorers_stay_small(monkeypatch: pytest.MonkeyPatch) -> None:
     live.controls["model"].value = "Llama-2-13B"  # a new model bounds the context
     assert 2 ** live.controls["context"].max == 4096  # a log2 slider
     assert isinstance(kv_widgets.tier_explorer(), w.VBox)
+
+
+def test_break_even_hold_moves_with_the_prefills_mfu() -> None:
+    # A break-even is a difference of two floors: a slower prefill makes keeping worth longer.
+    llama = Deployment("Llama-3-70B", "H100", 8)
+    holds = [
+        float(kv_cache.break_even_hold_s(llama, 8192, "local_NVMe", 1, prefill_efficiency=e))
+        for e in (1.0, 0.5, 0.4)
+    ]
+    assert holds[0] < holds[1] < holds[2]
+    assert holds[1] > 3 * 3600  # "hours" on flash at 50% MFU, against ~1.6 h at the floor
+    default = float(kv_cache.break_even_hold_s(llama, 8192, "local_NVMe", 1))
+    assert default == pytest.approx(holds[0], rel=1e-12)  # the deployment's own knob: 1.0
+    with pytest.raises(ValueError, match="prefill_efficiency"):
+        kv_cache.break_even_hold_s(llama, 8192, "local_NVMe", 1, prefill_efficiency=0.0)

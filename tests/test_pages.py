@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from llmmath import batching, pages, roofline
+from llmmath import batching, pages, roofline, serving_modes
 
 
 def test_source_shows_the_function_that_runs_as_a_python_block() -> None:
@@ -16,9 +16,9 @@ def test_source_shows_the_function_that_runs_as_a_python_block() -> None:
 
 
 def test_source_leaves_out_the_contract_however_long() -> None:
-    shown = pages.source(batching.slow_mode).data
+    shown = pages.source(serving_modes.slow_mode).data
     assert "@contract" not in shown and shown.startswith("```python\ndef slow_mode("), shown
-    assert inspect.getsource(batching.slow_mode).split("def slow_mode(", 1)[1] in shown + "\n"
+    assert inspect.getsource(serving_modes.slow_mode).split("def slow_mode(", 1)[1] in shown + "\n"
 
 
 def test_source_of_a_property_shows_its_getter() -> None:

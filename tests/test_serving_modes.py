@@ -13,7 +13,16 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from llmmath import data, focus, number_formats, plots, serving, serving_modes, speculative
+from llmmath import (
+    batching,
+    data,
+    focus,
+    number_formats,
+    plots,
+    serving,
+    serving_modes,
+    speculative,
+)
 from llmmath.deployment import Deployment
 from llmmath.dtypes import bytes_per_element
 
@@ -118,7 +127,8 @@ def test_focus_errors_name_the_parameter() -> None:
 def test_fast_mode_batch_is_the_largest_fast_enough(llama: Deployment) -> None:
     fast = serving_modes.fast_mode(llama, 2048, np.array([1.5, 2.0, 2.2]))
     t0 = float(serving.decode_step(llama, fast.standard_batch, 2048).time_s)
-    assert fast.standard_batch == math.ceil(295.2238805970149)  # ceil(C / W) on H100
+    # Above T_c (~1,477 tokens) no batch is compute-bound: the cheapest batch fills the HBM.
+    assert fast.standard_batch == batching.max_batch(llama, 2048) == 743
     base = float(
         serving.decode_step(llama, fast.standard_batch, 2048).cost_per_million_tokens_usd()
     )
@@ -127,13 +137,14 @@ def test_fast_mode_batch_is_the_largest_fast_enough(llama: Deployment) -> None:
         assert float(serving.decode_step(llama, B + 1, 2048).time_s) > t0 / s
         cost = float(serving.decode_step(llama, B, 2048).cost_per_million_tokens_usd())
         assert multiple == pytest.approx(cost / base, rel=1e-12)
-    assert list(fast.fast_batch) == [128, 44, 21]
+    assert list(fast.fast_batch) == [426, 267, 224]
     assert np.all(np.diff(fast.price_multiple) > 0)
 
 
 def test_fast_mode_limits(llama: Deployment) -> None:
-    fast = serving_modes.fast_mode(llama, 2048, np.array([1.0, 2.5]))
+    fast = serving_modes.fast_mode(llama, 2048, np.array([1.0, 5.0]))
     floor = float(serving.decode_step(llama, 1, 2048).time_s)
+    assert 4.5 < fast.max_speedup < 5.0
     assert fast.max_speedup == pytest.approx(fast.standard_time_s / floor, rel=1e-12)
     assert fast.price_multiple[0] == pytest.approx(1.0)
     assert math.isinf(fast.price_multiple[1])  # past the weight floor: no batch is that fast
@@ -304,3 +315,14 @@ def test_big_pages_waste_about_half_a_page(llama: Deployment) -> None:
     assert waste == pytest.approx(128, rel=0.1)
     assert pack.paged_kv_use == pytest.approx(pack.mean_cached_tokens / pack.mean_paged_tokens)
     assert pack.paged_batch > pack.critical_batch
+
+
+def test_speculation_break_even_is_where_the_speedup_crosses_one(llama: Deployment) -> None:
+    # At 2,048 tokens (above T_c) the step stays memory-bound at every batch that fits, so
+    # three drafts at a = 0.7 still pay with the HBM full; at 256 tokens they stop paying.
+    assert math.isinf(speculative.break_even_batch(llama, 2048, 3, 0.7, 0.02))
+    full = speculative.speculative_step(llama, batching.max_batch(llama, 2048), 2048, 3, 0.7, 0.02)
+    assert float(full.speedup) > 1.0
+    B = speculative.break_even_batch(llama, 256, 3, 0.7, 0.02)
+    around = speculative.speculative_step(llama, np.array([B - 1, B]), 256, 3, 0.7, 0.02)
+    assert float(around.speedup[0]) > 1.0 >= float(around.speedup[1])

@@ -20,6 +20,7 @@ scaling book's serial estimate (matmuls, then attention, each at its own rooflin
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,45 +52,95 @@ from .contracts import (
 )
 from .deployment import Deployment, DoesNotFitError, check_context
 from .hardware import Chip, get_chip
-from .models import weight_params_read
 from .roofline import critical_batch
 from .serving import DecodeStep, PrefillStep, decode_step, prefill
 from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION  # noqa: F401  (re-exported)
 
 
 # ---- thresholds and floors ------------------------------------------------------------------
-@contract()
-def step_critical_batch(deployment: Deployment) -> float:
-    """The batch at which a step's matmuls turn compute-bound: ``2 B P / C = P_read b_w / W``.
+@contract(infinite_ok=True, context=SCALAR)
+def step_critical_batch(deployment: Deployment, context: float = 0.0) -> float:
+    """The batch ``B*(T)`` at which a step at ``context`` turns compute-bound: its FLOPs take
+    as long as everything it reads, weights and KV caches (the floor's own test).
 
-    Dense: ``B* = C b_w / (2 W)``, the chip's critical batch (the number of chips and the
-    context cancel; the efficiency knobs scale it by ``flops_eff / bandwidth_eff``). MoE: the
-    weights read grow with the batch as more experts are touched, so ``B*`` is solved
-    numerically; it comes out near ``C b_w / (2 W) * P_total / P_active``.
+    At context 0 only the weights are read: dense ``B* = C b_w / (2 W)``, the chip's critical
+    batch (the number of chips cancels; the efficiency knobs scale it by ``flops_eff /
+    bandwidth_eff``). At context ``T`` each sequence adds ``T b_kv / W`` of reading against
+    ``(2 P + F_attn(T)) / C`` of arithmetic, so for a dense model
+    ``B*(T) = (P b_w / W) / ((2 P + F_attn(T)) / C - T b_kv / W)``, which grows with ``T`` and
+    is infinite from :func:`critical_context` on: there no batch is compute-bound. An MoE reads
+    more experts as the batch grows, so its ``B*`` is solved numerically (near
+    ``C b_w / (2 W) * P_total / P_active`` at context 0).
+
+    >>> from llmmath import batching
+    >>> llama = batching.Deployment("Llama-3-70B", "H100", 8)
+    >>> round(batching.step_critical_batch(llama, 1024)), batching.step_critical_batch(llama, 2048)
+    (963, inf)
     """
     dep, model = deployment, deployment.model
-    ratio = dep.flops_efficiency / dep.bandwidth_efficiency
-    dense = critical_batch(dep.chip, dep.compute_dtype, dep.weight_dtype) * ratio
+    T = float(check_context(model, context))
+    per_sequence = _per_sequence_surplus_s(dep, T)
+    if per_sequence <= 0:
+        return math.inf
     if not model.is_moe:
-        return dense
+        if T == 0:  # the chip's critical batch, as the roofline chapter computes it
+            ratio = dep.flops_efficiency / dep.bandwidth_efficiency
+            return critical_batch(dep.chip, dep.compute_dtype, dep.weight_dtype) * ratio
+        return float(decode_step(dep, 1, T, allow_overflow=True).weight_read_s) / per_sequence
 
-    def surplus(B: float) -> float:  # compute minus weight read, per chip-second; rises with B
-        step = decode_step(dep, B, 0, allow_overflow=True)
-        return float(step.matmul_compute_s - step.weight_read_s)
+    def surplus(B: float) -> float:  # compute minus everything read; rises with B
+        step = decode_step(dep, B, T, allow_overflow=True)
+        return float(step.compute_s - step.memory_s)
 
-    # Every expert touched reads P_all weights at most, so at twice dense * P_all / P_active
-    # the FLOPs surely outlast the read; near zero they surely do not.
-    all_weights = float(weight_params_read(model, 1e12))
-    lo, hi = 1e-9, 2.0 * dense * all_weights / model.matmul_params_per_token
+    # With every expert read (the most any batch reads), B = all weights / surplus per
+    # sequence surely computes longer than it reads; near zero it surely does not.
+    all_read = float(decode_step(dep, 1e12, T, allow_overflow=True).weight_read_s)
+    return _bisect(surplus, 1e-9, 2.0 * all_read / per_sequence)
+
+
+def _per_sequence_surplus_s(dep: Deployment, context: float) -> float:
+    """What one more sequence adds to a step's compute time minus its read time (its FLOPs
+    against its KV read; both grow in step with the batch)."""
+    one = decode_step(dep, 1, context, allow_overflow=True)
+    return float(one.compute_s - one.kv_read_s)
+
+
+def _bisect(rising: Callable[[float], float], lo: float, hi: float) -> float:
+    """Where ``rising`` (negative at ``lo``, non-negative at ``hi``) crosses zero, to 1e-12."""
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if surplus(mid) < 0:
+        if rising(mid) < 0:
             lo = mid
         else:
             hi = mid
         if hi - lo <= 1e-12 * hi:
             break
     return 0.5 * (lo + hi)
+
+
+@contract(infinite_ok=True)
+def critical_context(deployment: Deployment) -> float:
+    """The context ``T_c`` from which no batch is compute-bound: one sequence's KV read takes
+    as long as its FLOPs, ``T_c b_kv / W = (2 P + F_attn(T_c)) / C``, so past it every
+    sequence added brings more reading than arithmetic. Ignoring attention FLOPs,
+    ``T_c = (2 P / C) / (b_kv / W)``: about 1,440 tokens for Llama-3-70B on H100s in bf16
+    (1,477 with the attention FLOPs).
+    Infinite where even the model's ``max_context`` stays below it (a small KV cache, as
+    MLA's, or attention FLOPs that keep pace with the read).
+
+    >>> from llmmath import batching
+    >>> round(batching.critical_context(batching.Deployment("Llama-3-70B", "H100", 8)))
+    1477
+    """
+    dep = deployment
+    top = float(dep.model.max_context)
+    if _per_sequence_surplus_s(dep, top) > 0:
+        return math.inf
+    # The first sign change on a grid (a sliding window can bend the curves), then bisect.
+    grid = np.unique(np.concatenate([[0.0], np.geomspace(1.0, top, 64)]))
+    surplus = np.array([_per_sequence_surplus_s(dep, t) for t in grid])
+    first = int(np.argmax(surplus <= 0))
+    return _bisect(lambda t: -_per_sequence_surplus_s(dep, t), grid[first - 1], grid[first])
 
 
 @contract(infinite_ok=True)
@@ -216,93 +267,6 @@ def chips_for_throughput(tokens_per_s: ArrayLike, step: DecodeStep) -> float | F
     return as_output(replicas * step.deployment.n_chips)
 
 
-# ---- "slow mode" ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-@checked(
-    **each(RESULT, "latency_s batch batch1_cost_per_million_usd floor_cost_per_million_usd"),
-    **each(RESULT, "floor_batch saturation_latency_s weight_floor_s"),
-    cost_per_million_usd=RESULT_OR_INF,
-)
-class SlowMode:
-    """What accepting a longer time per token does and does not buy, at one context.
-
-    A longer step lets more sequences share it, so the cost falls, but only until the batch
-    reaches ``floor_batch`` (compute-bound, or the HBM is full); past that, waiting buys
-    nothing. And a sequence with no company pays ``batch1_cost_per_million_usd`` however long
-    it waits: the chips read every weight for its one token either way.
-    """
-
-    #: The time per output token accepted (one decode step).
-    latency_s: FloatArray
-    #: The largest useful batch whose step fits in ``latency_s`` (0 where none does).
-    batch: FloatArray
-    #: Cost at that batch (infinite where no step is that fast).
-    cost_per_million_usd: FloatArray
-    batch1_cost_per_million_usd: float
-    #: The cheapest any wait can buy: the cost at ``floor_batch``.
-    floor_cost_per_million_usd: float
-    #: ``min(ceil(B*), max_batch)``: past it the cost per token is flat or the HBM is full.
-    floor_batch: float
-    #: The step time at ``floor_batch``: a longer wait per token buys nothing.
-    saturation_latency_s: float
-    #: Weights / bandwidth: no step is faster.
-    weight_floor_s: float
-
-
-@contract(
-    infinite_ok=True,
-    context=SCALAR,
-    latency_s=POSITIVE,
-    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
-)
-def slow_mode(
-    deployment: Deployment,
-    context: float,
-    latency_s: ArrayLike,
-    usd_per_chip_hour: float | None = None,
-) -> SlowMode:
-    """The cheapest cost per token for each accepted time per token, at ``context``.
-
-    For each latency the largest batch ``B <= floor_batch`` with ``t(B) <= latency`` is found
-    by bisection (``t`` rises with ``B``); its cost is the best that latency can buy.
-    """
-    dep = deployment
-    T = float(check_context(dep.model, context))
-    budget = as_floats(latency_s)
-    price = dep.chip_hour_usd if usd_per_chip_hour is None else usd_per_chip_hour
-    room = float(max_batch(dep, T))
-    if room < 1:
-        raise DoesNotFitError(
-            f"not one sequence of context {T:g} fits beside {dep.model.name}'s weights on "
-            f"{dep.n_chips} x {dep.chip.name}",
-            T * dep.kv_bytes_per_token - dep.kv_budget_bytes,
-        )
-    floor_batch = float(min(math.ceil(step_critical_batch(dep)), room))
-
-    def step(B: ArrayLike) -> DecodeStep:
-        return decode_step(dep, B, T)
-
-    lo = np.zeros_like(budget)  # the largest batch known to be fast enough (0: none)
-    hi = np.full_like(budget, floor_batch)
-    while np.any(lo < hi):
-        mid = np.ceil((lo + hi) / 2.0)
-        fast = step(np.maximum(mid, 1.0)).time_s <= budget
-        lo, hi = np.where(fast, mid, lo), np.where(fast, hi, mid - 1.0)
-    chosen = step(np.maximum(lo, 1.0))
-    cost = np.where(lo >= 1, chosen.cost_per_million_tokens_usd(price), np.inf)
-    at_floor = step(floor_batch)
-    return SlowMode(
-        latency_s=budget,
-        batch=lo,
-        cost_per_million_usd=cost,
-        batch1_cost_per_million_usd=float(step(1).cost_per_million_tokens_usd(price)),
-        floor_cost_per_million_usd=float(at_floor.cost_per_million_tokens_usd(price)),
-        floor_batch=floor_batch,
-        saturation_latency_s=float(at_floor.time_s),
-        weight_floor_s=weight_floor_s(dep),
-    )
-
-
 # ---- curves the figures draw ----------------------------------------------------------------
 #: Batches the chapter's curves are drawn at: 1 ... 4096 sequences, log-spaced.
 CURVE_BATCHES = np.unique(np.round(np.logspace(0, np.log10(4096), 121)))
@@ -314,7 +278,7 @@ PASS_TOKENS = np.unique(np.round(np.logspace(0, np.log10(8192), 121)))
 @checked(
     **each(RESULT, "batch weights matmul_flops kv total time_s tokens_per_s_per_chip"),
     **each(RESULT, "critical_batch weight_floor_s hbm_floor_s"),
-    max_batch=RESULT_OR_INF,
+    **each(RESULT_OR_INF, "max_batch compute_batch critical_context"),
 )
 class CostCurves:
     """Cost per million output tokens over the batches that fit, whole and by part, with the
@@ -329,7 +293,12 @@ class CostCurves:
     time_s: FloatArray
     tokens_per_s_per_chip: FloatArray
     max_batch: float
+    #: ``C b_w / 2W``: where the weight read stops dominating (the KV read not counted).
     critical_batch: float
+    #: ``B*(T)``: where the step turns compute-bound at this context (infinite past ``T_c``).
+    compute_batch: float
+    #: ``T_c``: the context from which no batch is compute-bound.
+    critical_context: float
     weight_floor_s: float
     hbm_floor_s: float
 
@@ -370,8 +339,49 @@ def cost_curves(
         tokens_per_s_per_chip=step.tokens_per_s_per_chip,
         max_batch=room,
         critical_batch=step_critical_batch(deployment),
+        compute_batch=step_critical_batch(deployment, context),
+        critical_context=critical_context(deployment),
         weight_floor_s=weight_floor_s(deployment),
         hbm_floor_s=hbm_floor_s(deployment.chip, deployment.bandwidth_efficiency),
+    )
+
+
+#: Contexts the critical-batch curve is drawn at: 0, then 16 ... 131,072 tokens, log-spaced.
+CURVE_CONTEXTS = np.concatenate([[0.0], np.unique(np.round(np.geomspace(16, 131072, 97)))])
+
+
+@dataclass(frozen=True)
+@checked(
+    broadcast=False,
+    context=RESULT,
+    **each(RESULT_OR_INF, "compute_batch max_batch critical_context"),
+    critical_batch=RESULT,
+)
+class CriticalBatchCurve:
+    """Against the context: the batch where a step turns compute-bound (``B*(T)``, infinite
+    from ``T_c`` on) and the most sequences that fit; the cost per token stops falling at the
+    smaller of the two."""
+
+    context: FloatArray
+    compute_batch: FloatArray
+    max_batch: FloatArray
+    #: ``C b_w / 2W``, ``B*`` at context 0.
+    critical_batch: float
+    critical_context: float
+
+
+@contract(infinite_ok=True, contexts=Real(low_open=False, ndarray=True))
+def critical_batch_curve(
+    deployment: Deployment, contexts: FloatArray = CURVE_CONTEXTS
+) -> CriticalBatchCurve:
+    """:func:`step_critical_batch` and :func:`max_batch` over ``contexts`` the model accepts."""
+    T = contexts[deployment.model.max_context >= contexts]
+    return CriticalBatchCurve(
+        context=T,
+        compute_batch=np.array([step_critical_batch(deployment, t) for t in T]),
+        max_batch=np.asarray(max_batch(deployment, T)),
+        critical_batch=step_critical_batch(deployment),
+        critical_context=critical_context(deployment),
     )
 
 
@@ -408,18 +418,22 @@ def pass_curves(
 
 
 __all__ = [
+    "CURVE_BATCHES",
+    "CURVE_CONTEXTS",
     "ChipPrice",
     "CostCurves",
+    "CriticalBatchCurve",
     "DecodeStep",
     "Deployment",
     "DoesNotFitError",
     "PassCurves",
     "PrefillStep",
     "RequestLatency",
-    "SlowMode",
     "chips_for_throughput",
     "cost_curves",
     "cost_per_million_tokens_usd",
+    "critical_batch_curve",
+    "critical_context",
     "decode_step",
     "example_price",
     "hbm_floor_s",
@@ -430,7 +444,6 @@ __all__ = [
     "pass_curves",
     "prefill",
     "request_latency",
-    "slow_mode",
     "step_critical_batch",
     "ttft_s",
     "weight_floor_s",

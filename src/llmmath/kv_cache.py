@@ -147,13 +147,15 @@ def best_cost_per_million_tokens_usd(
     deployment: Deployment, context: ArrayLike, usd_per_chip_hour: float | None = None
 ) -> float | FloatArray:
     """The cheapest output token at ``context``: a decode step at the batch
-    ``min(ceil(B*), B_max(T))`` (past the critical batch ``B*`` a bigger batch saves nothing;
-    past ``B_max`` it does not fit). Infinite where not one sequence fits. Longer contexts fit
-    fewer sequences and read more KV per token, so this rises with the context."""
+    ``min(ceil(B*(T)), B_max(T))`` (past ``B*(T)``, where the step turns compute-bound, a
+    bigger batch saves nothing; past ``B_max`` it does not fit; above ``T_c`` only the HBM
+    stops it). Infinite where not one sequence fits. Longer contexts fit fewer sequences and
+    read more KV per token, so this rises with the context."""
     dep = deployment
     T = np.asarray(check_context(dep.model, context), dtype=np.float64)
     room = np.asarray(batching.max_batch(dep, T), dtype=np.float64)
-    B = np.minimum(float(math.ceil(batching.step_critical_batch(dep))), room)
+    compute = [batching.step_critical_batch(dep, float(t)) for t in T.ravel()]
+    B = np.minimum(np.ceil(np.reshape(compute, T.shape)), room)
     step = batching.decode_step(dep, np.maximum(B, 1.0), T, allow_overflow=True)
     cost = step.cost_per_million_tokens_usd(usd_per_chip_hour)
     return as_output(np.where(room >= 1, cost, np.inf))

@@ -13,6 +13,7 @@ source and date).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +30,7 @@ from .contracts import (
     POSITIVE,
     RESULT,
     SCALAR,
+    SCALAR_FRACTION,
     SCALAR_POSITIVE,
     AnyOf,
     Flag,
@@ -230,6 +232,7 @@ class PrefixCache:
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
     deadline_s=Optional(POSITIVE),
     tiers=Optional(SequenceOf(TIER)),
+    prefill_efficiency=Optional(SCALAR_FRACTION),
 )
 def prefix_cache(
     deployment: Deployment,
@@ -240,13 +243,16 @@ def prefix_cache(
     usd_per_chip_hour: float | None = None,
     deadline_s: ArrayLike | None = None,
     tiers: Sequence[str | MemoryTier] | None = None,
+    prefill_efficiency: float | None = None,
 ) -> PrefixCache:
     """A prefix of ``S`` tokens held ``t`` seconds and reused ``r`` times (all broadcast).
 
     Per tier: hold ``S kv t c``; reload ``S kv / (n W_tier)`` (0 in HBM), costing
     ``r * reload * n * price / 3600``; usable where ``S kv`` fits (``n`` accelerators' share,
     HBM: the KV budget) and the reload beats ``deadline_s`` (default: the prefill time).
-    Recompute: ``r`` prefills of ``S`` tokens, ``r * t_prefill * n * price / 3600``.
+    Recompute: ``r`` prefills of ``S`` tokens, ``r * t_prefill * n * price / 3600``, at the
+    deployment's ``flops_efficiency`` unless ``prefill_efficiency`` (the prefill's MFU) is
+    given: a floor at 100% makes recomputing look cheaper than any real prefill.
     """
     dep = deployment
     S0 = check_context(dep.model, prefix_tokens, "prefix_tokens")
@@ -259,7 +265,8 @@ def prefix_cache(
     names = tuple(tier.name for tier in chosen)
     price = dep.chip_hour_usd if usd_per_chip_hour is None else float(usd_per_chip_hour)
     chip_usd_per_s = dep.n_chips * price / SECONDS_PER_HOUR
-    recompute_s = np.asarray(batching.prefill(dep, S, allow_overflow=True).time_s)
+    prefiller = dep if prefill_efficiency is None else _at_mfu(dep, prefill_efficiency)
+    recompute_s = np.asarray(batching.prefill(prefiller, S, allow_overflow=True).time_s)
     deadline = recompute_s if deadline_s is None else as_floats(deadline_s)
     size = S * dep.kv_bytes_per_token
     rate = np.array([x.usd_per_byte_s for x in chosen])
@@ -283,8 +290,16 @@ def prefix_cache(
     )
 
 
+def _at_mfu(dep: Deployment, flops_efficiency: float) -> Deployment:
+    return dataclasses.replace(dep, flops_efficiency=float(flops_efficiency))
+
+
 @contract(
-    prefix_tokens=AMOUNT, tier=TIER, reuses=AMOUNT, usd_per_chip_hour=Optional(SCALAR_POSITIVE)
+    prefix_tokens=AMOUNT,
+    tier=TIER,
+    reuses=AMOUNT,
+    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+    prefill_efficiency=Optional(SCALAR_FRACTION),
 )
 def break_even_hold_s(
     deployment: Deployment,
@@ -293,13 +308,21 @@ def break_even_hold_s(
     reuses: ArrayLike = 1,
     *,
     usd_per_chip_hour: float | None = None,
+    prefill_efficiency: float | None = None,
 ) -> float | FloatArray:
     """The hold time past which recomputing beats keeping the prefix in ``tier``:
     ``t = r (t_prefill - t_reload) n price / (3600 S kv c)`` (0 where the tier is no faster
-    than a prefill, or the prefix does not fit in it)."""
+    than a prefill, or the prefix does not fit in it). It is a difference of two floors, so
+    it moves with the prefill's MFU (``prefill_efficiency``): show it as a range."""
     chosen = get_tier(tier)
     at_zero = prefix_cache(
-        deployment, prefix_tokens, 0.0, reuses, usd_per_chip_hour=usd_per_chip_hour, tiers=(chosen,)
+        deployment,
+        prefix_tokens,
+        0.0,
+        reuses,
+        usd_per_chip_hour=usd_per_chip_hour,
+        tiers=(chosen,),
+        prefill_efficiency=prefill_efficiency,
     )
     rate = chosen.usd_per_byte_s
     saved = at_zero.recompute_usd - at_zero.reload_usd[..., 0]

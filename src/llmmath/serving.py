@@ -177,8 +177,16 @@ class DecodeStep:
 
     @property
     def compute_bound(self) -> FloatArray:
-        """True where the matmuls' FLOPs take longer than reading their weights."""
-        return np.asarray(self.matmul_compute_s > self.weight_read_s)
+        """True where the step's FLOPs take at least as long as everything it reads (weights
+        and KV caches): the floor's own test, ``compute_s >= memory_s``."""
+        return np.asarray(self.compute_s >= self.memory_s)
+
+    @property
+    def weights_amortized(self) -> FloatArray:
+        """True where the matmuls' FLOPs outlast the weight read alone (the batch is past
+        the weights-only critical batch ``C b_w / 2W``); the KV read is not counted, so a
+        step can be past it and still memory-bound."""
+        return np.asarray(self.matmul_compute_s >= self.weight_read_s)
 
     @property
     def fits(self) -> FloatArray:

@@ -1,4 +1,4 @@
-"""Serving modes around the one decode step: fast, batch (slow), at a frontier provider's
+"""Serving modes around the one decode step: slow, fast, batch APIs, at a frontier provider's
 scale, and continuous batching with a paged KV cache.
 
 Every time here is :func:`llmmath.serving.decode_step`'s floor (perfect overlap at the
@@ -9,7 +9,7 @@ fast-mode and batch-API prices are in ``data/serving_modes.toml``.
 >>> from llmmath.deployment import Deployment
 >>> fast = serving_modes.fast_mode(Deployment("Llama-3-70B", "H100", 8), 2048, 2.0)
 >>> int(fast.fast_batch), round(float(fast.price_multiple), 1)
-(44, 3.4)
+(267, 1.4)
 """
 
 from __future__ import annotations
@@ -22,24 +22,28 @@ from numpy.typing import ArrayLike
 
 from . import data
 from ._checks import FloatArray, as_floats
-from .batching import max_batch, slow_mode, step_critical_batch
+from .batching import max_batch, step_critical_batch, weight_floor_s
 from .contracts import (
     FLAG,
     MAX_CHIPS,
     NAME,
     NOTE,
+    POSITIVE,
     RESULT,
+    RESULT_OR_INF,
     SCALAR,
     SCALAR_FRACTION,
     SCALAR_POSITIVE,
     Count,
     Instance,
+    OneOf,
+    Optional,
     Real,
     checked,
     contract,
     each,
 )
-from .deployment import Deployment, check_context
+from .deployment import Deployment, DoesNotFitError, check_context
 from .hardware import get_chip
 from .models import get_model
 from .serving import DecodeStep, decode_step
@@ -96,6 +100,110 @@ def batch_api_prices() -> list[BatchApiPrice]:
     """The batch APIs in ``data/serving_modes.toml``."""
     table = data.table("serving_modes")["batch_apis"]
     return [BatchApiPrice(**spec) for spec in table.values()]
+
+
+# ---- "slow mode" ----------------------------------------------------------------------------
+#: What ends the fall of the cost per token as the batch grows.
+FLOOR_LIMITS = ("compute", "memory capacity")
+
+
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "latency_s batch batch1_cost_per_million_usd floor_cost_per_million_usd"),
+    **each(RESULT, "floor_batch saturation_latency_s weight_floor_s"),
+    cost_per_million_usd=RESULT_OR_INF,
+    floor_limit=OneOf(FLOOR_LIMITS),
+)
+class SlowMode:
+    """What accepting a longer time per token does and does not buy, at one context.
+
+    A longer step lets more sequences share it, so the cost falls, but only until the batch
+    reaches ``floor_batch``: the step turns compute-bound (``B*(T)``, where a token costs its
+    FLOPs whatever the batch) or, first, the HBM is full (:attr:`floor_limit` says which).
+    Past that, waiting buys nothing. And a sequence with no company pays
+    ``batch1_cost_per_million_usd`` however long it waits: the chips read every weight for its
+    one token either way.
+    """
+
+    #: The time per output token accepted (one decode step).
+    latency_s: FloatArray
+    #: The largest useful batch whose step fits in ``latency_s`` (0 where none does).
+    batch: FloatArray
+    #: Cost at that batch (infinite where no step is that fast).
+    cost_per_million_usd: FloatArray
+    batch1_cost_per_million_usd: float
+    #: The cheapest any wait can buy: the cost at ``floor_batch``.
+    floor_cost_per_million_usd: float
+    #: ``min(ceil(B*(T)), max_batch)``: past it the cost per token is flat or the HBM is full.
+    floor_batch: float
+    #: What stops the fall at ``floor_batch``: ``"compute"`` (the step turned compute-bound)
+    #: or ``"memory capacity"`` (the KV caches filled the HBM first).
+    floor_limit: str
+    #: The step time at ``floor_batch``: a longer wait per token buys nothing.
+    saturation_latency_s: float
+    #: Weights / bandwidth: no step is faster.
+    weight_floor_s: float
+
+
+@contract(
+    infinite_ok=True,
+    context=SCALAR,
+    latency_s=POSITIVE,
+    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+)
+def slow_mode(
+    deployment: Deployment,
+    context: float,
+    latency_s: ArrayLike,
+    usd_per_chip_hour: float | None = None,
+) -> SlowMode:
+    """The cheapest cost per token for each accepted time per token, at ``context``.
+
+    The cost per token ``t(B) / B`` falls with the batch until the step turns compute-bound
+    at ``B*(T)`` (:func:`step_critical_batch`), or the HBM is full; the smaller of the two is
+    ``floor_batch``. For each latency the largest batch ``B <= floor_batch`` with
+    ``t(B) <= latency`` is found by bisection (``t`` rises with ``B``); its cost is the best
+    that latency can buy.
+    """
+    dep = deployment
+    T = float(check_context(dep.model, context))
+    budget = as_floats(latency_s)
+    price = dep.chip_hour_usd if usd_per_chip_hour is None else usd_per_chip_hour
+    room = float(max_batch(dep, T))
+    if room < 1:
+        raise DoesNotFitError(
+            f"not one sequence of context {T:g} fits beside {dep.model.name}'s weights on "
+            f"{dep.n_chips} x {dep.chip.name}",
+            T * dep.kv_bytes_per_token - dep.kv_budget_bytes,
+        )
+    compute_batch = step_critical_batch(dep, T)  # infinite past T_c: then the HBM stops it
+    compute_bound = math.isfinite(compute_batch) and math.ceil(compute_batch) <= room
+    floor_batch = float(math.ceil(compute_batch)) if compute_bound else room
+    floor_limit = "compute" if compute_bound else "memory capacity"
+
+    def step(B: ArrayLike) -> DecodeStep:
+        return decode_step(dep, B, T)
+
+    lo = np.zeros_like(budget)  # the largest batch known to be fast enough (0: none)
+    hi = np.full_like(budget, floor_batch)
+    while np.any(lo < hi):
+        mid = np.ceil((lo + hi) / 2.0)
+        fast = step(np.maximum(mid, 1.0)).time_s <= budget
+        lo, hi = np.where(fast, mid, lo), np.where(fast, hi, mid - 1.0)
+    chosen = step(np.maximum(lo, 1.0))
+    cost = np.where(lo >= 1, chosen.cost_per_million_tokens_usd(price), np.inf)
+    at_floor = step(floor_batch)
+    return SlowMode(
+        latency_s=budget,
+        batch=lo,
+        cost_per_million_usd=cost,
+        batch1_cost_per_million_usd=float(step(1).cost_per_million_tokens_usd(price)),
+        floor_cost_per_million_usd=float(at_floor.cost_per_million_tokens_usd(price)),
+        floor_batch=floor_batch,
+        floor_limit=floor_limit,
+        saturation_latency_s=float(at_floor.time_s),
+        weight_floor_s=weight_floor_s(dep),
+    )
 
 
 # ---- fast mode: what a shorter step costs -------------------------------------------------------
@@ -371,6 +479,7 @@ def request_lengths() -> dict[str, float]:
 
 
 __all__ = [
+    "FLOOR_LIMITS",
     "LENGTH_SAMPLES",
     "BatchApiPrice",
     "DeferredWork",
@@ -378,6 +487,7 @@ __all__ = [
     "FastModePrice",
     "FleetScale",
     "KVPacking",
+    "SlowMode",
     "batch_api_prices",
     "deferred_work",
     "fast_mode",
@@ -385,4 +495,5 @@ __all__ = [
     "fleet_scale",
     "kv_packing",
     "request_lengths",
+    "slow_mode",
 ]

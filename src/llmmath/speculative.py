@@ -6,9 +6,11 @@ multi-token-prediction module) proposes ``k`` tokens; one step of the big model 
 all ``k + 1`` positions at once, reading its weights once; the first rejected draft and
 everything after it are thrown away. With each draft accepted with probability ``a``
 independently, a step yields ``(1 - a^(k+1)) / (1 - a)`` tokens on average (Leviathan et al.
-2023). The verify step does ``k + 1`` times the matmul FLOPs, so the gain lasts only while
-the step stays memory-bound: past ``B* / (k + 1)`` it shrinks, and at large batch it is a
-loss. Times are :func:`llmmath.serving.decode_step` floors.
+2023). The verify step does ``k + 1`` times the matmul FLOPs, so the gain shrinks once those
+FLOPs outlast the step's reads (weights and KV caches), and turns into a loss where
+:func:`break_even_batch` says, if any batch that fits gets there: at long context the KV read
+keeps even a full HBM's batch memory-bound. Times are :func:`llmmath.serving.decode_step`
+floors.
 
 >>> from llmmath import speculative
 >>> round(float(speculative.expected_tokens_per_step(0.85, 1)), 2)
@@ -144,6 +146,40 @@ def speculative_step(
     )
 
 
+@contract(
+    infinite_ok=True,
+    context=SCALAR,
+    draft_tokens=Count(high=64),
+    acceptance=Real(low=0.0, low_open=False, high=1.0, scalar=True),
+    draft_share=FRACTION,
+)
+def break_even_batch(
+    deployment: Deployment,
+    context: float,
+    draft_tokens: int,
+    acceptance: float,
+    draft_share: float,
+) -> float:
+    """The smallest batch at which speculation stops paying (its speed-up falls to 1 or
+    below), among the whole batches whose KV caches fit at ``context``; infinite where it
+    pays at every one of them (the step stays memory-bound enough that ``k + 1`` times the
+    FLOPs still hide under the reads). Found on the whole batches, not from a rule of thumb.
+
+    >>> from llmmath import speculative
+    >>> from llmmath.deployment import Deployment
+    >>> llama = Deployment("Llama-3-70B", "H100", 8)
+    >>> speculative.break_even_batch(llama, 2048, 3, 0.7, 0.02)
+    inf
+    >>> speculative.break_even_batch(llama, 256, 3, 0.7, 0.02)
+    205.0
+    """
+    room = min(float(max_batch(deployment, context)), 1e6)
+    batches = np.arange(1.0, np.floor(room) + 1.0)
+    step = speculative_step(deployment, batches, context, draft_tokens, acceptance, draft_share)
+    loss = np.asarray(step.speedup) <= 1.0
+    return float(batches[np.argmax(loss)]) if loss.any() else float("inf")
+
+
 @contract(name=NAME)
 def mtp_published(name: str = "DeepSeek-V3") -> dict[str, float]:
     """DeepSeek-V3's MTP module as published: drafts per step, size, acceptance range and the
@@ -181,6 +217,7 @@ __all__ = [
     "ACCEPTANCE",
     "CURVE_BATCHES",
     "SpeculativeStep",
+    "break_even_batch",
     "expected_tokens_per_step",
     "mtp_draft_share",
     "mtp_published",
