@@ -1,9 +1,11 @@
-"""Issue 19's root causes, one regression test each: bad input never gets past the package."""
+"""Issue 19's root causes, one regression test each: bad input never gets past the package
+(and issue 31's cases that still got through, at the end)."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,16 +17,19 @@ from llmmath import (
     hardware,
     kv_cache,
     measure,
+    memory_tiers,
     models,
     moe,
     parallelism,
     placement,
     pricing,
+    published,
     roofline,
     scaling,
     serving,
     serving_modes,
     training,
+    training_memory,
 )
 from llmmath.contracts import INSIDE, MAX_CHIPS, NotFiniteError, Real, contract
 
@@ -244,3 +249,117 @@ def test_rules_a_body_used_to_check_are_the_contract_s() -> None:
         parallelism.layout_breakdown("Llama-3-8B", "H100", placement.Layout(tp=8), 0.0)
     with pytest.raises(ValueError, match=r"fast_mode\(\): speedup=1e\+30 needs .* chips"):
         serving_modes.fast_mode(deployment.Deployment("Llama-3-8B", "H100"), 1024.0, 1e30)
+
+
+# ---- issue 31: the cases that still got through ------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (None, r"cannot be read \(No such file or directory\); expected a TOML file shaped like"),
+        ("x = = 1\n", r"is not valid TOML \(Invalid value .*\); expected a TOML file shaped like"),
+        ("x = 1\n", r"x = 1 is not a table; expected .* one \[name\] table per chip"),
+        ("[x]\nhbm_bytes = 1\n", r"chip 'x' is missing full_name"),
+    ],
+)
+def test_a_chip_file_that_cannot_be_read_names_the_file(
+    tmp_path: Path, text: str | None, message: str
+) -> None:
+    path = tmp_path / "chips.toml"
+    if text is not None:
+        path.write_text(text)
+    kind = FileNotFoundError if text is None else ValueError
+    with pytest.raises(kind, match=rf"load_chips\(\): path '{path}': {message}"):
+        hardware.load_chips(path)
+
+
+def test_chip_numbers_are_bounded_to_plausible_ranges() -> None:
+    h100 = hardware.get_chip("H100")
+    with pytest.raises(
+        ValueError, match=r"hbm_bandwidth_bytes_per_s must be finite and >= 1e\+06 and <= 1e\+15"
+    ):
+        dataclasses.replace(h100, hbm_bandwidth_bytes_per_s=1e-300)  # memory_floor_s was inf
+    with pytest.raises(ValueError, match=r"peak_flop_per_s\['bf16'\] must be .*<= 1e\+18"):
+        dataclasses.replace(h100, peak_flop_per_s={"bf16": 1e30})
+    with pytest.raises(ValueError, match=r"scale_up_latency_s must be finite and >= 1e-09"):
+        dataclasses.replace(h100, scale_up_latency_s=1e-300)
+
+
+def test_a_price_sheet_refuses_a_free_input_token() -> None:
+    sheet = api_prices.get_price_sheet(api_prices.list_price_sheets()[0])
+    with pytest.raises(
+        ValueError, match=r"PriceSheet: input_usd_per_million must be finite and > 0"
+    ):
+        dataclasses.replace(sheet, input_usd_per_million=0.0)  # read_price_sheet divided by it
+
+
+def test_a_single_batch_is_a_sweep_of_one() -> None:
+    flops, moved, best, median = measure.measure_matmul_sweep(np.float64(4.0), 16, 1)
+    assert flops.shape == moved.shape == best.shape == median.shape == (1,)
+    assert flops[0] == 2.0 * 4 * 16 * 16
+
+
+def test_nothing_to_hold_fits() -> None:
+    training_memory.model_state_bytes(np.array([])).require_fit("H100")  # no error
+
+
+def fake_machine(n: int, measured: float = 1e-6) -> measure.MachineRoofline:
+    return measure.MachineRoofline(
+        1e12, 1e10, np.ones(n), 64, np.full(n, 1e4), np.full(n, 1e4), np.full(n, measured)
+    )
+
+
+def test_a_machine_sweep_is_refused_naming_the_sweep() -> None:
+    with pytest.raises(
+        ValueError, match=r"MachineRoofline: sweep_batch, .* must be 1-d arrays of one length >= 1"
+    ):
+        fake_machine(0)  # machine_comparisons took argmin of it
+    with pytest.raises(
+        ValueError, match=r"MachineRoofline: sweep_measured_s must be finite and > 0"
+    ):
+        fake_machine(2, measured=0.0)  # was reported as a Comparison's "measured"
+    with pytest.raises(ValueError, match=r"one length >= 1 .*'sweep_median_s': \(3,\)"):
+        dataclasses.replace(fake_machine(1), sweep_median_s=np.ones(3))  # (1,) broadcasts
+    low, high = published.machine_comparisons(fake_machine(1))
+    assert low.measured == high.measured == 1e-6
+
+
+def test_every_entry_point_checks_the_models_context() -> None:
+    layout = placement.Layout(tp=8)
+    with pytest.raises(ValueError, match=r"context must be <= Llama-3-70B's max_context=8192"):
+        placement.serving_memory("Llama-3-70B", layout, 1.0, 1e7)
+    with pytest.raises(ValueError, match=r"context must be <= Llama-3-70B's max_context=8192"):
+        placement.max_decode_batch("Llama-3-70B", layout, "H100", 1e7)
+    assert placement.max_decode_batch("Llama-3-70B", layout, "H100", 8192) > 0
+
+
+def test_a_fleet_day_caches_no_more_input_than_it_has() -> None:
+    day = api_prices.get_fleet_day()
+    with pytest.raises(
+        ValueError, match=r"cached_input_tokens must be <= input_tokens .*; got 1\.216e\+12 > 6"
+    ):
+        dataclasses.replace(day, cached_input_tokens=2 * day.input_tokens)
+
+
+def test_does_not_fit_can_be_raised_with_a_message_alone() -> None:
+    error = placement.DoesNotFitError("too big")
+    assert str(error) == "too big" and np.isnan(error.missing_bytes)  # NaN: not known
+    assert placement.DoesNotFitError("too big", 1e9).missing_bytes == 1e9
+
+
+def test_a_prompt_cache_keeps_its_tokens_a_positive_time() -> None:
+    price = memory_tiers.get_prompt_cache(memory_tiers.list_prompt_caches()[0])
+    with pytest.raises(ValueError, match=r"PromptCachePrice .*: ttl_s must be finite and > 0"):
+        dataclasses.replace(price, ttl_s=0.0)  # the write premium was divided by it
+
+
+def test_a_deadline_broadcasts_with_the_prefix_as_every_input_does(
+    dep: deployment.Deployment,
+) -> None:
+    cache = memory_tiers.prefix_cache(dep, 1000, 10.0, 1.0, deadline_s=[1e-9, 1.0, 1e3])
+    per_tier = (3, len(cache.tiers))
+    assert cache.prefix_bytes.shape == cache.recompute_s.shape == (3,)
+    assert cache.hold_usd.shape == cache.in_time.shape == cache.keep_usd.shape == per_tier
+    slow = [name != "HBM" for name in cache.tiers]  # HBM reloads nothing: always in time
+    assert not cache.in_time[0, slow].any() and cache.in_time[2].all()
+    with pytest.raises(ValueError, match=r"prefix_tokens \(2,\) and deadline_s \(3,\) do not"):
+        memory_tiers.prefix_cache(dep, [1000, 2000], 10.0, 1.0, deadline_s=[1, 2, 3])

@@ -230,7 +230,9 @@ def test_load_chips_names_unknown_fields(tmp_path: Path) -> None:
 def test_load_chips_validates_values(tmp_path: Path) -> None:
     path = tmp_path / "chips.toml"
     path.write_text(CUSTOM_TOML.replace("hbm_bytes = 64e9", "hbm_bytes = -64e9"))
-    with pytest.raises(ValueError, match="hbm_bytes must be finite and > 0"):
+    with pytest.raises(
+        ValueError, match=r"chips.toml.: Chip Toy-1: hbm_bytes must be finite and >= 1e\+06"
+    ):
         load_chips(path)
 
 

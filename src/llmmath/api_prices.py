@@ -27,6 +27,7 @@ from .contracts import (
     NOTE,
     POSITIVE,
     SCALAR,
+    SCALAR_POSITIVE,
     AnyOf,
     Count,
     Instance,
@@ -43,8 +44,9 @@ from .units import TOKENS_PER_MILLION
 @checked(
     model=NAME,
     vendor=NOTE,
-    **each(SCALAR, "input_usd_per_million output_usd_per_million long_input_usd_per_million"),
-    **each(SCALAR, "long_output_usd_per_million cached_input_usd_per_million"),
+    **each(SCALAR_POSITIVE, "input_usd_per_million output_usd_per_million"),
+    **each(SCALAR, "long_input_usd_per_million long_output_usd_per_million"),
+    cached_input_usd_per_million=SCALAR,  # 0: no cached-input price
     long_context_threshold_tokens=Count(low=0),
     checked=FLAG,
 )
@@ -115,6 +117,13 @@ class FleetDay:
     published_cost_profit_margin: float
     source: str
     source_date: str
+
+    def __post_init__(self) -> None:
+        if self.cached_input_tokens > self.input_tokens:
+            raise ValueError(
+                f"FleetDay {self.name}: cached_input_tokens must be <= input_tokens (the cached "
+                f"input is part of it); got {self.cached_input_tokens:g} > {self.input_tokens:g}"
+            )
 
 
 @cache

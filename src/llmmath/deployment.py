@@ -18,13 +18,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, as_floats
+from ._checks import FloatArray
 from .chip_prices import price_or_example
 from .contracts import (
-    NAME,
     RESULT,
     SCALAR,
     SCALAR_FRACTION,
@@ -40,7 +38,7 @@ from .contracts import (
 )
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
-from .models import ModelConfig, get_model, weight_params_read
+from .models import ModelConfig, check_context, get_model, weight_params_read
 from .placement import (
     DoesNotFitError,
     Layout,
@@ -203,17 +201,6 @@ class Deployment:
     def chip_hour_usd(self) -> float:
         """The price of one chip-hour: ``usd_per_chip_hour``, else the chip's example price."""
         return price_or_example(self.chip, self.usd_per_chip_hour)
-
-
-@contract(model=Instance(ModelConfig), name=NAME)
-def check_context(model: ModelConfig, context: ArrayLike, name: str = "context") -> FloatArray:
-    T = as_floats(context)  # >= 0: checked by the contract of the function asking
-    if np.any(model.max_context < T):
-        worst = float(np.max(T))
-        raise ValueError(
-            f"{name} must be <= {model.name}'s max_context={model.max_context}; got {worst:g}"
-        )
-    return T
 
 
 #: A deployment parameter (the common test's example: Llama-3-8B on one H100).

@@ -20,12 +20,12 @@ from .contracts import (
     CHIPS,
     NAME,
     NOTE,
-    SCALAR_POSITIVE,
     AnyOf,
     Instance,
     MappingOf,
     OneOf,
     PathLike,
+    Real,
     checked,
     contract,
     each,
@@ -37,19 +37,27 @@ from .dtypes import DTYPE
 #: Set this to the path of a TOML file (same shape as data/hardware.toml) to add chips.
 EXTRA_HARDWARE_ENV = "LLMMATH_HARDWARE_FILE"
 
+#: What a chip's numbers may be: ranges far wider than today's chips span (2e14-1e16 FLOP/s,
+#: 16-288 GB, 0.8-8 TB/s, links of 1-900 GB/s, ~1 us a hop), narrow enough that a unit slip
+#: (GB/s for B/s) is refused and no time derived from them (HBM / bandwidth) overflows.
+FLOP_RATE = Real(low=1e6, low_open=False, high=1e18, scalar=True)
+BYTES = Real(low=1e6, low_open=False, high=1e15, scalar=True)
+BYTE_RATE = Real(low=1e6, low_open=False, high=1e15, scalar=True)
+LATENCY = Real(low=1e-9, low_open=False, high=1.0, scalar=True)
+
 
 @dataclass(frozen=True)
 @checked(
     inside=True,  # a chip read from a TOML file is checked as one built outside
     name=NAME,
     full_name=NOTE,
-    peak_flop_per_s=MappingOf(DTYPE, SCALAR_POSITIVE, "dtype", lambda: {"bf16": 1e15}),
-    hbm_bytes=SCALAR_POSITIVE,
+    peak_flop_per_s=MappingOf(DTYPE, FLOP_RATE, "dtype", lambda: {"bf16": 1e15}),
+    hbm_bytes=BYTES,
     **each(
-        SCALAR_POSITIVE,
+        BYTE_RATE,
         "hbm_bandwidth_bytes_per_s scale_up_bandwidth_bytes_per_s scale_out_bandwidth_bytes_per_s",
     ),
-    **each(SCALAR_POSITIVE, "scale_up_latency_s scale_out_latency_s"),
+    **each(LATENCY, "scale_up_latency_s scale_out_latency_s"),
     scale_up_domain_size=CHIPS,
 )
 class Chip:
@@ -109,10 +117,27 @@ def chip_from_dict(name: str, spec: dict[str, Any]) -> Chip:
 
 @contract(path=PathLike())
 def load_chips(path: str | os.PathLike[str]) -> dict[str, Chip]:
-    """Read every chip in a TOML file shaped like ``data/hardware.toml``."""
-    with Path(path).open("rb") as handle:
-        tables = tomllib.load(handle)
-    return {name: chip_from_dict(name, spec) for name, spec in tables.items()}
+    """Read every chip in a TOML file shaped like ``data/hardware.toml``: one table per chip,
+    ``[name]``, holding its fields. An error names the file and what it expected."""
+    where = f"hardware.load_chips(): path {str(path)!r}"
+    expected = "a TOML file shaped like data/hardware.toml, one [name] table per chip"
+    try:
+        with Path(path).open("rb") as handle:
+            tables = tomllib.load(handle)
+    except OSError as error:  # missing, a folder, unreadable: keep the kind (FileNotFoundError)
+        message = f"{where}: cannot be read ({error.strerror}); expected {expected}"
+        raise type(error)(error.errno, message, error.filename) from error
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{where}: is not valid TOML ({error}); expected {expected}") from None
+    chips = {}
+    for name, spec in tables.items():
+        if not isinstance(spec, dict):
+            raise ValueError(f"{where}: {name} = {spec!r} is not a table; expected {expected}")
+        try:
+            chips[name] = chip_from_dict(name, spec)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{where}: {error}") from None
+    return chips
 
 
 def _preset_chips() -> dict[str, Chip]:

@@ -22,17 +22,28 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import FloatArray, as_floats, positive
-from .contracts import RESULT, SCALAR, Count, Function, Real, SequenceOf, checked, contract, each
+from ._checks import FloatArray, as_floats
+from .contracts import (
+    POSITIVE,
+    RESULT,
+    SCALAR_POSITIVE,
+    Count,
+    Function,
+    Real,
+    SequenceOf,
+    checked,
+    contract,
+    each,
+)
 
 _FLOAT32_BYTES = 4.0
 
 
 @dataclass(frozen=True)
 @checked(
-    peak_flop_per_s=SCALAR,
-    bandwidth_bytes_per_s=SCALAR,
-    **each(RESULT, "sweep_batch sweep_flops sweep_bytes sweep_measured_s"),
+    peak_flop_per_s=SCALAR_POSITIVE,
+    bandwidth_bytes_per_s=SCALAR_POSITIVE,
+    **each(POSITIVE, "sweep_batch sweep_flops sweep_bytes sweep_measured_s"),
     sweep_dim=Count(),
     sweep_median_s=RESULT,
     blas_threads=Count(high=4096),
@@ -51,6 +62,17 @@ class MachineRoofline:
     sweep_measured_s: FloatArray
     sweep_median_s: FloatArray | None = None
     blas_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        names = ("batch", "flops", "bytes", "measured_s", "median_s")
+        values = {f"sweep_{n}": getattr(self, f"sweep_{n}") for n in names}
+        shapes = {n: np.shape(v) for n, v in values.items() if v is not None}
+        one = shapes["sweep_batch"]
+        if len(one) != 1 or not one[0] or any(shape != one for shape in shapes.values()):
+            raise ValueError(
+                f"MachineRoofline: {', '.join(shapes)} must be 1-d arrays of one length >= 1 "
+                f"(one entry per matmul of the sweep); got shapes {shapes}"
+            )
 
     @property
     def critical_intensity(self) -> float:
@@ -124,8 +146,9 @@ def measure_matmul_sweep(
     batches: FloatArray, dim: int, repeats: int = 3
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Time ``[B, dim] x [dim, dim]`` for each ``B``, in ``repeats`` rounds of one run each
-    (after a warm-up round): FLOPs, bytes moved, best time and median time."""
-    batches = positive("batches", batches)
+    (after a warm-up round): FLOPs, bytes moved, best time and median time. A single ``B``
+    is a sweep of one: the four results are arrays of one entry."""
+    batches = np.atleast_1d(as_floats(batches))  # checked by the contract
     int(repeats)
     rng = np.random.default_rng(1)
     weights = rng.standard_normal((dim, dim), dtype=np.float32)

@@ -77,9 +77,9 @@ def _tier_names() -> list[str]:
     vendor=NOTE,
     model=NAME,
     **each(
-        SCALAR,
-        "input_usd_per_mtok write_usd_per_mtok read_usd_per_mtok storage_usd_per_mtok_hour ttl_s",
+        SCALAR, "input_usd_per_mtok write_usd_per_mtok read_usd_per_mtok storage_usd_per_mtok_hour"
     ),
+    ttl_s=SCALAR_POSITIVE,  # the write premium is spread over it
 )
 class PromptCachePrice:
     """A vendor's published prompt-cache prices (USD per million tokens) and time-to-live."""
@@ -260,14 +260,15 @@ def prefix_cache(
         raise ValueError(f"prefix_tokens must be >= 1; got {float(np.min(S0)):g}")
     t0 = as_floats(hold_s)
     r0 = as_floats(reuses)
-    S, t, r = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(S0, t0, r0))
+    d0 = np.nan if deadline_s is None else as_floats(deadline_s)  # NaN: the default, below
+    S, t, r, d = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(S0, t0, r0, d0))
     chosen = [get_tier(x) for x in (list_tiers() if tiers is None else tiers)]
     names = tuple(tier.name for tier in chosen)
     price = dep.chip_hour_usd if usd_per_chip_hour is None else float(usd_per_chip_hour)
     chip_usd_per_s = dep.n_chips * price / SECONDS_PER_HOUR
     prefiller = dep if prefill_efficiency is None else _at_mfu(dep, prefill_efficiency)
     recompute_s = np.asarray(batching.prefill(prefiller, S, allow_overflow=True).time_s)
-    deadline = recompute_s if deadline_s is None else as_floats(deadline_s)
+    deadline = recompute_s if deadline_s is None else d
     size = S * dep.kv_bytes_per_token
     rate = np.array([x.usd_per_byte_s for x in chosen])
     capacity = np.array(

@@ -255,6 +255,19 @@ MODEL = AnyOf(
 vocabulary(model=MODEL)
 
 
+@contract(model=Instance(ModelConfig), name=NAME)
+def check_context(model: ModelConfig, context: ArrayLike, name: str = "context") -> FloatArray:
+    """``context`` (tokens) as floats, refused above ``model.max_context``: every step, cache
+    and memory count of a model asks this one check (``name``: the parameter it came as)."""
+    T = as_floats(context)  # >= 0: checked by the contract of the function asking
+    if np.any(model.max_context < T):
+        worst = float(np.max(T))
+        raise ValueError(
+            f"{name} must be <= {model.name}'s max_context={model.max_context}; got {worst:g}"
+        )
+    return T
+
+
 # ---- which experts a batch touches ---------------------------------------------------
 @contract(
     batch=AMOUNT,

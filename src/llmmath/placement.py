@@ -40,7 +40,7 @@ from .contracts import (
 )
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
-from .models import ModelConfig, get_model
+from .models import ModelConfig, check_context, get_model
 
 ZERO_STAGES = (0, 1, 2, 3)
 #: Innermost first: rank = t + tp * (e + ep * (s + pp * d)).
@@ -50,12 +50,13 @@ KINDS = ("DP", "TP", "PP", "EP")
 
 class DoesNotFitError(ValueError):
     """Weights (and KV caches, optimizer state or activations) need more HBM than the chips
-    hold; ``missing_bytes`` says how many bytes are missing."""
+    hold; ``missing_bytes`` says how many bytes are missing. It may be left out, as in
+    ``DoesNotFitError("...")``: not known, it is then NaN."""
 
     @contract(message=NAME, missing_bytes=RESULT)
-    def __init__(self, message: str, missing_bytes: float) -> None:
+    def __init__(self, message: str, missing_bytes: float | None = None) -> None:
         super().__init__(message)
-        self.missing_bytes = missing_bytes
+        self.missing_bytes = float("nan") if missing_bytes is None else missing_bytes
 
 
 # ---- the layout ---------------------------------------------------------------------------
@@ -314,7 +315,7 @@ class _Fits:
         """Raise :class:`DoesNotFitError` saying by how much, per GPU, the memory is over."""
         spec = get_chip(chip)
         total = np.asarray(self.total_bytes, dtype=float)
-        worst = float(total.max())
+        worst = float(total.max()) if total.size else 0.0  # nothing to hold: it fits
         if worst <= spec.hbm_bytes:
             return
         parts = ", ".join(
@@ -392,7 +393,7 @@ def serving_memory(
             f"zero_stage={layout.zero_stage} shards training state; a serving layout has "
             "zero_stage=0"
         )
-    B, T = as_floats(batch), as_floats(context)
+    B, T = as_floats(batch), check_context(spec, context)
     flight = int(layout.pp if microbatches_in_flight is None else microbatches_in_flight)
     weights = params_per_gpu(spec, layout) * bytes_per_element(weight_dtype)
     kv_per_sequence_token = (
