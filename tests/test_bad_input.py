@@ -78,7 +78,7 @@ def test_mismatched_shapes_name_both_parameters() -> None:
 
 def test_overflow_is_an_error_naming_the_input_that_caused_it() -> None:
     with pytest.raises(
-        ValueError, match=r"training_flops\(\): params must be finite and > 0 and <= 1e\+30"
+        ValueError, match=r"training_flops\(\): params must be finite and >= 1e\+06 and <= 1e\+30"
     ):
         scaling.training_flops(1e300, 1.5e13)
     # Within the bounds, a result that overflows names the inputs that make it overflow, under
@@ -292,6 +292,30 @@ def test_a_price_sheet_refuses_a_free_input_token() -> None:
         dataclasses.replace(sheet, input_usd_per_million=0.0)  # read_price_sheet divided by it
 
 
+def test_a_span_is_a_number_or_a_low_high_pair_list_or_tuple() -> None:
+    pair = pricing.range_over(api_prices.revenue_usd, tokens=[1e6, 2e6], usd_per_million=1.0)
+    assert pair == pricing.range_over(api_prices.revenue_usd, tokens=(1e6, 2e6), usd_per_million=1)
+    assert (pair.low, pair.high) == (1.0, 2.0)
+    with pytest.raises(
+        ValueError,
+        match=r"range_over\(\): tokens must be a list or tuple of 2 items \(low, high\), each "
+        r"finite and > 0.*; got 3 items, tuple \(1.0, 2.0, 3.0\)",
+    ):
+        pricing.range_over(api_prices.revenue_usd, tokens=(1.0, 2.0, 3.0), usd_per_million=1.0)
+    as_list = pricing.Assumptions(usd_per_chip_hour=[2.0, 6.0])
+    assert as_list == pricing.Assumptions() and hash(as_list) == hash(pricing.Assumptions())
+    sheet = api_prices.list_price_sheets()[0]
+    assert pricing.read_price_sheet(sheet, as_list) == pricing.read_price_sheet(sheet)
+    with pytest.raises(ValueError, match=r"Assumptions: markup must be .*list or tuple of 2 items"):
+        pricing.Assumptions(markup=(1.0, 2.0, 3.0))
+
+
+def test_a_range_from_zero_has_an_infinite_spread() -> None:
+    assert pricing.Range(0.0, 2.0).spread == np.inf
+    assert pricing.Range(0.0, 0.0).spread == 1.0
+    assert pricing.Range(2.0, 6.0).spread == 3.0
+
+
 def test_a_single_batch_is_a_sweep_of_one() -> None:
     flops, moved, best, median = measure.measure_matmul_sweep(np.float64(4.0), 16, 1)
     assert flops.shape == moved.shape == best.shape == median.shape == (1,)
@@ -332,12 +356,55 @@ def test_every_entry_point_checks_the_models_context() -> None:
     assert placement.max_decode_batch("Llama-3-70B", layout, "H100", 8192) > 0
 
 
+def test_counts_are_whole_and_sizes_plausible() -> None:
+    with pytest.raises(
+        ValueError, match=r"training_flops\(\): params must be finite and >= 1e\+06"
+    ):
+        training.training_flops(5, 1e12)
+    with pytest.raises(ValueError, match=r"loss\(\): params must be finite and >= 1e\+06"):
+        scaling.loss(5, 1e12)
+    with pytest.raises(
+        ValueError, match=r"training_time_s\(\): n_chips must be a whole number >= 1 and <= "
+    ):
+        scaling.training_time_s(6e24, 2.5, "H100", 0.4)
+    assert scaling.training_time_s(6e24, 2048.0, "H100", 0.4) > 0  # a whole float is a count
+    with pytest.raises(ValueError, match=r"Table3Row: params must be finite and > 0"):
+        scaling.Table3Row(params=0.0, flops=1e20, tokens=1e9)
+
+
 def test_a_fleet_day_caches_no_more_input_than_it_has() -> None:
     day = api_prices.get_fleet_day()
     with pytest.raises(
         ValueError, match=r"cached_input_tokens must be <= input_tokens .*; got 1\.216e\+12 > 6"
     ):
         dataclasses.replace(day, cached_input_tokens=2 * day.input_tokens)
+
+
+def test_a_degenerate_fit_is_refused_not_answered_with_inf() -> None:
+    fit = dataclasses.replace(scaling.CHINCHILLA_FIT, beta=1e-3)  # D(N) overflows at every N
+    with pytest.raises(
+        ValueError,
+        match=r"inference_aware_optimum\(\): fit must be a fit that reaches target_loss on "
+        r"finitely many tokens .*; got ChinchillaFit\(.*beta=0\.001",
+    ):
+        scaling.inference_aware_optimum(2.0, 1e12, fit=fit)
+
+
+def test_messages_name_what_the_reader_passed(dep: deployment.Deployment) -> None:
+    with pytest.raises(
+        TypeError,
+        match=r"training_flops\(\): params must be a number of parameters \(finite and >= 1e\+06"
+        r".*\) or a model \(a name of models\.list_models\(\) .*; got NoneType None",
+    ):
+        training.training_flops(None, 1e12)  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError,
+        match=r"long_context_surcharge\(\): short_context must be >= 1 and <= 1e\+15, a whole "
+        r"number of tokens; got 1e-300",
+    ):
+        pricing.long_context_surcharge(dep, 8, 1e-300, 1e5)
+    with pytest.raises(ValueError, match=r"long_context must be a whole number of tokens >= 1"):
+        pricing.long_context_surcharge(dep, 8, 1024, 2048.5)
 
 
 def test_does_not_fit_can_be_raised_with_a_message_alone() -> None:

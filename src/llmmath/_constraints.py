@@ -80,6 +80,7 @@ class Real(Constraint):
     integer: bool = False
     scalar: bool = False
     ndarray: bool = False  # a numpy array only (internal steps that index their inputs)
+    unit: str = ""  # what a whole number counts ("tokens"), said in the message
 
     @property
     def allowed(self) -> str:  # type: ignore[override]
@@ -90,7 +91,8 @@ class Real(Constraint):
         if self.high == np.inf:
             return text.replace("finite and", "not NaN and", 1) + " (inf allowed)"
         text += f" and <= {self.high:g}" if self.high < sys.float_info.max else ""
-        return text + (", a whole number" if self.integer else "")
+        counts = f" of {self.unit}" if self.unit else ""
+        return text + (f", a whole number{counts}" if self.integer else "")
 
     @property
     def kind(self) -> str:
@@ -129,8 +131,9 @@ class Real(Constraint):
         if too_low or not high <= self.high or low != low:  # low != low: a NaN
             return ValueError, self.allowed, _first_bad(array, self._bad_mask(array), value)
         if self.integer and not np.all(array == np.round(array)):
-            whole = "a whole number " + self.allowed.removesuffix(", a whole number")
-            return ValueError, whole, _first_bad(array, array != np.round(array), value)
+            bounds, _, whole = self.allowed.partition(", ")  # "a whole number >= 1"
+            given = _first_bad(array, array != np.round(array), value)
+            return ValueError, f"{whole} {bounds}", given
         return None
 
     def _bad_mask(self, array: Any) -> Any:
@@ -336,10 +339,11 @@ class AnyOf(Constraint):
     """Any one of several constraints (``Optional(c)`` is ``AnyOf((Nothing(), c))``)."""
 
     options: tuple[Constraint, ...]
+    label: str = ""  # what is allowed, in words, where listing each option would mislead
 
     @property
     def allowed(self) -> str:  # type: ignore[override]
-        return " or ".join(option.allowed for option in self.options)
+        return self.label or " or ".join(option.allowed for option in self.options)
 
     def problem(self, value: object) -> Problem | None:
         problems = [option.problem(value) for option in self.options]
@@ -386,19 +390,24 @@ class Nothing(Constraint):
 
 @dataclass(frozen=True)
 class SequenceOf(Constraint):
-    """A non-empty list or tuple whose items all meet ``item``."""
+    """A non-empty list or tuple whose items all meet ``item`` (exactly ``length`` of them if
+    set, e.g. 2 for a ``(low, high)`` pair; ``what`` then names the pair in messages)."""
 
     item: Constraint
+    length: int | None = None
+    what: str = ""
 
     @property
     def allowed(self) -> str:  # type: ignore[override]
-        return f"a list or tuple of at least one item, each {self.item.allowed}"
+        size = "at least one item" if self.length is None else f"{self.length} items"
+        return f"a list or tuple of {size}{self.what}, each {self.item.allowed}"
 
     def problem(self, value: object) -> Problem | None:
         if not isinstance(value, list | tuple):
             return self.refuse(TypeError, value)
-        if not value:
-            return ValueError, self.allowed, "an empty sequence"
+        if not value or len(value) != (self.length or len(value)):
+            given = f"{len(value)} items, {describe(value)}" if value else "an empty sequence"
+            return ValueError, self.allowed, given
         for position, item in enumerate(value):
             problem = self.item.problem(item)
             if problem:
@@ -406,10 +415,11 @@ class SequenceOf(Constraint):
         return None
 
     def examples(self) -> tuple[object, ...]:
-        return tuple([value] for value in self.item.examples()[:1])
+        return tuple([value] * (self.length or 1) for value in self.item.examples()[:1])
 
     def bad(self) -> tuple[object, ...]:
-        return (None, [], "ab", [None], 3)
+        longer = [[v] * (self.length + 1) for v in self.item.examples()[:1]] if self.length else []
+        return (None, [], "ab", [None], 3, *longer)
 
 
 @dataclass(frozen=True)
@@ -456,8 +466,9 @@ class MappingOf(Constraint):
 
 
 def span(constraint: Constraint) -> AnyOf:
-    """A value meeting ``constraint`` or a ``(low, high)`` pair of them (an assumption's range)."""
-    return AnyOf((constraint, SequenceOf(constraint)))
+    """A value meeting ``constraint`` or a ``(low, high)`` pair of them, a list or a tuple (an
+    assumption's range)."""
+    return AnyOf((constraint, SequenceOf(constraint, 2, " (low, high)")))
 
 
 def Optional(constraint: Constraint) -> AnyOf:  # noqa: N802 (reads like the type it mirrors)

@@ -80,6 +80,12 @@ RESULT_OR_INF = Real(low_open=False, high=np.inf)
 WHOLE = Count(low=0)
 #: A count of chips (a degree of parallelism, a group's size).
 CHIPS = Count(high=MAX_CHIPS)
+#: The same as a number or an array (a cluster's size, swept): a whole number, 2.5 is refused.
+CHIP_COUNT = Real(low=1.0, low_open=False, high=MAX_CHIPS, integer=True)
+#: A model's parameters: >= 1e6 (no model the course's formulas describe is smaller).
+PARAMS = Real(low=1e6, low_open=False)
+#: A single length in tokens (a context, a prompt): a whole number >= 1.
+TOKENS = Real(low=1.0, low_open=False, high=MAX_COUNT, integer=True, scalar=True, unit="tokens")
 
 
 class NotANumber(Constraint):
@@ -411,6 +417,7 @@ vocabulary(
     allow_overflow=FLAG,
     markup=AMOUNT,
     context_gap_tokens=POSITIVE,  # the tokens between two contexts
+    params=PARAMS,
 )
 
 
@@ -422,6 +429,7 @@ def record_fields(cls: type) -> list[str]:
 __all__ = [
     "AMOUNT",
     "CHIPS",
+    "CHIP_COUNT",
     "FLAG",
     "FRACTION",
     "MAX_CHIPS",
@@ -431,12 +439,14 @@ __all__ = [
     "NAME",
     "NOTE",
     "NOT_A_NUMBER",
+    "PARAMS",
     "POSITIVE",
     "RESULT",
     "RESULT_OR_INF",
     "SCALAR",
     "SCALAR_FRACTION",
     "SCALAR_POSITIVE",
+    "TOKENS",
     "VOCABULARY",
     "WHOLE",
     "AnyOf",

@@ -67,6 +67,7 @@ from .contracts import (
     SCALAR,
     SCALAR_FRACTION,
     SCALAR_POSITIVE,
+    TOKENS,
     Count,
     Function,
     Instance,
@@ -99,24 +100,26 @@ class Range:
 
     @property
     def spread(self) -> float:
-        """``high / low``: how many times apart the ends are."""
+        """``high / low``: how many times apart the ends are (inf from 0 to above 0; 1 from 0
+        to 0)."""
+        if self.low == 0:
+            return 1.0 if self.high == 0 else float("inf")
         return self.high / self.low
 
     def __contains__(self, value: object) -> bool:
         return isinstance(value, int | float) and self.low <= value <= self.high
 
 
-def _span(value: float | tuple[float, float]) -> tuple[float, float]:
-    if isinstance(value, tuple):
-        if len(value) != 2:
-            raise ValueError(f"an assumption range is (low, high); got {value!r}")
+def _span(value: float | Sequence[float]) -> tuple[float, float]:
+    """A number, or a ``(low, high)`` pair (a list or a tuple: its contract checked it)."""
+    if isinstance(value, Sequence):
         return float(value[0]), float(value[1])
     return float(value), float(value)
 
 
 @contract(formula=Function(example=revenue_usd), assumptions=span(SCALAR_POSITIVE))
 def range_over(
-    formula: Callable[..., float | FloatArray], **assumptions: float | tuple[float, float]
+    formula: Callable[..., float | FloatArray], **assumptions: float | Sequence[float]
 ) -> Range:
     """Evaluate ``formula`` at every corner of the assumption box (each a number or a
     ``(low, high)`` pair) and return the smallest and largest result. Right for formulas that
@@ -183,14 +186,8 @@ def serving_cost(
     output = (
         np.asarray(cost_per_million_tokens_usd(step.stage_s, step.batch, dep.n_chips, price)) / busy
     )
-    input_ = (
-        np.asarray(
-            cost_per_million_tokens_usd(
-                fill.time_s, fill.batch * fill.prompt_tokens, dep.n_chips, price
-            )
-        )
-        / busy
-    )
+    tokens = fill.batch * fill.prompt_tokens
+    input_ = np.asarray(cost_per_million_tokens_usd(fill.time_s, tokens, dep.n_chips, price)) / busy
     return ServingCost(
         deployment=dep,
         batch=step.batch,
@@ -234,7 +231,7 @@ class LongContextSurcharge:
         return self.long.output_usd_per_million / self.short.output_usd_per_million
 
 
-@contract(short_context=SCALAR_POSITIVE, long_context=SCALAR_POSITIVE)
+@contract(short_context=TOKENS, long_context=TOKENS)
 def long_context_surcharge(
     deployment: Deployment,
     batch: ArrayLike,
@@ -383,6 +380,11 @@ class Assumptions:
     mfu: float | tuple[float, float] = (0.3, 0.6)
     markup: float | tuple[float, float] = (1.0, 6.5)
     context_gap_tokens: float | tuple[float, float] = (2e5, 5e5)
+
+    def __post_init__(self) -> None:
+        for name in [*_SPANS.split(), "mfu"]:  # a (low, high) list is kept as a tuple
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
 
 @dataclass(frozen=True)

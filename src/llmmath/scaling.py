@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     AMOUNT,
+    CHIP_COUNT,
     POSITIVE,
     RESULT,
     SCALAR,
@@ -55,7 +56,7 @@ INFERENCE_FLOPS_PER_PARAM_TOKEN = 2.0
 
 
 # ---- training compute, time and cost ------------------------------------------------------
-@contract(flops=POSITIVE, n_chips=POSITIVE)
+@contract(flops=POSITIVE, n_chips=CHIP_COUNT)
 def training_time_s(
     flops: ArrayLike,
     n_chips: ArrayLike,
@@ -94,7 +95,7 @@ def training_cost_usd(
 
 # ---- Chinchilla: the table and the fit ----------------------------------------------------
 @dataclass(frozen=True)
-@checked(**each(SCALAR, "params flops tokens"))
+@checked(**each(SCALAR_POSITIVE, "params flops tokens"))
 class Table3Row:
     """One row of Chinchilla's Table 3: a model size, its estimated compute-optimal FLOPs and
     tokens (Hoffmann et al. 2022, arXiv 2203.15556, Table 3, approach 1)."""
@@ -123,7 +124,7 @@ TABLE3: tuple[Table3Row, ...] = (
 RULE_OF_THUMB_TOKENS_PER_PARAM = 20.0
 
 
-@contract(params=POSITIVE, tokens_per_param=POSITIVE)
+@contract(tokens_per_param=POSITIVE)  # params: a model's parameters (contracts.PARAMS)
 def rule_of_thumb_tokens(
     params: ArrayLike, tokens_per_param: ArrayLike = 20.0
 ) -> float | FloatArray:
@@ -155,9 +156,7 @@ CHINCHILLA_FIT = ChinchillaFit(
 )
 
 
-@contract(
-    params=POSITIVE, tokens=POSITIVE, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT)
-)
+@contract(tokens=POSITIVE, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
 def loss(
     params: ArrayLike, tokens: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT
 ) -> float | FloatArray:
@@ -224,7 +223,6 @@ def min_params_for_loss(
 
 @contract(
     infinite_ok=True,
-    params=POSITIVE,
     target_loss=AMOUNT,
     fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
 )
@@ -267,19 +265,16 @@ class LifetimeCompute:
 def _inference_tokens(
     inference_tokens: ArrayLike, rl_rollout_tokens: ArrayLike, inference_flop_weight: ArrayLike
 ) -> FloatArray:
-    T = positive("inference_tokens", inference_tokens, allow_zero=True)
-    R = positive("rl_rollout_tokens", rl_rollout_tokens, allow_zero=True)
-    w = positive("inference_flop_weight", inference_flop_weight)
-    return np.asarray((T + R) * w, dtype=np.float64)
+    T, R = as_floats(inference_tokens), as_floats(rl_rollout_tokens)  # checked by contracts
+    return np.asarray((T + R) * as_floats(inference_flop_weight), dtype=np.float64)
 
 
 @contract(
     infinite_ok=True,
-    params=POSITIVE,
     target_loss=AMOUNT,
     inference_tokens=AMOUNT,
     rl_rollout_tokens=AMOUNT,
-    inference_flop_weight=AMOUNT,
+    inference_flop_weight=POSITIVE,
     fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
 )
 def lifetime_compute(
@@ -318,7 +313,7 @@ _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
     target_loss=AMOUNT,
     inference_tokens=AMOUNT,
     rl_rollout_tokens=AMOUNT,
-    inference_flop_weight=AMOUNT,
+    inference_flop_weight=POSITIVE,
     fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
 )
 def inference_aware_optimum(
@@ -360,7 +355,11 @@ def inference_aware_optimum(
         f_new = total(x_new)
         x1, x2 = np.where(left, x_new, x2), np.where(left, x1, x_new)
         f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
-    return lifetime_compute(np.exp(0.5 * (lo + hi)), L, T, fit=fit)
+    best = lifetime_compute(np.exp(0.5 * (lo + hi)), L, T, fit=fit)
+    if not np.all(np.isfinite(best.total_flops)):  # D(N) overflows at every size
+        allowed = "a fit that reaches target_loss on finitely many tokens (as CHINCHILLA_FIT)"
+        raise ValueError(f"scaling.inference_aware_optimum(): fit must be {allowed}; got {fit}")
+    return best
 
 
 @contract(
@@ -368,7 +367,7 @@ def inference_aware_optimum(
     target_loss=AMOUNT,
     inference_tokens=AMOUNT,
     rl_rollout_tokens=AMOUNT,
-    inference_flop_weight=AMOUNT,
+    inference_flop_weight=POSITIVE,
     fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
 )
 def overtraining_factor(

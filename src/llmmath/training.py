@@ -32,6 +32,7 @@ from ._checks import FloatArray, as_floats, as_output, positive
 from .contracts import (
     CHIPS,
     NAME,
+    PARAMS,
     POSITIVE,
     RESULT,
     SCALAR,
@@ -153,9 +154,15 @@ class TrainingStep:
         return self.model_flop_per_gpu / (self.peak_flop_per_s * self.upper_s)
 
 
-@contract(
-    params=AnyOf((POSITIVE, MODEL)), tokens=POSITIVE, activations=OneOf(ACTIVATION_MODES, "mode")
+#: A count of parameters, or a model whose parameters are counted.
+PARAMS_OR_MODEL = AnyOf(
+    (PARAMS, MODEL),
+    f"a number of parameters ({PARAMS.allowed}) or a model (a name of models.list_models() "
+    "or a llmmath.models.ModelConfig)",
 )
+
+
+@contract(params=PARAMS_OR_MODEL, tokens=POSITIVE, activations=OneOf(ACTIVATION_MODES, "mode"))
 def training_flops(
     params: ArrayLike | str | ModelConfig, tokens: ArrayLike, activations: str = "stored"
 ) -> float | FloatArray:
