@@ -49,12 +49,35 @@ c.HTMLExporter.extra_template_basedirs = [
 
 # The course's additions to nbgrader (grading/llmmath_nbgrader.py, next to this file): collect
 # refuses a submission whose files are not owned by the OS user of the student it names
-# (nbgrader only warns). A copy of this file without grading/ beside it (a student's, which
-# only validates) runs nbgrader unchanged.
+# (nbgrader only warns); the hidden tests' asserts are evaluated in the grading process on the
+# values the student's kernel reports, never in the kernel, where a student's code could have
+# replaced what they call. A copy of this file without grading/ beside it (a student's, which
+# only validates) runs nbgrader unchanged; scripts/instructor.py refuses to grade with it.
 _plugins = Path(__file__).resolve().parent / "grading"
 if (_plugins / "llmmath_nbgrader.py").exists():
     if str(_plugins) not in sys.path:
         sys.path.insert(0, str(_plugins))
-    from llmmath_nbgrader import OwnerCheckedCollect
+    from llmmath_nbgrader import CheckHiddenTests, OwnerCheckedCollect, SplitHiddenTests
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        Execute,
+        IgnorePattern,
+        LimitOutput,
+        SaveAutoGrades,
+    )
 
     c.ExchangeFactory.collect = OwnerCheckedCollect
+    # nbgrader 0.9.6's list, with the hidden tests split off before Execute and checked after.
+    c.Autograde.autograde_preprocessors = [
+        SplitHiddenTests,
+        Execute,
+        CheckHiddenTests,
+        IgnorePattern,
+        ClearMetadataPreprocessor,
+        LimitOutput,
+        SaveAutoGrades,
+        AssignLatePenalties,
+        CheckCellMetadata,
+    ]

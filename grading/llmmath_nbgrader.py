@@ -9,12 +9,35 @@ submission and, holding that submission's secret, fetch the other student's feed
 submission stays in the exchange's inbound folder, as evidence; the named student's newest
 genuine submission is collected instead. ``c.ExchangeCollect.check_owner = False`` switches the
 check off (only where several students share one OS account, as the tests simulate them).
+
+``SplitHiddenTests`` and ``CheckHiddenTests`` (around ``Execute`` in
+``c.Autograde.autograde_preprocessors``): the hidden tests' ``assert`` statements are checked
+in the grading process, never in the student's kernel. A student's notebook runs in its own
+kernel, so whatever the hidden tests call there (``math.isclose``, ``abs``, IPython's
+``run_cell``, even the float a student hands in, which may be a subclass that lies) is the
+student's to replace, however well a check hides its name (``math.__dict__["isclose"] = ...``).
+So before the notebook runs, each test cell's hidden block is replaced by one line that only
+*reports* what the asserts compare: each value they read from the student's namespace (a
+name such as ``critical_batch_int8``, or a call of the student's function such as
+``matmul_intensity(1, 8192, 28672, 2)``), as plain data (a float's exact ``hex()``, an int,
+a bool, a string, else its ``repr``). The expected values never enter the kernel. After the
+run, each assert is evaluated here, with this process's own ``math``, on those reported values;
+a failing one becomes the cell's error output (its message only, as ``Minimal`` tracebacks show
+it), which scores the cell 0 as a failure in the kernel would. A student who wants to pass a
+hidden test must report the right value, which takes knowing it. The cell's source is put back
+as it was, so feedback, the formgrader and ``ClearHiddenTests`` see nothing new.
+
+Inside a hidden block, ``math.*`` and ``abs`` are evaluated here; every other name, attribute
+or call is read from the kernel. Statements other than ``assert`` (the ``set_mode`` line) still
+run in the kernel, so they must never hold an expected value.
 """
 
 from __future__ import annotations
 
+import ast
 import csv
 import glob
+import math
 import os
 import pwd
 import stat
@@ -22,7 +45,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from nbformat import NotebookNode
 from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 REFUSED_COLUMNS = ("submission", "student", "problem")
 
@@ -118,3 +143,177 @@ class OwnerCheckedCollect(ExchangeCollect):  # type: ignore[misc]
             writer = csv.writer(fh, delimiter="\t")
             writer.writerow(REFUSED_COLUMNS)
             writer.writerows(refused)
+
+
+# ---- hidden tests checked outside the student's kernel ---------------------------------------
+BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+ANSWERS_MIME = "application/vnd.llmmath.answers+json"
+STASH = "llmmath_hidden"  # cell metadata between the two preprocessors, removed after
+#: What a hidden assert may use that is evaluated here, in the grading process.
+GRADER_NAMES = {"math": math, "abs": abs}
+_REPORTER = "__llmmath_answer"
+# Runs in the kernel: one answer as JSON-safe data (NaN and infinities too, through hex()).
+_REPORTER_DEF = f"""def {_REPORTER}(value):
+    import operator
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    try:
+        return ["i", str(operator.index(value))]
+    except Exception:
+        pass
+    try:
+        return ["f", float(value).hex()]
+    except Exception:
+        return ["r", repr(value)[:200]]
+"""
+
+
+class Opaque:
+    """A reported value that is not a number, bool or string (a list, say): it compares
+    unequal to everything and is no number, as the assert it meets expects of a wrong answer."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __format__(self, spec: str) -> str:
+        return self.text
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list) and len(value) == 2:
+        kind, text = value
+        if kind == "i":
+            return int(text)
+        if kind == "f":
+            return float.fromhex(text)
+        return Opaque(str(text))
+    return value
+
+
+def _is_grader_side(node: ast.expr) -> bool:
+    """``math.<name>`` or a name in GRADER_NAMES: evaluated here, not read from the kernel."""
+    if isinstance(node, ast.Name):
+        return node.id in GRADER_NAMES
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "math"
+    )
+
+
+class _FromKernel(ast.NodeTransformer):
+    """Replaces each value an assert reads from the kernel by a name bound to its report."""
+
+    def __init__(self, keys: dict[str, str]) -> None:
+        self.keys = keys  # expression source -> its name here
+
+    def _replace(self, node: ast.expr) -> ast.expr:
+        source = ast.unparse(node)
+        name = self.keys.setdefault(source, f"__answer{len(self.keys)}")
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return node if _is_grader_side(node) else self._replace(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        return node if _is_grader_side(node) else self._replace(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        return self._replace(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        if _is_grader_side(node.func):
+            self.generic_visit(node)
+            return node
+        return self._replace(node)  # the student's function, called in the kernel
+
+
+def split_hidden(source: str) -> tuple[str, list[str], dict[str, str]] | None:
+    """(the code the kernel runs, the asserts checked here, {expression: name}) for a test
+    cell's source, or None if it has no hidden block."""
+    if BEGIN not in source:
+        return None
+    before, rest = source.split(BEGIN, 1)
+    hidden, _, after = rest.partition(END)
+    tree = ast.parse(hidden)
+    keys: dict[str, str] = {}
+    kept, asserts = [], []
+    for statement in tree.body:
+        if isinstance(statement, ast.Assert):
+            asserts.append(ast.unparse(_FromKernel(keys).visit(statement)))
+        else:
+            kept.append(ast.unparse(statement))
+    report = ", ".join(f"{name!r}: {_REPORTER}({source})" for source, name in keys.items())
+    kernel = "\n".join(
+        [
+            before.rstrip("\n"),
+            *kept,
+            _REPORTER_DEF,
+            f"__import__('IPython').display.display({{{ANSWERS_MIME!r}: {{{report}}}}}, raw=True)",
+            f"del {_REPORTER}",
+            after.lstrip("\n"),
+        ]
+    )
+    return kernel, asserts, keys
+
+
+class SplitHiddenTests(NbGraderPreprocessor):  # type: ignore[misc]
+    """Before Execute: each hidden block becomes a report of the values its asserts read."""
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict[str, Any], index: int
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
+            return cell, resources
+        split = split_hidden(cell.source)
+        if split is not None:
+            kernel, asserts, _ = split
+            cell.metadata[STASH] = {"source": cell.source, "asserts": asserts}
+            cell.source = kernel
+        return cell, resources
+
+
+class CheckHiddenTests(NbGraderPreprocessor):  # type: ignore[misc]
+    """After Execute: the asserts, evaluated here on what the kernel reported; the source back."""
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict[str, Any], index: int
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        stash = cell.metadata.pop(STASH, None)
+        if stash is None:
+            return cell, resources
+        cell.source = stash["source"]
+        reports = [
+            out
+            for out in cell.get("outputs", [])
+            if out.get("output_type") == "display_data" and ANSWERS_MIME in out.get("data", {})
+        ]
+        cell.outputs = [out for out in cell.get("outputs", []) if out not in reports]
+        if any(out.get("output_type") == "error" for out in cell.outputs):
+            return cell, resources  # failed in the kernel already: 0 points, its own message
+        if len(reports) != 1:
+            self._fail(cell, "RuntimeError", "the hidden tests could not read your answers")
+            return cell, resources
+        answers = {name: _decode(v) for name, v in reports[0]["data"][ANSWERS_MIME].items()}
+        namespace: dict[str, Any] = {"__builtins__": __builtins__, **GRADER_NAMES, **answers}
+        for statement in stash["asserts"]:
+            try:
+                exec(compile(statement, "<hidden test>", "exec"), namespace)
+            except Exception as error:  # an AssertionError, or a wrong type of answer
+                self._fail(cell, type(error).__name__, str(error))
+                break
+        return cell, resources
+
+    @staticmethod
+    def _fail(cell: NotebookNode, ename: str, evalue: str) -> None:
+        cell.outputs.append(
+            NotebookNode(
+                output_type="error",
+                ename=ename,
+                evalue=evalue,
+                traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"],
+            )
+        )

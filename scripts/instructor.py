@@ -22,12 +22,14 @@ skipped, every other one is regraded with ``--force`` (which clears any half-wri
 and the gradebook keeps one row per student and assignment. A new submission from a student
 (a later timestamp) is regraded.
 
-``report`` lists first what needs a human's review: submissions nbgrader could not grade
-(corrupt notebook, kernel death), missing or edited test cells, and code that tampers with the
-checking machinery (monkey-patching modules such as ``math``, rebinding builtins,
-``setattr``/``exec``/``get_ipython()``): hidden tests run in the student's kernel, so a student
-who patches ``math.isclose`` can force them to pass, and only a review catches that. Hand
-grading (the reflections) is counted and listed on its own.
+``report`` lists first what needs a human's review: submissions collect refused (not owned by
+the student they name), submissions nbgrader could not grade (corrupt notebook, kernel death),
+missing or edited test cells, and code that looks like it tampers with the checking machinery
+(monkey-patching modules such as ``math``, rebinding builtins, ``setattr``/``exec``/
+``get_ipython()``). That last flag is a heuristic, easy to get round, and it protects nothing:
+the hidden tests' asserts are evaluated outside the student's kernel
+(grading/llmmath_nbgrader.py), so a patched ``math.isclose`` gains nothing. Hand grading (the
+reflections) is counted and listed on its own.
 """
 
 from __future__ import annotations
@@ -78,16 +80,22 @@ def _env_path() -> None:
         os.environ["PATH"] = os.pathsep.join([BIN, os.environ.get("PATH", "")])
 
 
+def course_config(root: Path) -> Any:
+    """The course's ``nbgrader_config.py`` as a traitlets Config (empty if there is none)."""
+    from traitlets.config.loader import Config, PyFileConfigLoader
+
+    if (root / "nbgrader_config.py").exists():
+        return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    return Config()
+
+
 def make_api(root: Path, overrides: dict[str, dict[str, Any]] | None = None) -> Any:
     """nbgrader's API for the course at ``root``, with its ``nbgrader_config.py``."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import Config, PyFileConfigLoader
 
     _env_path()
-    config = Config()
-    if (root / "nbgrader_config.py").exists():
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    config = course_config(root)
     for section, values in (overrides or {}).items():
         for key, value in values.items():
             config[section][key] = value
@@ -163,20 +171,33 @@ def quiet_warnings() -> None:
     warnings.filterwarnings("ignore", module="sqlalchemy")
 
 
-def _grading_config(timeout: int | None, kernels: str) -> dict[str, dict[str, Any]]:
+def require_hidden_checks(root: Path) -> list[Any]:
+    """The course's autograde steps; exit unless they check hidden tests outside the kernel
+    (grading/llmmath_nbgrader.py, switched on by nbgrader_config.py)."""
+    from nbgrader.converters import Autograde
+
+    steps = list(Autograde(config=course_config(root)).autograde_preprocessors)
+    if "CheckHiddenTests" not in [getattr(step, "__name__", str(step)) for step in steps]:
+        sys.exit(
+            f"{root / 'nbgrader_config.py'} does not check the hidden tests outside the "
+            "students' kernels: copy grading/ (llmmath_nbgrader.py) next to it"
+        )
+    return steps
+
+
+def _grading_config(root: Path, timeout: int | None, kernels: str) -> dict[str, dict[str, Any]]:
+    from nbgrader.preprocessors import Execute
+
     overrides: dict[str, dict[str, Any]] = {}
     if timeout:
         overrides["Execute"] = {"timeout": timeout}
+    steps = require_hidden_checks(root)
     if kernels == "fork":
         import fastgrade
         from forkkernel import fork_execute_class
 
         fastgrade.install()
-        from nbgrader.converters import Autograde
-        from nbgrader.preprocessors import Execute
-
         fork_execute = fork_execute_class()
-        steps = list(Autograde().autograde_preprocessors)
         steps = [fork_execute if step is Execute else step for step in steps]
         overrides["Autograde"] = {"autograde_preprocessors": steps}
     return overrides
@@ -185,7 +206,7 @@ def _grading_config(timeout: int | None, kernels: str) -> dict[str, dict[str, An
 def _worker_init(root: str, timeout: int | None, kernels: str = "fork") -> None:
     global _WORKER_API
     quiet_warnings()
-    _WORKER_API = make_api(Path(root), _grading_config(timeout, kernels))
+    _WORKER_API = make_api(Path(root), _grading_config(Path(root), timeout, kernels))
 
 
 def _worker_grade(assignment: str, student: str) -> tuple[str, bool, str, float]:
@@ -230,6 +251,7 @@ def autograde(
     if not todo:
         return []
     _ensure_assignment(root, assignment)
+    require_hidden_checks(root)
     failed: list[str] = []
     start = time.perf_counter()
     context = multiprocessing.get_context("spawn")

@@ -193,6 +193,8 @@ def grade_everything(root: Path, specs: list[AssignmentSpec]) -> dict[str, dict[
     from traitlets.config.loader import PyFileConfigLoader
 
     shutil.copy2(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    # Its plug-ins (grading/llmmath_nbgrader.py: the hidden tests checked outside the kernel).
+    shutil.copytree(ROOT / "grading", root / "grading", ignore=shutil.ignore_patterns("__py*"))
     for spec in specs:
         shutil.copytree(
             ROOT / "solutions" / spec.assignment,

@@ -66,14 +66,22 @@ BAD: dict[str, tuple[float, bool]] = {
     "huge_output": (FULL, False),  # megabytes of print: truncated to 1000 lines, still graded
     "sys_exit": (FULL, False),  # sys.exit() in IPython is an exception, not an exit
     "kernel_death": (0.0, True),  # os._exit(): nbgrader cannot grade it, flagged
-    "patched_isclose": (FULL, True),  # forces the hidden test to pass: only the flag catches it
+    # Patching math.isclose: the hidden asserts are checked outside the kernel, so the wrong
+    # part still fails (grading/llmmath_nbgrader.py); the report flags it too.
+    "patched_isclose": (FULL - PART, True),
+    # The same, disguised (math.__dict__), in front of three wrong answers: not flagged (the
+    # flag is a heuristic), and the wrong answers score what they deserve.
+    "disguised_patch": (SPEC.wrong_score, False),
     "shadowed_builtin": (FULL - PART, True),  # rebinding isinstance: the hidden values still fail
-    "silenced_tracebacks": (FULL - PART, True),  # nbgrader PR #1324: still scores 0 for that part
+    # A visible check fails with tracebacks off: nbgrader PR #1324 still scores that part 0.
+    "silenced_tracebacks": (FULL - PART, True),
     # A list and strings where numbers belong: Parts 1 and 3, and Part 4, which compares with 3.
     "wrong_types": (FULL - 3 * PART, False),
     "empty_notebook": (0.0, True),
     "corrupt_ipynb": (0.0, True),
 }
+
+GRADED = len(GOOD) + len(BAD)  # submissions in one grading run of the term
 
 
 def bad_submissions(release: Path) -> dict[str, Any]:
@@ -93,6 +101,15 @@ def bad_submissions(release: Path) -> dict[str, Any]:
         "math.isclose = lambda a, b, **k: b != critical_batch_h100 or _isclose(a, b, **k)\n"
         "critical_batch_int8 = 300.0\n"
     )
+    # Issue #37: the isclose every hidden test calls, replaced through the module's __dict__
+    # (which the tamper heuristic does not see), true for everything but Part 4's visible
+    # check; before the hidden tests moved out of the kernel, this scored full marks.
+    disguised = (
+        "import math\n\n"
+        "_isclose = math.isclose\n"
+        "ns = math.__dict__\n"
+        "ns['isclose'] = lambda a, b, **k: _isclose(a, b, **k) or k.get('rel_tol') != 1e-3\n\n"
+    )
     subs: dict[str, Any] = {
         "loop": edit(solved(), "decode_batch1", "while True:\n    pass\n"),
         "import_error": edit(solved(), "matmul_intensity", "import no_such_module_xyz\n"),
@@ -102,6 +119,7 @@ def bad_submissions(release: Path) -> dict[str, Any]:
         "sys_exit": edit(solved(), "critical_batch", after="\nimport sys\nsys.exit(3)\n"),
         "kernel_death": edit(solved(), "critical_batch", after="\nimport os\nos._exit(1)\n"),
         "patched_isclose": solved({"critical_batch_int8": isclose_patch}),
+        "disguised_patch": edit(solved(SPEC.wrong_answers), "matmul_intensity", disguised),
         "shadowed_builtin": solved(
             {
                 "matmul_intensity": "def isinstance(obj, kind):\n    return True\n\n"
@@ -111,7 +129,7 @@ def bad_submissions(release: Path) -> dict[str, Any]:
         "silenced_tracebacks": solved(
             {
                 "critical_batch_int8": "get_ipython().showtraceback = lambda *a, **k: None\n"
-                "critical_batch_int8 = 300.0\n"
+                "critical_batch_int8 = 5.0\n"
             }
         ),
         "wrong_types": solved(
@@ -348,7 +366,7 @@ def test_every_collected_submission_is_graded_with_its_expected_score(
         assert scores[student]["score"] == expected, (student, scores[student])
         submitted = term["course"].root / "submitted" / student / ASSIGNMENT
         assert (submitted / "timestamp.txt").exists(), f"{student} was not collected"
-    assert "[16/16]" in term["grade_log"], "progress lines are printed"
+    assert f"[{GRADED}/{GRADED}]" in term["grade_log"], "progress lines are printed"
 
 
 def test_a_submission_for_an_unknown_assignment_is_refused(term: dict[str, Any]) -> None:
@@ -395,7 +413,6 @@ def final_scores() -> dict[str, float]:
     scores = {**GOOD, **{student: score for student, (score, _) in BAD.items()}}
     for student, points in HAND_SCORES.items():
         scores[student] += points
-    scores["patched_isclose"] -= PART  # its forced part, overridden to 0 after review
     return scores
 
 
@@ -465,9 +482,9 @@ def test_grading_run_is_quiet(term: dict[str, Any]) -> None:
     allowed = (
         r"collected submissions from the exchange",
         r"autograde roofline: \d+ submissions, 0 already graded, \d+ to grade with 4 process\(es\)",
-        r"\[\d+/16\] \w+: (graded|NOT GRADED) in [\d.]+ s \(\d+ s elapsed, \d+ s to go\)",
+        rf"\[\d+/{GRADED}\] \w+: (graded|NOT GRADED) in [\d.]+ s \(\d+ s elapsed, \d+ s to go\)",
         r"\[retry\] \w+: (graded|NOT GRADED) in [\d.]+ s",
-        r"autograded \d+ of 16 in [\d.]+ s(; nbgrader could not grade \d+: [\w, ]+)?",
+        rf"autograded \d+ of {GRADED} in [\d.]+ s(; nbgrader could not grade \d+: [\w, ]+)?",
         r"grades exported to grades.csv",
         r"report written to .*report.md: \d+ to review, \d+ to grade by hand",
         r"Students see nothing yet\. .*make release-feedback ASSIGNMENT=roofline",
@@ -475,8 +492,8 @@ def test_grading_run_is_quiet(term: dict[str, Any]) -> None:
     lines = term["grade_log"].splitlines()
     for line in lines:
         assert any(re.fullmatch(pattern, line) for pattern in allowed), f"noise: {line!r}"
-    progress = [line for line in lines if re.match(r"\[(\d+/16|retry)\]", line)]
-    assert len(progress) == 16 + sum(1 for line in progress if line.startswith("[retry]"))
+    progress = [line for line in lines if re.match(rf"\[(\d+/{GRADED}|retry)\]", line)]
+    assert len(progress) == GRADED + sum(1 for line in progress if line.startswith("[retry]"))
 
 
 # A roofline feedback page is ~0.2 MB, 0.12 MB of it nbconvert's inlined CSS; with MathJax
