@@ -323,3 +323,23 @@ def test_break_even_hold_moves_with_the_prefills_mfu() -> None:
     assert default == pytest.approx(holds[0], rel=1e-12)  # the deployment's own knob: 1.0
     with pytest.raises(ValueError, match="prefill_efficiency"):
         kv_cache.break_even_hold_s(llama, 8192, "local_NVMe", 1, prefill_efficiency=0.0)
+
+
+def test_static_busy_share_is_for_a_stated_batch() -> None:
+    # Without continuous batching a batch waits for its longest answer: for n exponential
+    # answers (uncapped) the longest is the mean times H_n, so the busy share is 1 / H_n.
+    from llmmath import serving_modes
+
+    llama = Deployment("Llama-3-70B", "H100", 8)
+    default = serving_modes.kv_packing(llama, 161, 338.0, 8192)
+    assert default.static_batch == default.reserved_batch == 185  # the batch that fits
+    for n in (1, 2, 185, 512):
+        pack = serving_modes.kv_packing(llama, 161, 338.0, 8192, static_batch=n)
+        harmonic = sum(1.0 / k for k in range(1, n + 1))
+        assert pack.static_busy_share == pytest.approx(1.0 / harmonic, rel=1e-6), n
+    assert default.static_busy_share == pytest.approx(0.172, abs=0.001)
+    # Capped answers: the longest cannot pass the cap, so a tight cap keeps more slots busy.
+    tight = serving_modes.kv_packing(llama, 161, 338.0, 400, static_batch=185)
+    assert default.static_busy_share < tight.static_busy_share <= 1.0
+    with pytest.raises(ValueError, match="static_batch"):
+        serving_modes.kv_packing(llama, 161, 338.0, 8192, static_batch=0)

@@ -1,5 +1,5 @@
 """Serving modes around the one decode step: slow, fast, batch APIs, at a frontier provider's
-scale, and continuous batching with a paged KV cache.
+scale, and (from :mod:`llmmath.paged_kv`, re-exported) continuous batching with a paged KV cache.
 
 Every time here is :func:`llmmath.serving.decode_step`'s floor (perfect overlap at the
 deployment's efficiency knobs); every price multiple is a ratio of two floors' costs. Vendors'
@@ -34,7 +34,6 @@ from .contracts import (
     SCALAR,
     SCALAR_FRACTION,
     SCALAR_POSITIVE,
-    Count,
     Instance,
     OneOf,
     Optional,
@@ -46,6 +45,7 @@ from .contracts import (
 from .deployment import Deployment, DoesNotFitError, check_context
 from .hardware import get_chip
 from .models import get_model
+from .paged_kv import LENGTH_SAMPLES, KVPacking, kv_packing, request_lengths
 from .serving import DecodeStep, decode_step
 
 
@@ -375,107 +375,6 @@ def deferred_work(
         trough_to_peak=r,
         idle_share=(1.0 - r) / 2.0,
     )
-
-
-# ---- continuous batching and a paged KV cache ---------------------------------------------------
-@dataclass(frozen=True)
-@checked(
-    **each(RESULT, "prompt_tokens mean_output_tokens reserved_tokens page_tokens"),
-    **each(RESULT, "mean_cached_tokens mean_paged_tokens reserved_batch paged_batch"),
-    **each(RESULT, "reserved_kv_use paged_kv_use static_busy_share critical_batch"),
-)
-class KVPacking:
-    """How many sequences fit, and how full the KV memory is, with and without paging.
-
-    *Reserved*: each sequence holds room for ``reserved_tokens`` from the start (a static
-    allocation). *Paged*: each holds its tokens so far, rounded up to pages. In steady state a
-    request of ``o`` output tokens is live for ``o`` steps, so long requests are weighted by
-    their length. *Static batching* (no refill) keeps a batch until its longest request ends:
-    on average only ``static_busy_share`` of its slots are busy.
-    """
-
-    prompt_tokens: float
-    mean_output_tokens: float
-    reserved_tokens: float
-    page_tokens: float
-    #: Tokens a live sequence has cached, on average over steps.
-    mean_cached_tokens: float
-    #: The same rounded up to whole pages.
-    mean_paged_tokens: float
-    reserved_batch: float
-    paged_batch: float
-    #: Share of the KV memory holding real tokens: reserved, and paged.
-    reserved_kv_use: float
-    paged_kv_use: float
-    static_busy_share: float
-    #: The deployment's critical batch, for comparison.
-    critical_batch: float
-
-
-#: Quantiles of the output-length distribution the steady state averages over.
-LENGTH_SAMPLES = 512
-
-
-@contract(
-    prompt_tokens=Count(),
-    mean_output_tokens=SCALAR_POSITIVE,
-    reserved_tokens=Count(),
-    page_tokens=Count(high=1 << 12),
-)
-def kv_packing(
-    deployment: Deployment,
-    prompt_tokens: int,
-    mean_output_tokens: float,
-    reserved_tokens: int,
-    page_tokens: int = 16,
-) -> KVPacking:
-    """KV memory use and batch for requests of ``prompt_tokens`` and output lengths drawn
-    from an exponential of mean ``mean_output_tokens`` (capped so a request fits in
-    ``reserved_tokens``), with each sequence reserving ``reserved_tokens`` or paging."""
-    dep = deployment
-    check_context(dep.model, reserved_tokens, "reserved_tokens")
-    cap = reserved_tokens - prompt_tokens
-    if cap < 1:
-        raise ValueError(
-            f"reserved_tokens={reserved_tokens} leaves no room for output after "
-            f"prompt_tokens={prompt_tokens}"
-        )
-    q = (np.arange(LENGTH_SAMPLES) + 0.5) / LENGTH_SAMPLES
-    outputs = np.clip(np.ceil(-mean_output_tokens * np.log1p(-q)), 1, cap)
-    cached, paged, steps = _steady_state(float(prompt_tokens), outputs, page_tokens)
-    budget, kv = dep.kv_budget_bytes, dep.kv_bytes_held_per_token
-    return KVPacking(
-        prompt_tokens=float(prompt_tokens),
-        mean_output_tokens=float(np.mean(outputs)),
-        reserved_tokens=float(reserved_tokens),
-        page_tokens=float(page_tokens),
-        mean_cached_tokens=cached / steps,
-        mean_paged_tokens=paged / steps,
-        reserved_batch=float(max_batch(dep, reserved_tokens)),
-        paged_batch=math.floor(budget / (paged / steps * kv)),
-        reserved_kv_use=cached / steps / reserved_tokens,
-        paged_kv_use=cached / paged,
-        static_busy_share=float(np.mean(outputs) / np.max(outputs)),
-        critical_batch=step_critical_batch(dep),
-    )
-
-
-def _steady_state(prompt: float, outputs: FloatArray, page: int) -> tuple[float, float, float]:
-    """Sums over every (request, step) pair: cached tokens, the same in whole pages, steps."""
-    cached = paged = 0.0
-    for o in outputs:
-        lengths = prompt + np.arange(1.0, o + 1.0)  # the cache after each of its o steps
-        cached += float(np.sum(lengths))
-        paged += float(np.sum(np.ceil(lengths / page) * page))
-    return cached, paged, float(np.sum(outputs))
-
-
-@contract()
-def request_lengths() -> dict[str, float]:
-    """The ShareGPT means and the vLLM paper's measured KV use of earlier systems (data)."""
-    spec = data.table("serving_modes")["request_lengths"]["sharegpt"]
-    keys = ("prompt_tokens", "mean_output_tokens", "used_share_low", "used_share_high")
-    return {key: float(spec[key]) for key in keys}
 
 
 __all__ = [
