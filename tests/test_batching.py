@@ -734,6 +734,22 @@ def test_cost_figure_has_a_panel_per_deployment(llama: Deployment) -> None:
     assert {"weight read / B", "matmul FLOPs", "step total"} <= set(labels)
 
 
+def test_critical_context_figure_marks_where_the_fall_stops(llama: Deployment) -> None:
+    figure = batching_plots.critical_context_figure(llama, (256, 2048))
+    left, right = figure.axes
+    # Left: at 256 tokens a dot at B*(256) on the cost curve; at 2,048 a cross at the HBM.
+    dot, cross = (line for line in left.lines if line.get_marker() in ("o", "x"))
+    assert dot.get_marker() == "o" and cross.get_marker() == "x"
+    assert float(dot.get_xdata()[0]) == pytest.approx(batching.step_critical_batch(llama, 256))
+    assert float(cross.get_xdata()[0]) <= float(batching.max_batch(llama, 2048))
+    # Right: B*(T) stays finite below T_c, and T_c is the dashed line.
+    T_c = batching.critical_context(llama)
+    b_star = right.lines[0]
+    assert max(b_star.get_xdata()) < T_c
+    dashed = [line for line in right.lines if line.get_linestyle() == "--"]
+    assert [float(line.get_xdata()[0]) for line in dashed] == [pytest.approx(T_c)]
+
+
 def test_pareto_and_prefill_figures(llama: Deployment) -> None:
     pareto = batching_plots.pareto_figure(llama, (512, 8192))
     (ax,) = pareto.axes

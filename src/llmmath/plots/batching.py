@@ -216,6 +216,70 @@ def pareto_figure(
     return figure
 
 
+def critical_context_figure(
+    deployment: Deployment, contexts: Sequence[float] = (256, 1024, 2048, 8192)
+) -> Figure:
+    """Where the cost per token stops falling. Left: the step's cost against the batch at
+    each context, marked where the step turns compute-bound (``B*(T)``) or the HBM fills.
+    Right: ``B*(T)`` and the most sequences that fit against the context, with ``T_c``."""
+    figure = Figure(figsize=(10.4, 4.0), dpi=100, layout="constrained")
+    left, right = figure.subplots(1, 2)
+    for context, colour in zip(contexts, CONTEXT_COLOURS, strict=False):
+        curves = batching.cost_curves(deployment, context)
+        left.loglog(curves.batch, curves.total, color=colour, label=f"context {context:,.0f}")
+        end = float(curves.batch[-1])
+        if curves.compute_batch <= end:  # compute-bound from here: flat
+            at = np.interp(curves.compute_batch, curves.batch, curves.total)
+            left.plot([curves.compute_batch], [at], "o", color=colour, markersize=6)
+        else:  # still memory-bound where the HBM fills
+            left.plot([end], [float(curves.total[-1])], "x", color=colour, markersize=8, mew=2)
+    plain_axes(left)
+    left.set(
+        xlabel="batch B (sequences per step)",
+        ylabel="USD per million output tokens (floor)",
+        title="cost per token: ● compute-bound from here, × HBM full",
+    )
+    left.legend(fontsize=8, loc="lower left")
+    curve = batching.critical_batch_curve(deployment)
+    finite = np.isfinite(curve.compute_batch)
+    right.loglog(
+        np.maximum(curve.context[finite], 1.0),
+        curve.compute_batch[finite],
+        color=COMPUTE_COLOUR,
+        label="B*(T): compute-bound from this batch",
+    )
+    fit = np.isfinite(curve.max_batch) & (curve.max_batch >= 1)
+    right.plot(
+        curve.context[fit], curve.max_batch[fit], color=MEMORY_COLOUR, label="sequences that fit"
+    )
+    right.axhline(
+        curve.critical_batch,
+        color="grey",
+        linestyle=":",
+        linewidth=1,
+        label=f"C b_w / 2W = {curve.critical_batch:,.0f} (weights only)",
+    )
+    if np.isfinite(curve.critical_context):
+        right.axvline(curve.critical_context, color=FLOOR_COLOUR, linestyle="--", linewidth=1)
+        right.annotate(
+            f"T_c = {curve.critical_context:,.0f}",
+            (curve.critical_context, 0.02),
+            xycoords=("data", "axes fraction"),
+            textcoords="offset points",
+            xytext=(-4, 0),
+            ha="right",
+            fontsize=8,
+        )
+    plain_axes(right)
+    right.set(
+        xlabel="context T (tokens)",
+        ylabel="batch (sequences)",
+        title=f"{deployment.label}: B*(T) against the HBM",
+    )
+    right.legend(fontsize=8, loc="upper right")
+    return figure
+
+
 def prefill_decode_figure(
     deployment: Deployment, context: float = 2048, ax: Axes | None = None
 ) -> Figure:

@@ -1,0 +1,305 @@
+"""Qualitative claims in the lessons, derived from the package for each lesson's own setting.
+
+A sentence that says memory- or compute-bound, cheaper, the same, never, a gain or a loss is a
+claim like a number. Each entry of ``CLAIMS`` names the lesson, a phrase of the sentence (its
+anchor: the test fails if the sentence is reworded away, so the claim is looked at again) and a
+predicate over the lesson's own namespace (what its hidden cells compute) that must hold for
+the sentence to be true. Numbers are pinned elsewhere; this pins the words around them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from lesson_support import ROOT, lesson
+
+from llmmath import batching, serving, serving_modes, speculative
+from llmmath.batching import Deployment
+
+
+@dataclass(frozen=True)
+class Claim:
+    page: str
+    #: A phrase of the sentence, as the page has it (whitespace folded).
+    anchor: str
+    holds: Callable[[SimpleNamespace], bool]
+
+
+def _steps(ns: SimpleNamespace, context: float) -> serving.DecodeStep:
+    """Every batch that fits at ``context`` on the lesson's Llama-3-70B deployment."""
+    room = float(batching.max_batch(ns.llama, context))
+    return batching.decode_step(ns.llama, np.arange(1.0, room + 1.0), context)
+
+
+def _costs(ns: SimpleNamespace, context: float) -> np.ndarray:
+    return np.asarray(_steps(ns, context).cost_per_million_tokens_usd())
+
+
+CLAIMS = [
+    # ---- batching: the floor and the serial estimate ----
+    Claim(
+        "batching.md",
+        "Below $C\\,b_w/2W$ (the batch where the matmuls' FLOPs catch up with their weight read, "
+        "below) the two are the same number; above it the estimate is the larger.",
+        lambda ns: bool(
+            np.allclose(
+                (s := batching.decode_step(ns.llama, np.arange(1.0, 296.0), 2048)).serial_s,
+                s.floor_s,
+                rtol=1e-12,
+            )
+            and np.all(
+                (b := batching.decode_step(ns.llama, np.arange(296.0, 744.0), 2048)).serial_s
+                > b.floor_s
+            )
+        ),
+    ),
+    # ---- batching: the cost keeps falling past C/W at 2,048 tokens ----
+    Claim(
+        "batching.md",
+        "It keeps falling: the",
+        lambda ns: bool(np.all(np.diff(_costs(ns, 2048)) < 0)),
+    ),
+    Claim(
+        "batching.md",
+        "Past it the weights no longer dominate, but the step is not yet compute-bound",
+        lambda ns: (
+            bool(ns.at_critical.weights_amortized) and not bool(ns.at_critical.compute_bound)
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "past $T_c$ every sequence added brings more reading than arithmetic, and **no batch is "
+        "compute-bound**",
+        lambda ns: (
+            not np.any(_steps(ns, 1.01 * ns.t_c_value).compute_bound)
+            and math.isinf(batching.step_critical_batch(ns.llama, 1.01 * ns.t_c_value))
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "so the cost stops falling at \\${eval}`B_1k_cost` per million, the FLOPs' own cost",
+        lambda ns: (
+            bool(ns.at_B_1k.compute_bound)
+            and ns.B_1k_value < float(batching.max_batch(ns.llama, 1024))
+            and float(np.min(_costs(ns, 1024)))
+            >= 0.999 * float(ns.at_B_1k.cost_per_million_tokens_usd())
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "At 2,048 tokens the step is memory-bound at every batch that fits, and the cost falls "
+        "until the HBM is full",
+        lambda ns: (
+            not np.any(_steps(ns, 2048).compute_bound)
+            and int(np.argmin(_costs(ns, 2048))) == len(_costs(ns, 2048)) - 1
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "toward the KV read alone: a token at context $T$ costs at least",
+        lambda ns: bool(
+            np.all(
+                _steps(ns, 2048).stage_s / _steps(ns, 2048).batch
+                >= _steps(ns, 2048).kv_read_s / _steps(ns, 2048).batch
+            )
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "At 8k context this server is memory-bound at every batch",
+        lambda ns: not np.any(_steps(ns, 8192).compute_bound),
+    ),
+    Claim(
+        "batching.md",
+        "and 2,048 is past their $T_c$ of {eval}`v5e_t_c`",
+        lambda ns: batching.critical_context(ns.v5e) < 2048,
+    ),
+    Claim(
+        "batching.md",
+        "sparsity lowers the FLOPs per token (active parameters) and with them $T_c$; MLA's small "
+        "cache pushes it out again",
+        lambda ns: (
+            batching.critical_context(Deployment("Mixtral-8x7B", "H100", 2))
+            < batching.critical_context(ns.llama)
+            and ns.t_c_setups[-1][1].kv_bytes_per_token < ns.llama.kv_bytes_per_token
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "A small dense model does few FLOPs per token against the same kind of cache, so its $T_c$ "
+        "is short",
+        lambda ns: (
+            batching.critical_context(ns.t_c_setups[0][1]) < batching.critical_context(ns.llama)
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "far more than halved",
+        lambda ns: (
+            batching.critical_context(ns.t_c_setups[-1][1])
+            < 0.5
+            * batching.critical_context(Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8"))
+        ),
+    ),
+    # ---- batching: latency ----
+    Claim(
+        "batching.md",
+        "right at that floor",
+        lambda ns: float(ns.full.time_s) == pytest.approx(batching.hbm_floor_s("H100"), rel=0.02),
+    ),
+    Claim(
+        "batching.md",
+        "there, every sequence added costs latency from the start",
+        lambda ns: (
+            float(batching.decode_step(ns.llama, 2, 8192).time_s)
+            > float(batching.decode_step(ns.llama, 1, 8192).time_s)
+        ),
+    ),
+    # ---- batching: slow mode ----
+    Claim(
+        "batching.md",
+        "Slower, and exactly as expensive.",
+        lambda ns: len({ns.alone_2_cost, ns.alone_4_cost, ns.alone_8_cost}) == 1,
+    ),
+    Claim(
+        "batching.md",
+        "a user willing to wait 100 ms per token pays the same",
+        lambda ns: (
+            float(ns.slow.cost_per_million_usd[0])
+            == pytest.approx(ns.slow.floor_cost_per_million_usd, rel=1e-12)
+            and ns.slow.saturation_latency_s < 0.1
+        ),
+    ),
+    # ---- batching: fast mode ----
+    Claim(
+        "batching.md",
+        "The price climbs slowly at first",
+        lambda ns: (
+            float(ns.fast.price_multiple[1] - 1) < 0.5
+            and float(ns.fast.price_multiple[4]) > 3 * float(ns.fast.price_multiple[1])
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "Vendors charge more than either",
+        lambda ns: (
+            ns.opus46.price_multiple
+            > max(
+                float(ns.fast.price_multiple[3]),
+                float(ns.fast_1k.price_multiple[1]),
+            )
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "at the floor the price does not change",
+        lambda ns: bool(np.allclose(ns.fast.wider_price_multiple, 1.0, rtol=1e-9)),
+    ),
+    # ---- batching: the frontier batch ----
+    Claim(
+        "batching.md",
+        "long before the step would turn compute-bound",
+        lambda ns: (
+            batching.step_critical_batch(ns.frontier, 2048)
+            > float(batching.max_batch(ns.frontier, 2048))
+        ),
+    ),
+    # ---- batching: batch APIs ----
+    Claim(
+        "batching.md",
+        "at 256 tokens the 10 ms batch is already the cheapest",
+        lambda ns: (
+            ns.deferred_short.batching_saving == 0.0
+            and ns.deferred_short.interactive_batch == ns.deferred_short.floor_batch
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "worth the most at long context",
+        lambda ns: ns.deferred.batching_saving > ns.deferred_short.batching_saving,
+    ),
+    # ---- batching: speculative decoding ----
+    Claim(
+        "batching.md",
+        "so speculation never turns into a loss here",
+        lambda ns: (
+            math.isinf(ns.spec_break_2k)
+            and bool(
+                np.all(
+                    speculative.speculative_step(
+                        ns.llama, np.arange(1.0, ns.max_b_2k_value + 1), 2048, 3, 0.7, 0.02
+                    ).speedup
+                    > 1.0
+                )
+            )
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "it stops paying at batch {eval}`spec_break_256`",
+        lambda ns: (
+            math.isfinite(ns.spec_break_256_value)
+            and float(
+                speculative.speculative_step(
+                    ns.llama, ns.spec_break_256_value, 256, 3, 0.7, 0.02
+                ).speedup
+            )
+            <= 1.0
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "speculative decoding gets past it with more than one token per step",
+        lambda ns: float(ns.draft_1.speedup) > 1.0 and float(ns.draft_1.tokens_per_step) > 1.0,
+    ),
+    Claim(
+        "batching.md",
+        "At batch 4 it gives only",
+        lambda ns: float(ns.mtp_small.speedup) < float(ns.mtp_big.speedup),
+    ),
+    # ---- batching: check yourself ----
+    Claim(
+        "batching.md",
+        "So no: the cheapest token here is set by the KV read, with the HBM full.",
+        lambda ns: (
+            not np.any(_steps(ns, 4096).compute_bound)
+            and serving_modes.slow_mode(ns.llama, 4096, 1.0).floor_limit == "memory capacity"
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "A lone user's token costs the same however long it waits.",
+        lambda ns: len({ns.alone_2_cost, ns.alone_4_cost, ns.alone_8_cost}) == 1,
+    ),
+]
+
+
+def _page_text(page: str) -> str:
+    return " ".join((ROOT / "lessons" / page).read_text().split())
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c.page}:{c.anchor[:40]}")
+def test_claim_is_on_its_page_and_holds(claim: Claim) -> None:
+    assert " ".join(claim.anchor.split()) in _page_text(claim.page), (
+        f"{claim.page} no longer says {claim.anchor!r}: re-derive the claim or drop it"
+    )
+    assert claim.holds(lesson(claim.page)), (
+        f"{claim.page}: the package no longer supports {claim.anchor!r}"
+    )
+
+
+def test_the_old_claims_are_gone() -> None:
+    text = _page_text("batching.md")
+    for wrong in (
+        "more batch buys nothing",  # past C/W the cost kept falling at 2,048 tokens
+        "can reach the compute floor",
+        "after which it turns into a loss",
+        "No token comes faster",  # per step: speculation gets past it
+        "far from half",
+    ):
+        assert wrong not in text, wrong
