@@ -189,8 +189,11 @@ def test_kv_rubric_break_even_times_within_its_stated_tolerance() -> None:
     stated = [float(x.replace(",", "")) for x in re.findall(r"about ([0-9,]+) s\b", rubric)]
     tolerance = float(re.search(r"within (\d+)% of the model answer", rubric).group(1)) / 100  # type: ignore[union-attr]
     computed = _exercise_break_even_s()
-    assert stated == pytest.approx([computed["nvme"], computed["disk"]], rel=tolerance)
-    assert computed["disk"] < computed["nvme"]  # slower, cheaper storage pays for less time
+    # The rubric cites only what Part 4 computes (the networked disk is not in the notebook),
+    # and calls it a floor that a prefill below peak lengthens (the lesson's MFU range).
+    assert stated == pytest.approx([computed["nvme"]], rel=tolerance)
+    assert "disk, about" not in rubric and "1,800" not in rubric
+    assert "that is a floor" in rubric and "40-50%" in rubric
     assert "a disk far longer" not in rubric
 
 
