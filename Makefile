@@ -15,7 +15,7 @@ ROLE ?= learner
 LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup book book-clean test lint types pytest lab check bench release grade grade-report release-feedback regrade bench-grading hub hub-env lock browser clean
+.PHONY: help setup book book-clean test lint types pytest lab check bench release grade grade-report release-feedback review regrade bench-grading hub hub-env lock browser clean
 
 help:
 	@echo "make book     set up .venv, vendor the JavaScript, build the book into _build/html"
@@ -26,7 +26,8 @@ help:
 	@echo "make bench    widget redraw and model sweep timings"
 	@echo "make release ASSIGNMENT=roofline   regenerate exercises/ from solutions/"
 	@echo "make grade ASSIGNMENT=roofline     collect, autograde, grades.csv, report (students see nothing)"
-	@echo "make release-feedback ASSIGNMENT=roofline   after hand grading: feedback from the final scores"
+	@echo "make review ASSIGNMENT=roofline STUDENT=bob   mark bob's flags reviewed (no STUDENT: list them)"
+	@echo "make release-feedback ASSIGNMENT=roofline   after hand grading and review: feedback from the final scores"
 	@echo "make regrade ASSIGNMENT=roofline   after fixing a test: everyone again, hand grades kept"
 	@echo "make hub STUDENTS=3   (root) a local JupyterHub class: one OS user per student"
 
@@ -123,8 +124,14 @@ grade: setup
 grade-report: setup
 	$(BIN)/python scripts/instructor.py report $(ASSIGNMENT)
 
+# Refused while answers wait for hand grading or flags for review; FORCE=1 releases anyway
+# (logged in feedback/.releases-$(ASSIGNMENT).log). review marks STUDENT's flags reviewed
+# (without STUDENT: lists every flag, open or reviewed).
 release-feedback: setup
-	$(BIN)/python scripts/instructor.py release-feedback $(ASSIGNMENT)
+	$(BIN)/python scripts/instructor.py release-feedback $(ASSIGNMENT)$(if $(FORCE), --force)
+
+review: setup
+	$(BIN)/python scripts/instructor.py review $(ASSIGNMENT) $(STUDENT)
 
 regrade: setup
 	$(BIN)/python scripts/instructor.py regrade $(ASSIGNMENT) --jobs $(JOBS)

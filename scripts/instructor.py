@@ -378,8 +378,36 @@ def regrade(
 
 
 # ---- feedback, export, report ---------------------------------------------------------------
-def release_feedback(root: Path, assignment: str) -> None:
-    """Feedback HTML from the final scores (hand grades included), released to the exchange."""
+def release_feedback(root: Path, assignment: str, force: bool = False) -> None:
+    """Feedback HTML from the final scores (hand grades included), released to the exchange;
+    refused while review is open (see open_review) unless ``force``. Each release is logged in
+    feedback/.releases-<assignment>.log, a forced one with what was still open."""
+    import datetime
+    import getpass
+
+    waiting = open_review(root, assignment)
+    hand = sum(1 for line in waiting if line.startswith("to grade by hand"))
+    summary = (
+        f"{_count(hand, 'answer')} to grade by hand, {_count(len(waiting) - hand, 'flag')} open"
+    )
+    if waiting and not force:
+        sys.exit(
+            f"release-feedback {assignment} refused: review is not done ({summary}).\n  "
+            + "\n  ".join(waiting)
+            + "\nGrade by hand in the formgrader; read each flagged submission, then mark it "
+            f"reviewed: python scripts/instructor.py review {assignment} <student> "
+            f"(make review ASSIGNMENT={assignment} STUDENT=<student>). "
+            "To release anyway: --force (make release-feedback ... FORCE=1), which is logged."
+        )
+    log = root / "feedback" / f".releases-{assignment}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    when = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    with log.open("a") as fh:
+        state = f"FORCED with {summary}" if waiting else "review done"
+        fh.write(f"{when}\t{getpass.getuser()}\t{state}\n")
+        fh.writelines(f"{when}\t\t{line}\n" for line in waiting)
+    if waiting:
+        print(f"FORCED: releasing with review open ({summary}); logged in {log}", flush=True)
     api = make_api(root)
     result = api.generate_feedback(assignment, force=True)
     if not result["success"]:
@@ -448,6 +476,7 @@ class Row:
     hand_set: set[str] = field(default_factory=set)  # cells whose score a person set
     to_grade: list[str] = field(default_factory=list)  # answers still waiting for a person
     unscored: list[str] = field(default_factory=list)  # other cells with no score (a review)
+    formgrader_flagged: bool = False  # a notebook of it flagged in the formgrader
 
 
 def tampering(source: str) -> list[str]:
@@ -489,15 +518,12 @@ def tampering(source: str) -> list[str]:
     return sorted(set(found))
 
 
-def report(root: Path, assignment: str, out: Path | None = None) -> Path:
-    """Write reports/<assignment>/report.md, scores.png and flags.csv; return the report."""
+def report_rows(root: Path, assignment: str) -> tuple[list[Row], list[str]]:
+    """Each submission's final scores, flags and answers waiting for a person; the columns."""
     import nbformat
-    from matplotlib.figure import Figure
     from nbgrader.api import Gradebook
 
     api = make_api(root)
-    out = out or root / "reports" / assignment
-    out.mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
     with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
         grade_cells = [
@@ -513,6 +539,7 @@ def report(root: Path, assignment: str, out: Path | None = None) -> Path:
             row = _row(submission, by_hand)
             _flag_grading(root, assignment, submission, row, test_cells)
             for nb in submission.notebooks:
+                row.formgrader_flagged |= bool(nb.flagged)
                 path = root / "submitted" / row.student / assignment / f"{nb.name}.ipynb"
                 try:
                     student_nb = nbformat.read(path, as_version=4)
@@ -521,29 +548,167 @@ def report(root: Path, assignment: str, out: Path | None = None) -> Path:
                 locked = _locked_sources(root, api, assignment, nb.name)
                 row.flags += _flag_cells(student_nb, locked)
             rows.append(row)
+    return rows, [name for name, _ in grade_cells]
+
+
+def report(root: Path, assignment: str, out: Path | None = None) -> Path:
+    """Write reports/<assignment>/report.md, scores.png and flags.csv; return the report.
+    Every submission with a flag not yet reviewed is flagged in the formgrader too."""
+    from matplotlib.figure import Figure
+
+    out = out or root / "reports" / assignment
+    out.mkdir(parents=True, exist_ok=True)
+    rows, columns = report_rows(root, assignment)
+    forged = refused(root, assignment)
+    flags = all_flags(root, assignment, rows, forged)
+    done = read_reviewed(root, assignment)
+    open_flags = [f for f in flags if f.key not in done]
+    flag_in_formgrader(root, assignment, sorted({f.student for f in open_flags}), True)
     _plot(rows, assignment, out / "scores.png", Figure)
     rubric(root, assignment, out)
     path = out / "report.md"
-    forged = refused(root, assignment)
-    text = _markdown(assignment, rows, [name for name, _ in grade_cells], forged)
+    reviewed = {(f.student, f.text) for f in flags if f.key in done}
+    text = _markdown(assignment, rows, columns, forged, reviewed)
     path.write_text(text, "utf-8")
     with (out / "flags.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["student", "score", "max_score", "kind", "flag"])
+        writer.writerow(["student", "score", "max_score", "kind", "flag", "reviewed"])
         for entry in forged:
             flag = f"{entry['submission']}: {entry['problem']}"
-            writer.writerow([entry["student"], "", "", "refused", flag])
+            seen = (entry["student"], f"refused at collect: {flag}") in reviewed
+            writer.writerow([entry["student"], "", "", "refused", flag, "yes" if seen else ""])
         for row in rows:
             for flag in row.flags:
-                writer.writerow([row.student, row.score, row.max_score, "review", flag])
+                seen = "yes" if (row.student, flag) in reviewed else ""
+                writer.writerow([row.student, row.score, row.max_score, "review", flag, seen])
             for cell in row.to_grade:
-                writer.writerow([row.student, row.score, row.max_score, "hand", f"grade {cell}"])
+                writer.writerow(
+                    [row.student, row.score, row.max_score, "hand", f"grade {cell}", ""]
+                )
     reviews = sum(1 for row in rows if row.flags)
     hand = sum(len(row.to_grade) for row in rows)
     print(f"report written to {path}: {reviews} to review, {hand} to grade by hand", flush=True)
     if forged:
         print(f"REFUSED at collect: {_count(len(forged), 'submission')} (see the report)")
     return path
+
+
+# ---- review: flags marked reviewed, and release gated on it ---------------------------------
+@dataclass(frozen=True)
+class Flag:
+    """Something in one submission a person must look at. ``submission`` names which one (its
+    timestamp, or a refused one's inbound folder), so a new submission's flags are new."""
+
+    student: str
+    submission: str
+    text: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.student, self.submission, self.text)
+
+
+REVIEWED_COLUMNS = ("student", "submission", "flag", "reviewed_at", "by", "note")
+
+
+def reviewed_path(root: Path, assignment: str) -> Path:
+    # Beside the submissions it is about; a dotfile, which nbgrader's globs skip.
+    return root / "submitted" / f".reviewed-{assignment}.tsv"
+
+
+def read_reviewed(root: Path, assignment: str) -> set[tuple[str, str, str]]:
+    path = reviewed_path(root, assignment)
+    if not path.exists():
+        return set()
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    return {(r["student"], r["submission"], r["flag"]) for r in rows}
+
+
+def all_flags(
+    root: Path, assignment: str, rows: list[Row], forged: list[dict[str, str]]
+) -> list[Flag]:
+    """The report's flags (refused submissions first), each tied to its submission."""
+    flags = [
+        Flag(
+            e["student"], e["submission"], f"refused at collect: {e['submission']}: {e['problem']}"
+        )
+        for e in forged
+    ]
+    for row in rows:
+        stamp = ""
+        if (root / "submitted" / row.student / assignment).is_dir():
+            stamp = submission_stamp(root, row.student, assignment)
+        flags += [Flag(row.student, stamp, text) for text in row.flags]
+    return flags
+
+
+def flag_in_formgrader(root: Path, assignment: str, students: list[str], flagged: bool) -> None:
+    """Set the formgrader's flag (its "flagged" column, and the flag button on a submission)
+    on every notebook of these students' submissions."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not students:
+        return
+    api = make_api(root)
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
+        for student in students:
+            try:
+                submission = gb.find_submission(assignment, student)
+            except MissingEntry:  # a refused submission's student may have none
+                continue
+            for nb in submission.notebooks:
+                nb.flagged = flagged
+        gb.db.commit()
+
+
+def review(root: Path, assignment: str, students: list[str], note: str = "") -> None:
+    """Without students: list every flag, open or reviewed. With students: mark each of their
+    open flags reviewed (and their submissions unflagged in the formgrader)."""
+    import datetime
+    import getpass
+
+    rows, _ = report_rows(root, assignment)
+    flags = all_flags(root, assignment, rows, refused(root, assignment))
+    done = read_reviewed(root, assignment)
+    if not students:
+        for flag in flags:
+            state = "reviewed" if flag.key in done else "OPEN"
+            print(f"{state:8}  {flag.student}: {flag.text}")
+        print(f"{sum(f.key not in done for f in flags)} open of {len(flags)} flags", flush=True)
+        return
+    unknown = [s for s in students if not any(f.student == s for f in flags)]
+    if unknown:
+        sys.exit(f"no flag to review for {', '.join(unknown)} in {assignment}")
+    path = reviewed_path(root, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    when = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    with path.open("a", newline="") as fh:
+        writer = csv.writer(fh, delimiter="\t")
+        if new:
+            writer.writerow(REVIEWED_COLUMNS)
+        for flag in flags:
+            if flag.student in students and flag.key not in done:
+                writer.writerow([*flag.key, when, getpass.getuser(), note])
+                print(f"reviewed  {flag.student}: {flag.text}")
+    flag_in_formgrader(root, assignment, students, False)
+    report(root, assignment)
+
+
+def open_review(root: Path, assignment: str) -> list[str]:
+    """What still waits for a person before feedback may go out, one line each (empty: none)."""
+    rows, _ = report_rows(root, assignment)
+    done = read_reviewed(root, assignment)
+    flags = all_flags(root, assignment, rows, refused(root, assignment))
+    lines = [f"flag not reviewed: {f.student}: {f.text}" for f in flags if f.key not in done]
+    lines += [
+        f"flagged in the formgrader: {row.student}"
+        for row in rows
+        if row.formgrader_flagged and not any(f.student == row.student for f in flags)
+    ]
+    lines += [f"to grade by hand: {row.student}: {cell}" for row in rows for cell in row.to_grade]
+    return lines
 
 
 def _row(submission: Any, by_hand: set[str]) -> Row:
@@ -675,7 +840,11 @@ def _plot(rows: list[Row], assignment: str, path: Path, figure: Any) -> None:
 
 
 def _markdown(
-    assignment: str, rows: list[Row], columns: list[str], forged: list[dict[str, str]]
+    assignment: str,
+    rows: list[Row],
+    columns: list[str],
+    forged: list[dict[str, str]],
+    reviewed: set[tuple[str, str]],
 ) -> str:
     values = sorted(row.score or 0.0 for row in rows)
     lines = [f"# Grade report: {assignment}", ""]
@@ -688,7 +857,10 @@ def _markdown(
             "The named student's own newest submission, if any, was collected instead.",
             "",
         ]
-        lines += [f"- **{e['student']}**: `{e['submission']}`: {e['problem']}." for e in forged]
+        for e in forged:
+            flag = f"refused at collect: {e['submission']}: {e['problem']}"
+            mark = " *(reviewed)*" if (e["student"], flag) in reviewed else ""
+            lines += [f"- **{e['student']}**: `{e['submission']}`: {e['problem']}.{mark}"]
         lines += [""]
     if values:
         mean = sum(values) / len(values)
@@ -707,7 +879,16 @@ def _markdown(
     ]
     for row in flagged:
         also = f" Also to grade by hand: {', '.join(row.to_grade)}." if row.to_grade else ""
-        lines += [f"- **{row.student}** ({row.score:g}): {'; '.join(row.flags)}.{also}"]
+        seen = all((row.student, flag) in reviewed for flag in row.flags)
+        mark = " *(reviewed)*" if seen else ""
+        lines += [f"- **{row.student}** ({row.score:g}): {'; '.join(row.flags)}.{also}{mark}"]
+    if flagged:
+        lines += [
+            "",
+            "Each is flagged in the formgrader until marked reviewed: `python "
+            f"scripts/instructor.py review {assignment} <student>`. `release-feedback` waits "
+            "until every flag is reviewed and every answer graded.",
+        ]
     lines += ["" if flagged else "Nothing.", ""]
     waiting = [row for row in rows if row.to_grade]
     count = sum(len(row.to_grade) for row in waiting)
@@ -773,7 +954,16 @@ def main(argv: list[str] | None = None) -> int:
         if name != "regrade":
             step.add_argument("--force", action="store_true", help="regrade every submission")
     for name in ("release-feedback", "feedback"):  # "feedback": its name before the split
-        sub.add_parser(name).add_argument("assignment")
+        step = sub.add_parser(name)
+        step.add_argument("assignment")
+        step.add_argument(
+            "--force", action="store_true",
+            help="release although answers wait for hand grading or flags for review (logged)",
+        )  # fmt: skip
+    step = sub.add_parser("review", help="list the flags, or mark students' flags reviewed")
+    step.add_argument("assignment")
+    step.add_argument("students", nargs="*", help="mark every open flag of these reviewed")
+    step.add_argument("--note", default="", help="what you found (kept with the review)")
     sub.add_parser("export").add_argument("--to", default="grades.csv")
     sub.add_parser("report").add_argument("assignment")
     args = parser.parse_args(argv)
@@ -792,9 +982,11 @@ def main(argv: list[str] | None = None) -> int:
         export(root)
         report(root, args.assignment)
     elif args.command in ("release-feedback", "feedback"):
-        release_feedback(root, args.assignment)
+        release_feedback(root, args.assignment, args.force)
         export(root)
         report(root, args.assignment)
+    elif args.command == "review":
+        review(root, args.assignment, args.students, args.note)
     elif args.command == "export":
         export(root, args.to)
     elif args.command == "report":
@@ -803,7 +995,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 NEXT_STEPS = (
-    "Students see nothing yet. Review the report, grade by hand in the formgrader, then: "
+    "Students see nothing yet. Review the report (mark each flag reviewed: make review "
+    "ASSIGNMENT={assignment} STUDENT=<student>), grade by hand in the formgrader, then: "
     "make release-feedback ASSIGNMENT={assignment}"
 )
 

@@ -270,8 +270,9 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         grader = login(browser, hub, hub.instructor)
         score_reflection_in_formgrader(grader, hub, students[0], 2.0)
         grader.screenshot(path=str(tmp_path / "formgrader.png"))
+        # One reflection of three is scored: released with --force (the others count 0).
         hub.as_user(hub.instructor, PYTHON, "scripts/instructor.py", "release-feedback",
-                    ASSIGNMENT, cwd=hub.course)  # fmt: skip
+                    ASSIGNMENT, "--force", cwd=hub.course)  # fmt: skip
         # Each student fetches their feedback from the same tab.
         for page in pages.values():
             page.click("#refresh_assignments_list")
@@ -513,7 +514,14 @@ def test_a_forged_submission_is_refused_and_reported() -> None:
             kinds = [row["kind"] for row in csv.DictReader(fh)]
         assert kinds.count("refused") == 2
 
-        course.instructor(f"python scripts/instructor.py release-feedback {ASSIGNMENT}")
+        # Feedback waits until the refused submissions are reviewed; then it goes out.
+        release = f"python scripts/instructor.py release-feedback {ASSIGNMENT}"
+        refusal = course.instructor(release, ok=False)
+        assert f"flag not reviewed: {victim}: refused at collect" in refusal, refusal
+        course.instructor(f"python scripts/instructor.py review {ASSIGNMENT}", extra=victim)
+        assert f"flag not reviewed: {forger}" in course.instructor(release, ok=False)
+        course.instructor(f"python scripts/instructor.py review {ASSIGNMENT}", extra=forger)
+        assert "feedback released to the exchange for 2" in course.instructor(release)
         nbgrader(forger, "fetch_feedback", ASSIGNMENT, f"--student={victim}")
         nbgrader(victim, "fetch_feedback", ASSIGNMENT)
         total = SPEC.autograded_points + SPEC.manual_points

@@ -278,10 +278,23 @@ def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     report_dir = root / "reports" / ASSIGNMENT
     report_before_review = (report_dir / "report.md").read_text(encoding="utf-8")
     flags_before_review = read_flags(report_dir / "flags.csv")
-    # The graders' turn, as the formgrader records it: every reflection scored by hand, and the
-    # cheater's forced part overridden to 0 after review.
+    # Feedback waits for review: answers to grade by hand and flags not reviewed.
+    refused_release = course.instructor(
+        f"python scripts/instructor.py release-feedback {ASSIGNMENT}", ok=False
+    )
+    released_after_refusal = sorted(p.name for p in course.exchange.rglob("feedback*"))
+    # The graders' turn, as the formgrader records it: some reflections scored by hand, and a
+    # part of the cheater's overridden after review; the cheater's flags marked reviewed.
     hand_grade(root, HAND_SCORES, OVERRIDES)
-    release_log = course.instructor(f"python scripts/instructor.py release-feedback {ASSIGNMENT}")
+    review_log = course.instructor(
+        f"python scripts/instructor.py review {ASSIGNMENT}",
+        extra="patched_isclose --note 'the patch gained nothing'",
+    )
+    flags_listed = course.instructor(f"python scripts/instructor.py review {ASSIGNMENT}")
+    # The other bad submissions stay unreviewed: released anyway, and logged.
+    release_log = course.instructor(
+        f"python scripts/instructor.py release-feedback {ASSIGNMENT}", extra="--force"
+    )
     for student in GOOD:
         course.student(student, f"nbgrader fetch_feedback {ASSIGNMENT} --course={COURSE}")
     return {
@@ -295,6 +308,10 @@ def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "report_before_review": report_before_review,
         "flags_before_review": flags_before_review,
         "release_log": release_log,
+        "refused_release": refused_release,
+        "released_after_refusal": released_after_refusal,
+        "review_log": review_log,
+        "flags_listed": flags_listed,
     }
 
 
@@ -421,6 +438,49 @@ def test_grade_releases_no_feedback_until_release_feedback(term: dict[str, Any])
     assert term["released_before_review"] == [], "make grade released feedback"
     assert "make release-feedback ASSIGNMENT=roofline" in term["grade_log"]
     assert "feedback released to the exchange for 3" in term["release_log"]
+
+
+def test_release_feedback_refuses_while_review_is_open(term: dict[str, Any]) -> None:
+    refusal = term["refused_release"]
+    assert "release-feedback roofline refused: review is not done" in refusal
+    assert "to grade by hand: alice: reflection" in refusal
+    assert "flag not reviewed: patched_isclose: tampering suspected" in refusal
+    assert "flag not reviewed: kernel_death: not graded by nbgrader" in refusal
+    assert "--force" in refusal
+    assert term["released_after_refusal"] == [], "a refused release released feedback"
+    # --force releases, says so, and logs what was still open.
+    assert "FORCED: releasing with review open" in term["release_log"]
+    log = (term["course"].root / "feedback" / f".releases-{ASSIGNMENT}.log").read_text()
+    assert "FORCED with" in log and "flag not reviewed: deleted_test" in log
+    assert "patched_isclose" not in log, "its flags were reviewed before the release"
+
+
+def test_a_flag_marked_reviewed_in_the_report_and_the_formgrader(term: dict[str, Any]) -> None:
+    from nbgrader.api import Gradebook
+
+    root = term["course"].root
+    assert "reviewed  patched_isclose: tampering suspected" in term["review_log"]
+    listed = term["flags_listed"].splitlines()
+    assert any(line.startswith("reviewed  patched_isclose:") for line in listed), listed
+    assert any(line.startswith("OPEN      deleted_test:") for line in listed), listed
+    report = (root / "reports" / ASSIGNMENT / "report.md").read_text(encoding="utf-8")
+    cheat = next(line for line in report.splitlines() if "**patched_isclose**" in line)
+    deleted = next(line for line in report.splitlines() if "**deleted_test**" in line)
+    assert cheat.endswith("*(reviewed)*") and not deleted.endswith("*(reviewed)*")
+    with (root / "reports" / ASSIGNMENT / "flags.csv").open() as fh:
+        rows = [row for row in csv.DictReader(fh) if row["kind"] == "review"]
+    assert {r["reviewed"] for r in rows if r["student"] == "patched_isclose"} == {"yes"}
+    assert {r["reviewed"] for r in rows if r["student"] == "deleted_test"} == {""}
+    reviewed = (root / "submitted" / f".reviewed-{ASSIGNMENT}.tsv").read_text()
+    assert "the patch gained nothing" in reviewed
+    # The formgrader's "flagged" column shows the open ones only.
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE) as gb:
+        flagged = {
+            s.student.id: any(nb.flagged for nb in s.notebooks)
+            for s in gb.assignment_submissions(ASSIGNMENT)
+        }
+    assert not flagged["patched_isclose"] and flagged["deleted_test"]
+    assert not flagged["alice"], "nothing to review for alice"
 
 
 def feedback_html(term: dict[str, Any], student: str) -> str:
