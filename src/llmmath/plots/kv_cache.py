@@ -73,7 +73,8 @@ def kv_per_token_figure(
 
 class CapacityPanel:
     """The capacity wall on one axes: the largest batch that fits against the context, one
-    curve per deployment, with each one's critical batch (dotted) for scale."""
+    curve per deployment, with each one's weights-only critical batch ``C b_w / 2W`` (dotted):
+    no batch below it is compute-bound, and past ``T_c`` none above it is either."""
 
     def __init__(self, ax: Axes, colours: Sequence[str] = (KV_COLOUR,)) -> None:
         self.ax = ax
@@ -271,7 +272,7 @@ class KVCacheExplorer(FastFigure):
         self.ax_room.set_ylabel("batch B (sequences)")
         self.ax_room.legend(
             handles=[self.capacity.lines[0], self.capacity.critical_lines[0]],
-            labels=["largest batch that fits", "critical batch"],
+            labels=["largest batch that fits", "C b_w / 2W: below it, memory-bound"],
             fontsize=8,
             loc="upper right",
         )

@@ -237,7 +237,7 @@ class ServingExplorer(FastFigure):
             fontsize=9,
         )
         self.ax_ratio.set_title(
-            f"{chip.name}: dotted line = critical batch (cost ratio ~ B*/B below it)", fontsize=9
+            f"{chip.name}: dotted = C b_w/2W, weights only (ratio ~ B*/B + KV term)", fontsize=9
         )
 
 
