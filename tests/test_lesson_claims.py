@@ -268,7 +268,7 @@ CLAIMS = [
         "book/cli.md",
         "At 8K of context decode is memory-bound at every batch",
         lambda _: (
-            (tp8 := Deployment("Llama-3-70B", "H100", 8)) is not None
+            (tp8 := Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))) is not None
             and batching.critical_context(tp8) < 8192
             and not np.any(
                 batching.decode_step(
