@@ -49,15 +49,20 @@ RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 # What students' servers must not load: nbgrader's grader-side server and lab extensions; and
 # jupyter_lsp, which looks for nineteen language servers at every start (none is installed, and
 # JupyterLab's LSP client is off by default): 0.4 s of CPU a server, 12 s for a class of thirty.
+# A terminal's shell: bash, not a login shell. jupyter_server starts `sh -l` when no shell is
+# set, and a login shell reads /etc/profile, which resets PATH: `python` and `nbgrader` were
+# "not found" in the instructor's terminal and `python3` was Debian's, without nbformat.
+TERMINAL = {"shell_command": ["/bin/bash"]}
 STUDENT_SERVER = {
     "ServerApp": {
+        "terminado_settings": TERMINAL,
         "jpserver_extensions": {
             "jupyter_lsp": False,
             "nbgrader.server_extensions.formgrader": False,
             "nbgrader.server_extensions.course_list": False,
             "nbgrader.server_extensions.assignment_list": True,
             "nbgrader.server_extensions.validate_assignment": True,
-        }
+        },
     }
 }
 STUDENT_LAB = {
@@ -158,9 +163,12 @@ def _write_configs(state: Path, exchange: Path) -> None:
         folder = state / "config" / role
         (folder / "labconfig").mkdir(parents=True)
         (folder / "nbgrader_config.py").write_text(shared)
-        if role == "student":
+        if role == "student":  # every user's own server, the instructor's too
             (folder / "jupyter_server_config.json").write_text(json.dumps(STUDENT_SERVER))
             (folder / "labconfig" / "page_config.json").write_text(json.dumps(STUDENT_LAB))
+        else:  # the formgrader service
+            server = {"ServerApp": {"terminado_settings": TERMINAL}}
+            (folder / "jupyter_server_config.json").write_text(json.dumps(server))
     for path in (state / "config").rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
 

@@ -396,7 +396,7 @@ def release_feedback(root: Path, assignment: str, force: bool = False) -> None:
             + "\n  ".join(waiting)
             + "\nGrade by hand in the formgrader; read each flagged submission, then mark it "
             f"reviewed: python scripts/instructor.py review {assignment} <student> "
-            f"(make review ASSIGNMENT={assignment} STUDENT=<student>). "
+            f"(in a checkout: make review ASSIGNMENT={assignment} STUDENT=<student>). "
             "To release anyway: --force (make release-feedback ... FORCE=1), which is logged."
         )
     log = root / "feedback" / f".releases-{assignment}.log"
@@ -976,7 +976,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "grade":
             export(root)
             report(root, args.assignment)
-            print(NEXT_STEPS.format(assignment=args.assignment), flush=True)
+            print(next_steps(root, args.assignment), flush=True)
     elif args.command == "regrade":
         regrade(root, args.assignment, args.jobs, args.timeout, args.kernels)
         export(root)
@@ -995,10 +995,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 NEXT_STEPS = (
-    "Students see nothing yet. Review the report (mark each flag reviewed: make review "
-    "ASSIGNMENT={assignment} STUDENT=<student>), grade by hand in the formgrader, then: "
-    "make release-feedback ASSIGNMENT={assignment}"
+    "Students see nothing yet. Review the report (mark each flag reviewed: {review}), grade by "
+    "hand in the formgrader, then: {release}"
 )
+
+
+def next_steps(root: Path, assignment: str) -> str:
+    """What to do after ``grade``, as commands that exist here: make targets in a checkout of
+    the repository, the script itself in a course root without the Makefile (on the hub)."""
+    if (root / "Makefile").exists():
+        review = f"make review ASSIGNMENT={assignment} STUDENT=<student>"
+        release = f"make release-feedback ASSIGNMENT={assignment}"
+    else:
+        review = f"python scripts/instructor.py review {assignment} <student>"
+        release = f"python scripts/instructor.py release-feedback {assignment}"
+    return NEXT_STEPS.format(review=review, release=release)
 
 
 if __name__ == "__main__":

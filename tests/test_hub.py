@@ -393,6 +393,58 @@ def assert_isolated(hub: Hub, api: Api) -> None:
     assert "/hub/login" in response.url, "the formgrader answered without a login"
 
 
+def in_terminal(api: Api, user: str, command: str, until: str, timeout: float = 180) -> str:
+    """Type ``command`` into a new JupyterLab terminal on ``user``'s server, as a person at the
+    keyboard would; return what the terminal showed, up to the text ``until``."""
+    import asyncio
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    name = api.call("POST", f"/user/{user}/api/terminals")["name"]
+    url = api.hub.url.replace("http", "ws", 1) + f"/user/{user}/terminals/websocket/{name}"
+
+    async def session() -> str:
+        headers = {"Authorization": f"token {api.token}"}
+        socket = await websocket_connect(HTTPRequest(url, headers=headers))
+        await socket.write_message(json.dumps(["stdin", command + "\r"]))
+        shown, deadline = "", time.monotonic() + timeout
+        while until not in shown:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {until!r} in {timeout} s; the terminal showed:\n{shown}"
+            message = await asyncio.wait_for(socket.read_message(), left)
+            assert message is not None, f"the terminal closed; it showed:\n{shown}"
+            kind, *content = json.loads(message)
+            if kind == "stdout":
+                shown += content[0]
+        socket.close()
+        return shown
+
+    try:
+        return asyncio.run(session())
+    finally:
+        api.call("DELETE", f"/user/{user}/api/terminals/{name}")
+
+
+def test_the_instructors_terminal_runs_the_guides_commands(class_hub: tuple[Hub, Api]) -> None:
+    """In a terminal of the instructor's own server: the hub's Python and nbgrader on PATH, and
+    the guide's commands run in ~/course (issue #37: a login shell had reset PATH)."""
+    hub, api = class_hub
+    api.start_server(hub.instructor)
+    api.wait_ready([hub.instructor])
+    command = (
+        "cd ~/course && command -v python python3 nbgrader && "
+        'python3 -c \'import nbformat, nbgrader; print("imports", "ok")\' && '
+        f"nbgrader generate_assignment {ASSIGNMENT} --force > /dev/null 2>&1 && "
+        f"python scripts/instructor.py review {ASSIGNMENT}; echo END-OF-$((40 + 2))"
+    )
+    shown = in_terminal(api, hub.instructor, command, until="END-OF-42")
+    for program in ("python", "python3", "nbgrader"):
+        assert f"{HUB_ENV / 'bin' / program}\r\n" in shown, (program, shown)
+    assert "imports ok" in shown, shown
+    assert re.search(r"\d+ open of \d+ flags", shown), shown
+
+
 def test_thirty_students_submit_at_once() -> None:
     token = secrets.token_hex(16)
     started = time.perf_counter()
