@@ -60,8 +60,10 @@ c.Authenticator.admin_users = {instructor}
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(hub_env / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
-# The course's vendored MathJax (scripts/hub.py copies it there): feedback renders its maths.
-static = f"--ServerApp.extra_static_paths={Path(env['LLMMATH_HUB_COURSE']) / 'book' / '_vendor'}"
+# The course's vendored MathJax, served by every server at <server>/static/mathjax/: feedback
+# and the formgrader render their maths. scripts/hub.py copies it into the state folder, where
+# every user can read it (from the instructor's private home, students' servers got a 404).
+static = f"--ServerApp.extra_static_paths={state / 'static'}"
 c.Spawner.args = [static]
 c.Spawner.notebook_dir = "~"
 c.Spawner.start_timeout = 180  # thirty servers starting at once on two cores

@@ -181,9 +181,8 @@ def _course_copy(course: Path, exchange: Path, owner: str) -> None:
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     shutil.copytree(REPO / "grading", course / "grading", ignore=ignore)
     shutil.copytree(REPO / "solutions", course / "solutions", ignore=ignore)
-    # The vendored MathJax where instructor.py finds it (it copies it beside the feedback), and
-    # every server serves it at <server>/static/mathjax/: feedback and the formgrader typeset
-    # their maths from it, offline (grading/nbconvert/feedback/mathjax.html.j2).
+    # The vendored MathJax where instructor.py finds it (it copies it beside the feedback). The
+    # servers serve another copy, in the state folder (running_hub), which every user can read.
     vendor = REPO / "book" / "_vendor" / "mathjax"
     shutil.copytree(vendor, course / "book" / "_vendor" / "mathjax")
     (course / "scripts").mkdir()
@@ -233,6 +232,10 @@ def running_hub(
             users.append(name)
         course = state / "home" / instructor / "course"
         _course_copy(course, exchange, instructor)
+        # What every server serves at <server>/static/: readable by every user (the course's
+        # own copy is in the instructor's private home).
+        shutil.copytree(REPO / "book" / "_vendor" / "mathjax", state / "static" / "mathjax")
+        subprocess.run(["chmod", "-R", "a+rX", str(state / "static")], check=True)
         _write_configs(state, exchange)
         env = dict(
             os.environ,

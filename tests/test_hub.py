@@ -282,6 +282,15 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
             click_in_list(page, "submitted", "Fetch Feedback")
             page.wait_for_selector(f"{row('submitted')}:has-text('view feedback')", timeout=120_000)
         pages[students[0]].screenshot(path=str(tmp_path / "student-feedback.png"))
+        # A student opens their feedback from their server: its maths is typeset by the hub's
+        # MathJax (it was raw TeX: the script sat in the instructor's private home).
+        user, page = students[1], pages[students[1]]
+        fetched = next((hub.home(user) / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+        where = urllib.parse.quote(fetched.relative_to(hub.home(user)).as_posix())
+        page.goto(f"{hub.url}/user/{user}/files/{where}")
+        page.wait_for_selector("mjx-container svg", timeout=60_000)
+        assert page.locator("mjx-container").count() > 10, "the feedback's maths is not typeset"
+        page.screenshot(path=str(tmp_path / "student-feedback-maths.png"))
         for page in pages.values():
             page.close()
         grader.close()
