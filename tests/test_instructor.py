@@ -594,6 +594,22 @@ def typeset(browser: Any, url: str, screenshot: Path | None = None) -> tuple[int
     return count, raw, refused
 
 
+def outputs_overflowing(browser: Any, url: str, width: int = 700) -> list[str]:
+    """The output texts of the page at ``url`` wider than the page, in a narrow window."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(url)
+        return list(
+            page.evaluate(
+                "Array.from(document.querySelectorAll('.output_subarea pre'))"
+                ".filter(e => e.scrollWidth > e.clientWidth + 1)"
+                ".map(e => e.innerText.slice(0, 80))"
+            )
+        )
+    finally:
+        page.close()
+
+
 @contextlib.contextmanager
 def course_lab(server_root: Path, course_root: Path) -> Iterator[str]:
     """JupyterLab with scripts/lab.py's command line (instructor: the formgrader is on),
@@ -660,6 +676,9 @@ def test_feedback_is_small_and_typesets_offline_from_disk_and_from_the_lab(
     with chromium() as browser:
         count, raw, refused = typeset(browser, mine.as_uri(), shots / "feedback-disk.png")
         assert refused == [] and count > 10 and not raw, (count, raw, refused)
+        # Bob's long failure messages wrap inside a narrow window rather than run off its edge.
+        assert "AssertionError" in mine.read_text(encoding="utf-8")
+        assert outputs_overflowing(browser, mine.as_uri()) == []
         with course_lab(base, course.root) as served:
             url, token = served.split("|")
             path = urllib.parse.quote(fetched.relative_to(base).as_posix())
