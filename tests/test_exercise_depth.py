@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from grading_support import AssignmentSpec, load_specs
 
-from llmmath import batching, focus, number_formats, speculative
+from llmmath import focus, number_formats, speculative
 from llmmath.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,8 +39,10 @@ def batching_speculative() -> dict[str, float]:
     return {
         "spec_tokens_per_step": float(speculative.expected_tokens_per_step(acceptance, drafts)),
         "spec_speedup_batch4": float(step.speedup),
-        # The check multiplies k + 1 positions per weight read: B* / (k + 1).
-        "spec_compute_bound_batch": batching.step_critical_batch(llama) / (drafts + 1),
+        # The smallest batch at which speculation stops paying, at 256 tokens of context.
+        "spec_break_even_batch": speculative.break_even_batch(
+            llama, 256, drafts, acceptance, share
+        ),
     }
 
 

@@ -1,0 +1,132 @@
+"""Every value the batching and KV-cache exercises' hidden tests pin is the course's own.
+
+Each part of those exercises names the package function that computes its answer in the course
+(``serving.decode_step(Deployment("Llama-3-70B", "H100", 8), B, T).time_s``,
+``batching.max_batch``, ``speculative.break_even_batch``, ``kv_cache.break_even_hold_s``, ...).
+Here each of those functions is called in the setting the part states, and its value must equal
+the answer the spec lists (and the hidden test pins) within that hidden test's own tolerance: a
+change in the package or its data that moves an answer fails here, by name. The expressions the
+hidden tests pin (calls of the student's functions) are checked the same way.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+
+import pytest
+from grading_support import cell_by_id, load_specs, read, region
+
+from llmmath import batching, kv_cache, number_formats, serving, speculative
+from llmmath.deployment import Deployment
+
+SPECS = {spec.assignment: spec for spec in load_specs()}
+
+
+def hidden_checks(assignment: str) -> dict[str, tuple[float, float, float]]:
+    """Each hidden ``math.isclose(actual, literal, rel_tol=.., abs_tol=..)``, by ``actual``'s
+    source: (the literal, its rel_tol, its abs_tol)."""
+    spec = SPECS[assignment]
+    nb = read(spec.source_nb)
+    found: dict[str, tuple[float, float, float]] = {}
+    for grade_id in spec.test_cells:
+        hidden = region(cell_by_id(nb, grade_id).source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+        for node in ast.walk(ast.parse("\n".join(hidden))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "isclose":
+                actual, expected = node.args[:2]
+                tolerances = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+                found[ast.unparse(actual)] = (
+                    ast.literal_eval(expected),
+                    tolerances.get("rel_tol", 1e-9),
+                    tolerances.get("abs_tol", 0.0),
+                )
+    return found
+
+
+def batching_values() -> dict[str, float]:
+    """The batching exercise: Llama-3-70B on 8 H100s at 2.00 USD per chip-hour."""
+    llama = Deployment("Llama-3-70B", "H100", 8)
+
+    def step(batch: float, context: float) -> float:
+        return float(serving.decode_step(llama, batch, context).time_s)
+
+    fits = float(batching.max_batch(llama, 8192))
+    request = batching.request_latency(llama, 2000, 1000, 64)
+    drafts, acceptance, share = 4, 0.75, 0.03
+    spec = speculative.speculative_step(llama, 4, 2048, drafts, acceptance, share)
+    return {
+        "decode_step_time_s(1, 0)": step(1, 0),
+        "decode_step_time_s(64, 4096)": step(64, 4096),
+        "decode_step_time_s(512, 1024)": step(512, 1024),
+        "decode_step_time_s(1024, 1024)": step(1024, 1024),
+        **{
+            f"cost_batch{b}_usd_per_mtok": float(
+                serving.decode_step(llama, b, 1024).cost_per_million_tokens_usd(2.0)
+            )
+            for b in (1, 256)
+        },
+        "max_batch_8k": fits,
+        "step_time_max_batch_s": step(fits, 8192),
+        "ttft_s": float(batching.ttft_s(llama, 2000)),
+        "decode_time_s": float(request.decode_s),
+        "final_context_estimate_s": float(request.final_context_decode_s),
+        "spec_tokens_per_step": float(spec.tokens_per_step),
+        "spec_speedup_batch4": float(spec.speedup),
+        "spec_break_even_batch": speculative.break_even_batch(
+            llama, 256, drafts, acceptance, share
+        ),
+    }
+
+
+def kv_cache_values() -> dict[str, float]:
+    """The KV-cache exercise: Llama-3.1-405B on 16 H100s, Llama-3-70B on 8 for the prefix."""
+    big = Deployment("Llama-3.1-405B", "H100", 16)
+    llama = Deployment("Llama-3-70B", "H100", 8, usd_per_chip_hour=2.0)
+    fits = float(kv_cache.max_batch(big, 131_072))
+    prefix = kv_cache.prefix_cache(llama, 8192, 0.0, tiers=("host_DRAM",), usd_per_chip_hour=2.0)
+    recipes = (("bf16", "fp8", "bf16"), ("fp8", "fp8", "fp8"))
+    fmt = number_formats.format_effects("Llama-3.1-405B", "H100", 16, 131_072, recipes)
+    fp8 = Deployment(
+        "Llama-3.1-405B", "H100", 16, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8"
+    )
+    fp8_fits = float(fmt.max_batch[1])
+    fp8_step_s = float(serving.decode_step(fp8, fp8_fits, 131_072).time_s)
+    return {
+        "kv_bytes_per_token(80, 8, 128, 1)": kv_cache.kv_bytes_per_token("Llama-3-70B", "fp8"),
+        "kv_bytes_per_token(40, 40, 128, 2)": kv_cache.kv_bytes_per_token("Llama-2-13B"),
+        "kv_405b_bytes_per_token": kv_cache.kv_bytes_per_token("Llama-3.1-405B"),
+        "max_batch_128k": fits,
+        "max_context_b16": float(kv_cache.max_context(big, 16)),
+        "crossover_context_b16": float(kv_cache.kv_crossover_context(big, 16)),
+        "step_time_128k_s": float(serving.decode_step(big, fits, 131_072).time_s),
+        "dram_reload_s": float(prefix.reload_s[..., 0]),
+        "prefill_s": float(batching.prefill(llama, 8192).time_s),
+        "nvme_break_even_s": float(
+            kv_cache.break_even_hold_s(
+                llama, 8192, "local_NVMe", usd_per_chip_hour=2.0, prefill_efficiency=1.0
+            )
+        ),
+        "max_batch_128k_fp8_kv": float(fmt.max_batch[0]),
+        "max_batch_128k_fp8": fp8_fits,
+        "tokens_per_s_128k_fp8": fp8_fits / fp8_step_s,
+    }
+
+
+@pytest.mark.parametrize(
+    ("assignment", "computed"), [("batching", batching_values), ("kv_cache", kv_cache_values)]
+)
+def test_every_pinned_value_is_the_named_package_function_s(
+    assignment: str, computed: Callable[[], dict[str, float]]
+) -> None:
+    checks = hidden_checks(assignment)
+    values = computed()
+    assert set(values) == set(checks), f"{assignment}: the hidden tests pin {sorted(checks)}"
+    answers = SPECS[assignment].answers
+    for name, (pinned, rel_tol, abs_tol) in checks.items():
+        if name in answers:
+            assert math.isclose(answers[name], pinned, rel_tol=1e-12), f"specs/{assignment}.py"
+        assert math.isclose(values[name], pinned, rel_tol=rel_tol, abs_tol=abs_tol), (
+            f"{assignment}: {name} pins {pinned!r}; the package gives {values[name]!r}, outside "
+            f"the hidden test's tolerance (rel {rel_tol:g}, abs {abs_tol:g})"
+        )
