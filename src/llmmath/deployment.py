@@ -286,8 +286,9 @@ class StepTraffic:
 
 @contract(tokens_per_group=Real(low_open=False, ndarray=True))
 def step_traffic(dep: Deployment, tokens_per_group: FloatArray) -> StepTraffic:
-    """Per chip: TP all-reduces (2 a layer), EP all-to-alls (dispatch and combine per MoE
-    layer) and the PP hop, for ``tokens_per_group`` tokens of one attention group."""
+    """Per chip: TP all-reduces (2 a layer, 1 for a parallel block), EP all-to-alls (dispatch
+    and combine per MoE layer) and the PP hop, for ``tokens_per_group`` tokens of one
+    attention group."""
     zero = np.zeros_like(tokens_per_group)
     if dep.layout is None:
         return StepTraffic(zero, zero, zero)
@@ -301,7 +302,8 @@ def step_traffic(dep: Deployment, tokens_per_group: FloatArray) -> StepTraffic:
         one = collectives.hierarchical_all_reduce_time_s(
             activations, tp.size, chip, per_domain=tp.per_domain
         )
-        tp_s = 2 * layers_per_stage(model, layout) * np.asarray(one)
+        per_layer = model.tp_all_reduces_per_layer
+        tp_s = per_layer * layers_per_stage(model, layout) * np.asarray(one)
     ep_s = zero
     if ep.size > 1:
         sent = activations * model.experts_per_token / layout.tp

@@ -44,6 +44,8 @@ FLOP_RATE = Real(low=1e6, low_open=False, high=1e18, scalar=True)
 BYTES = Real(low=1e6, low_open=False, high=1e15, scalar=True)
 BYTE_RATE = Real(low=1e6, low_open=False, high=1e15, scalar=True)
 LATENCY = Real(low=1e-9, low_open=False, high=1.0, scalar=True)
+#: A fixed cost per collective (NCCL's baseLat); 0 where no figure is published.
+BASE_LATENCY = Real(low=0.0, low_open=False, high=1.0, scalar=True)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ LATENCY = Real(low=1e-9, low_open=False, high=1.0, scalar=True)
         "hbm_bandwidth_bytes_per_s scale_up_bandwidth_bytes_per_s scale_out_bandwidth_bytes_per_s",
     ),
     **each(LATENCY, "scale_up_latency_s scale_out_latency_s"),
+    collective_base_latency_s=BASE_LATENCY,
     scale_up_domain_size=CHIPS,
 )
 class Chip:
@@ -77,6 +80,9 @@ class Chip:
     latency_source: str
     source: str
     source_date: str
+    #: Seconds every ring collective (all-gather, reduce-scatter, all-reduce) pays once, on top
+    #: of its steps: NCCL's per-collective base latency. Optional in a chip file (0: none).
+    collective_base_latency_s: float = 0.0
 
     @contract()
     def peak(self, dtype: str = "bf16") -> float:
@@ -105,14 +111,15 @@ class Chip:
 )  #: A chip parameter: a :class:`Chip`, or the name of a preset or an added chip.
 def chip_from_dict(name: str, spec: dict[str, Any]) -> Chip:
     """Build a :class:`Chip` from one table of a hardware TOML file, with clear errors."""
-    required = [f for f in Chip.__dataclass_fields__ if f != "name"]
-    missing = [key for key in required if key not in spec]
+    allowed = [f for f in Chip.__dataclass_fields__ if f != "name"]
+    optional = ("collective_base_latency_s",)
+    missing = [key for key in allowed if key not in spec and key not in optional]
     if missing:
         raise ValueError(f"chip {name!r} is missing {', '.join(missing)}")
-    unknown = sorted(set(spec) - set(required))
+    unknown = sorted(set(spec) - set(allowed))
     if unknown:
-        raise ValueError(f"chip {name!r} has unknown fields {unknown}; allowed: {required}")
-    return Chip(name=name, **{key: spec[key] for key in required})
+        raise ValueError(f"chip {name!r} has unknown fields {unknown}; allowed: {allowed}")
+    return Chip(name=name, **{key: spec[key] for key in allowed if key in spec})
 
 
 @contract(path=PathLike())

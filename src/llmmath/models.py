@@ -61,6 +61,7 @@ _OPTIONAL_COUNT_FIELDS = (
     name=NAME,
     **each(Count(), "n_layers d_model d_ff n_heads n_kv_heads head_dim vocab_size max_context"),
     tied_embeddings=FLAG,
+    parallel_block=FLAG,
     **each(
         Count(low=0, high=1 << 16), "n_experts experts_per_token n_shared_experts n_dense_layers"
     ),
@@ -89,6 +90,9 @@ class ModelConfig:
     mla_kv_lora_rank: int = 0
     mla_q_lora_rank: int = 0
     mla_rope_head_dim: int = 0
+    # PaLM's "parallel" block: attention and MLP read the same normalised input and their
+    # outputs are added together, y = x + attn(x) + mlp(x).
+    parallel_block: bool = False
     source: str = ""
     source_date: str = ""
 
@@ -131,6 +135,13 @@ class ModelConfig:
         if self.n_kv_heads == self.n_heads:
             return "MHA"
         return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def tp_all_reduces_per_layer(self) -> int:
+        """All-reduces per layer of a forward pass under 1-D tensor parallelism: 2 (after
+        attention, after the MLP), or 1 for a parallel block, whose two branches' partial sums
+        add locally before one all-reduce."""
+        return 1 if self.parallel_block else 2
 
     @property
     def expert_d_ff(self) -> int:

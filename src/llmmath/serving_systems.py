@@ -2,10 +2,12 @@
 batch, and separate pools of chips for prefill and decode.
 
 **Collective latency.** Tensor parallelism all-reduces each layer's activations twice (after
-attention, after the MLP). Each all-reduce pays the link's per-step latency alpha for every
-step of its algorithm, however few bytes it carries, and the next layer cannot start before it
-ends: at batch 1 nothing hides it. So a token's latency is at least the weight read plus
-``2 L x steps x alpha``, a term that grows with the TP degree while the weight read shrinks.
+attention, after the MLP; once for a parallel attention + MLP block, as PaLM's). Each
+all-reduce pays a base latency and the link's per-step latency alpha for every step of its
+algorithm, however few bytes it carries, and the next layer cannot start before it ends: at
+batch 1 nothing hides it. So NCCL's cost model estimates a token's latency as the weight read
+plus ``all-reduces x (base + steps x alpha)``, a term that grows with the TP degree while the
+weight read shrinks. An estimate, not a floor: one-shot all-reduces take fewer steps.
 
 **Disaggregation.** Prefill is compute-bound (a prompt is a batch for the weights) and decode
 is bandwidth-bound below the critical batch, so a chip does several times more input tokens
@@ -16,7 +18,7 @@ sequence. Chip counts from floors are lower bounds.
 >>> from llmmath import serving_systems
 >>> b = serving_systems.tp_decode_breakdown("Llama-3-70B", "H100", 8, 1, 2048)
 >>> round(float(b.alpha_s) * 1e3, 2), round(float(b.serial_s) * 1e3, 2)   # ms per token
-(1.05, 6.27)
+(2.4, 7.62)
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ from ._constraints import MAX_CHIPS
 from .batching import step_critical_batch
 from .contracts import (
     AMOUNT,
+    NOTE,
     POSITIVE,
     RESULT,
     SCALAR,
     SCALAR_POSITIVE,
     Count,
+    OneOf,
     Real,
     SequenceOf,
     checked,
@@ -57,21 +61,23 @@ from .serving import decode_step, prefill
 
 
 def _double_latency(chip: str | Chip) -> Chip:
-    """The same chip with links of twice the latency. A collective's time is linear in alpha,
-    so the time this adds is exactly the latency part of the original."""
+    """The same chip with every latency doubled (per step and per collective). A collective's
+    time is linear in them, so the time this adds is exactly the latency part of the original."""
     spec = get_chip(chip)
     return dataclasses.replace(
         spec,
         scale_up_latency_s=2 * spec.scale_up_latency_s,
         scale_out_latency_s=2 * spec.scale_out_latency_s,
+        collective_base_latency_s=2 * spec.collective_base_latency_s,
     )
 
 
 @contract(group=SequenceOf(Count(high=MAX_CHIPS)), n_all_reduces=Count(low=0))
 def all_reduce_latency_s(chip: str | Chip, group: Sequence[int], n_all_reduces: int) -> float:
-    """The latency part (alpha x steps) of ``n_all_reduces`` all-reduces over a group of
+    """The latency part (base + alpha x steps) of ``n_all_reduces`` all-reduces over a group of
     ``prod(group)`` chips, reduced one dimension at a time with a ring along each: ``(64,)`` is
-    one ring over 64 chips (``2 x 63`` steps), ``(4, 4, 4)`` a 3D torus (``2 x 9`` steps).
+    one ring over 64 chips (``2 x 63`` steps), ``(4, 4, 4)`` a 3D torus (``2 x 9`` steps, and
+    three base latencies where the chip has one).
     Each dimension's share is what :func:`llmmath.collectives.all_reduce_time_s` adds when
     the latency doubles."""
     slow = _double_latency(chip)
@@ -132,6 +138,33 @@ def tp_decode_breakdown(
         alpha_s=np.asarray(slow.tp_s - step.tp_s),
         floor_s=np.asarray(step.floor_s),
         serial_s=np.asarray(step.serial_s),
+    )
+
+
+@dataclass(frozen=True)
+@checked(value=SCALAR_POSITIVE, **each(NOTE, "key units label"))
+class Measured:
+    """A published measurement set beside one of the package's estimates (``systems.toml``,
+    ``[measured.<key>]``): its value in ``units``, what was measured and where."""
+
+    key: str
+    value: float
+    units: str
+    label: str
+    source: str
+    source_date: str
+
+
+def _measured_keys() -> list[str]:
+    return list(data.table("systems")["measured"])
+
+
+@contract(key=OneOf(_measured_keys, "measurement"))
+def measured(key: str) -> Measured:
+    """The published measurement ``key`` of ``data/systems.toml`` (``[measured.<key>]``)."""
+    spec = data.table("systems")["measured"][key]
+    return Measured(
+        key=key, **{f: spec[f] for f in ("value", "units", "label", "source", "source_date")}
     )
 
 
@@ -249,12 +282,14 @@ def prefill_stall_steps(
 
 
 __all__ = [
+    "Measured",
     "Pools",
     "PublishedPools",
     "TPBreakdown",
     "all_reduce_latency_s",
     "deepseek_pools",
     "disaggregated_pools",
+    "measured",
     "prefill_stall_steps",
     "tp_decode_breakdown",
 ]

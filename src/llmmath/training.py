@@ -248,7 +248,8 @@ def training_communication(
 
     # TP: activations all-reduced inside every layer.
     tp = placed["TP"]
-    count = layers * m * (4 + (2 if recompute else 0))
+    # forward, backward and (recomputing) the forward again, each per_layer all-reduces
+    count = layers * m * spec.tp_all_reduces_per_layer * (2 + (1 if recompute else 0))
     size = micro_tokens * spec.d_model * b_act
     one = np.asarray(
         collectives.hierarchical_all_reduce_time_s(
@@ -295,8 +296,8 @@ def _dp_sync(
     def gather(size: float) -> FloatArray:
         return np.asarray(collectives.hierarchical_all_gather_time_s(size, n, chip, per_domain=g))
 
-    if stage == 0:
-        time = 2 * gather(grads)
+    if stage == 0:  # one all-reduce: the base latency once
+        time = np.asarray(collectives.hierarchical_all_reduce_time_s(grads, n, chip, per_domain=g))
         sent = 2 * grads * share
     elif stage in (1, 2):
         time = gather(grads) + gather(weights)

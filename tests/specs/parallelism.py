@@ -75,7 +75,8 @@ SPEC = AssignmentSpec(
         "tp_latency": (
             "TP, CONTEXT = 8, 2_048\n"
             "ring_steps = 2 * (TP - 1)\n"
-            "alpha_s = LLAMA3_70B_LAYERS * ring_steps * NVLINK_STEP_LATENCY_S\n"
+            "per_all_reduce = NCCL_BASE_LATENCY_S + ring_steps * NVLINK_STEP_LATENCY_S\n"
+            "alpha_s = LLAMA3_70B_LAYERS * per_all_reduce\n"
             "weights = WEIGHT_BYTES_PER_PARAM * LLAMA3_70B_MATMUL_PARAMS / TP\n"
             "kv = CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN / TP\n"
             "sent = LLAMA3_70B_LAYERS * ring_steps / TP * LLAMA3_70B_LAYER_INPUT_BYTES\n"
@@ -93,7 +94,7 @@ SPEC = AssignmentSpec(
     leaky_examples=(
         "the ZeRO-0 state is 282 GB per GPU",
         "a replica needs 44,296.875 tokens, about 4.43e+04",
-        "at batch 1 the all-reduces' latency is 0.168 of the step, 1.05 ms",
+        "at batch 1 the all-reduces' latency is 0.315 of the step, 2.4 ms",
     ),
     clean_examples=("70.55e9 parameters, 16 bytes each, 80e9 bytes of HBM, 327,680 B/token",),
 )

@@ -5,6 +5,7 @@ the lesson's figure and the chapter's explorer use, and the curves come from the
 
 from . import (
     batching,
+    collectives,
     kv_cache,
     moe,
     overtraining_pricing,
@@ -17,6 +18,7 @@ from .common import figure_and_axes, figure_png
 
 __all__ = [
     "batching",
+    "collectives",
     "figure_and_axes",
     "figure_png",
     "kv_cache",
