@@ -18,7 +18,15 @@ import numpy as np
 import pytest
 from lesson_support import ROOT, lesson
 
-from llmmath import batching, serving, serving_modes, speculative
+from llmmath import (
+    batching,
+    collectives,
+    moe_dispatch,
+    serving,
+    serving_modes,
+    serving_systems,
+    speculative,
+)
 from llmmath.batching import Deployment
 from llmmath.placement import Layout
 
@@ -290,6 +298,152 @@ CLAIMS = [
         "batching.md",
         "A lone user's token costs the same however long it waits.",
         lambda ns: len({ns.alone_2_cost, ns.alone_4_cost, ns.alone_8_cost}) == 1,
+    ),
+    # ---- moe: the all-to-all formula and DeepSeek's node-limited dispatch (issue 32) ----
+    Claim(
+        "moe.md",
+        "the all-to-all can hide under the arithmetic.",
+        lambda ns: ns.terms_in.total < 1 < ns.terms_out.total,
+    ),
+    Claim(
+        "moe.md",
+        "(the last term grows as $G$ shrinks each GPU's compute)",
+        lambda ns: (
+            moe_dispatch.all_to_all_ratio(ns.deepseek, ns.B, 8, "GB200 NVL72 (72 GPUs)").latency
+            < moe_dispatch.all_to_all_ratio(ns.deepseek, ns.B, 64, "GB200 NVL72 (72 GPUs)").latency
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "DeepSeek-V3 sends fewer, in two ways.",
+        lambda ns: (
+            float(ns.per_expert_copies)
+            > ns.per_node.network_copies_per_token
+            > ns.limited.network_copies_per_token
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "with one copy per node alone",
+        lambda ns: bool(
+            ns.spilled.all_to_all_s > ns.per_node_step.all_to_all_s > ns.limited_step.all_to_all_s
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "Node-limited dispatch cuts the NIC's bytes by more than half",
+        lambda ns: bool(
+            ns.limited.network_bytes_per_gpu
+            < 0.5 * ns.spilled.all_to_all_bytes_per_gpu * (64 - 8) / 64
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "yet the all-to-all still takes longer than the experts' compute",
+        lambda ns: bool(ns.limited_fp8_step.all_to_all_s > ns.limited_fp8_step.compute_s),
+    ),
+    Claim(
+        "moe.md",
+        "node-limited fp8 dispatch, still more than the compute",
+        lambda ns: bool(ns.limited_fp8_step.communication_bound),
+    ),
+    Claim(
+        "moe.md",
+        "in serving as in training",
+        lambda ns: int(ns.topk_group) < int(ns.n_group),
+    ),
+    # ---- over-training and pricing: DeepSeek's day read back (issue 32, items 5 and 7) ----
+    Claim(
+        "overtraining_pricing.md",
+        "the same prices ask for twice the parameters",
+        lambda ns: (
+            math.isclose(ns.ds_read["fp8"].low, 2 * ns.ds_read["bf16"].low, rel_tol=1e-3)
+            and math.isclose(ns.ds_read["fp8"].high, 2 * ns.ds_read["bf16"].high, rel_tol=1e-3)
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "DeepSeek-V3 has 37B {cite}`deepseek2024v3`, inside the range; in FP8 it fits only below "
+        "30% MFU or with an input markup above the blended one.",
+        lambda ns: ns.ds_read["bf16"].low < 37e9 < ns.ds_read["fp8"].low and ns.ds_mfu[0] == 0.3,
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "returns the fleet's size almost by construction",
+        lambda ns: (
+            abs(ns.ds_day.prefill_nodes + ns.ds_day.decode_nodes - ns.ds_day.fleet_nodes)
+            < 0.001 * ns.ds_day.fleet_nodes
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "gap is within the rounding of the published figures (three significant digits each)",
+        # Each count and rate to three figures: half a unit in the last digit of each.
+        lambda ns: (
+            abs(ns.ds_day.prefill_nodes + ns.ds_day.decode_nodes - ns.ds_day.fleet_nodes)
+            < ns.ds_day.prefill_nodes * (0.5 / 608 + 0.05 / 73.7)
+            + ns.ds_day.decode_nodes * (0.5 / 168 + 0.05 / 14.8)
+        ),
+    ),
+    # ---- parallelism: collectives defined, their latency an estimate (issue 32) ----
+    Claim(
+        "parallelism.md",
+        "never more than $2S$ however many GPUs share the work",
+        lambda ns: all(
+            collectives.ring_all_reduce_schedule(1.0, n, "H100").sent_bytes_per_chip < 2.0
+            for n in (2, 8, 72, 1024)
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "so a decode step at small batch is paced by $\\alpha$, not $W$",
+        lambda ns: float(ns.node_cost.latency_s[0]) > 100 * float(ns.node_cost.bytes_s[0]),
+    ),
+    Claim(
+        "parallelism.md",
+        "outweighs the bytes below {crossover_mb} MB, the bytes above",
+        lambda ns: (
+            bool(np.all((ns.sweep.latency_s > ns.sweep.bytes_s)[ns.sweep.array_bytes < 3e6]))
+            and bool(np.all((ns.sweep.bytes_s > ns.sweep.latency_s)[ns.sweep.array_bytes > 6e6]))
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "carry the cross-node share about as fast as NVLink carries the rest",
+        lambda ns: (
+            ns.paces == {16: "scale-up", 32: "scale-up", 64: "scale-out", 128: "scale-out"}
+            and ns.tp_nvlink_last == "TP32"
+            and ns.tp_network_first == "TP64"
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "of the peak closes it, below the",
+        lambda ns: int(ns.l3_kernel_overlap) < int(ns.l3_kernel) < int(ns.gemm_share),
+    ),
+    Claim(
+        "parallelism.md",
+        "Measured all-reduces land on both sides of the estimate",
+        lambda ns: (
+            ns.nccl_measured.value
+            > serving_systems.all_reduce_latency_s(ns.h100, (8,), 1)
+            > ns.one_shot.value
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "more than its own model says",
+        lambda ns: ns.nccl_measured.value * ns.n_all_reduces > float(ns.tp8_b1.alpha_s),
+    ),
+    Claim(
+        "parallelism.md",
+        "partial sums add up locally before one all-reduce per layer",
+        lambda ns: ns.palm_model.parallel_block and ns.palm_all_reduces == ns.palm_model.n_layers,
+    ),
+    Claim(
+        "parallelism.md",
+        "TP16 is only {eval}`tp16_gain`× faster than TP8, not 2×",
+        lambda ns: 1.0 < float(ns.tp16_gain) < 2.0,
     ),
 ]
 
