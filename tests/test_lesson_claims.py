@@ -385,6 +385,14 @@ CLAIMS = [
             + ns.ds_day.decode_nodes * (0.5 / 168 + 0.05 / 14.8)
         ),
     ),
+    Claim(
+        "overtraining_pricing.md",
+        "(226.75 × 8 GPUs × USD 2 × 24 h)",
+        lambda ns: (
+            ns.ds_cost == format(226.75 * 8 * 2 * 24, ",.0f")
+            and (ns.day.nodes, ns.day.gpus_per_node, ns.day.usd_per_gpu_hour) == (226.75, 8, 2.0)
+        ),
+    ),
     # ---- parallelism: collectives defined, their latency an estimate (issue 32) ----
     Claim(
         "parallelism.md",
