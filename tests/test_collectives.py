@@ -219,3 +219,11 @@ def test_ring_figure_draws_the_schedule() -> None:
     ring = collectives.ring_all_reduce_schedule(64e6, 4, "H100")
     assert labels == [f"c{c}" for c in ring.sent_chunk.ravel()]
     assert len(cost_ax.lines) == 3
+
+
+def test_a_ring_schedule_is_drawn_for_a_bounded_number_of_chips() -> None:
+    # Its chunk table is 2 (n - 1) x n: a million chips would need terabytes (it once took a
+    # test worker to 24 GB and the OOM killer); the schedule is for figures.
+    with pytest.raises(ValueError, match=r"ring_all_reduce_schedule\(\): n_chips must be"):
+        collectives.ring_all_reduce_schedule(1e6, 2**20, "H100")
+    assert collectives.ring_all_reduce_schedule(1e6, 1024, "H100").sent_chunk.shape == (2046, 1024)

@@ -31,7 +31,18 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_floats, as_output
-from .contracts import AMOUNT, FLAG, RESULT, OneOf, Real, SequenceOf, checked, contract, each
+from .contracts import (
+    AMOUNT,
+    FLAG,
+    RESULT,
+    Count,
+    OneOf,
+    Real,
+    SequenceOf,
+    checked,
+    contract,
+    each,
+)
 from .hardware import Chip, get_chip
 
 
@@ -298,7 +309,11 @@ class RingSchedule:
     sent_bytes_per_chip: float
 
 
-@contract(array_bytes=Real(scalar=True))
+#: The most chips a drawn ring schedule has: it holds a (2 (n - 1), n) table of chunks.
+MAX_RING_DRAWN = 1024
+
+
+@contract(array_bytes=Real(scalar=True), n_chips=Count(low=2, high=MAX_RING_DRAWN))
 def ring_all_reduce_schedule(array_bytes: float, n_chips: int, chip: str | Chip) -> RingSchedule:
     """The steps of a ring all-reduce of ``array_bytes`` over ``n_chips`` (one ring, inside
     one link tier): reduce-scatter step ``s`` has chip ``i`` send chunk ``(i - s) mod n``;
