@@ -138,9 +138,12 @@ def critical_context(deployment: Deployment) -> float:
         return math.inf
     # The first sign change on a grid (a sliding window can bend the curves), then bisect.
     grid = np.unique(np.concatenate([[0.0], np.geomspace(1.0, top, 64)]))
-    surplus = np.array([_per_sequence_surplus_s(dep, t) for t in grid])
+    one = decode_step(dep, 1, grid, allow_overflow=True)  # the whole grid in one step
+    surplus = one.compute_s - one.kv_read_s
     first = int(np.argmax(surplus <= 0))
-    return _bisect(lambda t: -_per_sequence_surplus_s(dep, t), grid[first - 1], grid[first])
+    return _bisect(
+        lambda t: -_per_sequence_surplus_s(dep, t), float(grid[first - 1]), float(grid[first])
+    )
 
 
 @contract(infinite_ok=True)

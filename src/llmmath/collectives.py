@@ -235,13 +235,7 @@ def hierarchical_all_gather_s_per_byte(
     """Seconds per byte of array that :func:`hierarchical_all_gather_time_s` takes, its fixed
     latency left out: ``max((g-1) / (g W_up), (m-1) / (m g W_out))``. For gradients, which are
     far too many bytes for the latency to matter, this is the whole cost."""
-    spec = get_chip(chip)
-    n = int(n_chips)
-    g = members_per_domain(n, spec, per_domain)
-    m = n // g
-    inside = (g - 1) / g / spec.scale_up_bandwidth_bytes_per_s
-    across = (m - 1) / m / g / spec.scale_out_bandwidth_bytes_per_s
-    return max(inside, across)
+    return max(_two_level_s_per_byte(n_chips, chip, per_domain))
 
 
 @contract()
@@ -249,13 +243,22 @@ def hierarchical_pace(n_chips: int, chip: str | Chip, *, per_domain: int | None 
     """Which level sets the pace of a two-level collective's bytes: ``"scale-up"`` while each
     domain's NICs together carry its cross-domain share no slower than the scale-up links
     carry the rest, ``"scale-out"`` past that (H100 nodes of 8: from 8 nodes on)."""
+    inside, across = _two_level_s_per_byte(n_chips, chip, per_domain)
+    return "scale-out" if across > inside else "scale-up"
+
+
+def _two_level_s_per_byte(
+    n_chips: int, chip: str | Chip, per_domain: int | None
+) -> tuple[float, float]:
+    """Seconds per byte of array inside each domain, ``(g-1) / (g W_up)``, and across the
+    domains, ``(m-1) / (m g W_out)``, for ``m`` domains of ``g`` chips."""
     spec = get_chip(chip)
     n = int(n_chips)
     g = members_per_domain(n, spec, per_domain)
     m = n // g
     inside = (g - 1) / g / spec.scale_up_bandwidth_bytes_per_s
     across = (m - 1) / m / g / spec.scale_out_bandwidth_bytes_per_s
-    return "scale-out" if across > inside else "scale-up"
+    return inside, across
 
 
 @contract(array_bytes=AMOUNT)
