@@ -613,3 +613,24 @@ def test_fast_text_draws_the_pixels_of_matplotlib() -> None:
     plain = draw(FigureCanvasAgg)
     assert draw(FastCanvas) == plain
     assert draw(FastCanvas) == plain  # every layout and glyph remembered
+
+
+def test_moe_explorer_draws_every_expert_count_its_slider_offers() -> None:
+    """#36 item 5: the live E slider stops only where the figure reads: an all-to-all line of
+    at least two widths and no tick label twice on either axis, on every domain the book
+    shows (a log slider once stopped at 181, a prime: one width, one point)."""
+    view = widgets.moe.MoEExplorer()
+    for experts in widgets.moe.expert_counts():
+        for domain in widgets.moe.STATIC_DOMAINS:
+            view.update(domain=domain, n_experts=experts, experts_per_token=min(8, experts))
+            widths, _ = view.widths.a2a_line.get_data()
+            assert len(widths) >= 2, (experts, domain)
+            view.figure.canvas.draw()
+            for ax in view.figure.axes:
+                low, high = sorted(ax.get_ylim())
+                shown = [
+                    tick.get_text()
+                    for tick in ax.get_yticklabels()
+                    if tick.get_text() and low <= tick.get_position()[1] <= high
+                ]
+                assert len(shown) == len(set(shown)), (experts, domain, shown)

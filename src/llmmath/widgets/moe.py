@@ -18,7 +18,6 @@ from .common import (
     Range,
     Settings,
     explorer,
-    log_range,
 )
 
 STATIC_DOMAINS = ("HGX H100 (8 GPUs)", "GB200 NVL72 (72 GPUs)", "TPU v5e pod (256 chips)")
@@ -26,6 +25,16 @@ STATIC_EXPERTS = (8, 64, 256)
 STATIC_TOP_K = (1, 2, 8)
 STATIC_BATCHES = (64, 512, 4096, 32768)
 SHAPE_MODEL = "DeepSeek-V3"  # the layer shape (D, expert width, shared expert) being re-cut
+#: Expert counts worth splitting: powers of two, multiples of the NVL72's 72 and counts that
+#: shipped (DeepSeek-V2 160, Kimi K2 384). A log slider stopped on counts like 181, a prime
+#: whose only EP widths are 1 and 181, and drew an all-to-all of one point.
+EXPERT_COUNTS = (4, 8, 16, 32, 64, 72, 128, 144, 160, 256, 288, 384, 512)
+
+
+def expert_counts() -> list[int]:
+    """The live slider's stops: :data:`EXPERT_COUNTS` and every MoE preset's own count."""
+    presets = {get_model(name).n_experts for name in list_models() if get_model(name).is_moe}
+    return sorted(set(EXPERT_COUNTS) | presets)
 
 
 def _wire(controls: LiveControls) -> None:
@@ -91,7 +100,7 @@ def declaration(model: str = SHAPE_MODEL) -> Explorer:
                 spec.n_experts,
                 STATIC_EXPERTS,
                 "buttons",
-                log_range(1, 512, fmt=".0f"),
+                Options(expert_counts(), "slider"),
             ),
             Control(
                 "experts_per_token",
