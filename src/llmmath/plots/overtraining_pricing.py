@@ -48,7 +48,7 @@ class LifetimePanel:
             for c in colours
             if labelled
         ]
-        ax.set(xlabel="parameters N", ylabel="training + inference FLOPs")
+        ax.set(xlabel="parameters P", ylabel="training + inference FLOPs")
 
     def show(self, curves: Sequence[scaling.LifetimeCurve]) -> None:
         for line, curve in zip(self.lines, curves, strict=True):
@@ -154,7 +154,7 @@ class OvertrainingExplorer(FastFigure):
         shown = max(total, float(scaling.CURVE_DEMANDS[0]))
         self.ratio_point.set_data([shown], [curve.best_tokens_per_param])
         self.readout.set_text(
-            f"best N {curve.best_params / 1e9:.1f}B on {curve.best_tokens / 1e12:.1f}T tokens\n"
+            f"best P {curve.best_params / 1e9:.1f}B on {curve.best_tokens / 1e12:.1f}T tokens\n"
             f"{curve.best_tokens_per_param:.0f} tokens/param; "
             f"training {curve.best_training_flops / curve.best_total_flops:.0%} of compute"
         )
