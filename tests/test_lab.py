@@ -527,6 +527,20 @@ def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
     learner.close()
 
 
+@pytest.mark.parametrize("page", ["START.md", *(f"{a}/{a}.ipynb" for a in EXERCISES)])
+def test_a_learners_page_opens_unmodified(lab: Lab, browser: Browser, page: str) -> None:
+    """#36 item 6: the start page and an exercise copy, opened and left alone, show no unsaved
+    dot once their kernel is idle (its language info once made every one look edited)."""
+    learner = Learner(browser, lab, f"clean-{Path(page).stem}")
+    learner.open(f"{LEARNER}/{page}")
+    learner.wait_for_kernel()
+    for _ in range(8):  # the kernel's language arrives just after it is idle
+        learner.page.wait_for_timeout(250)
+        assert not learner.dirty(), f"opening {LEARNER}/{page} marks it modified"
+    learner.shot("opened")
+    learner.close()
+
+
 # ---- lessons ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(

@@ -23,6 +23,18 @@ def read_only(path: str) -> bool:
     return path.strip("/").startswith(READ_ONLY)
 
 
+def with_language_info(notebook: dict) -> None:
+    """The kernel reports its language on connecting and JupyterLab writes that into the
+    notebook's metadata, marking a page nobody changed as modified: a lesson, the start page,
+    an exercise whose release holds only ``{"name": "python"}``. Serve it already there (every
+    page here runs this environment's ipykernel)."""
+    metadata = notebook.setdefault("metadata", {})
+    kernel = metadata.get("kernelspec", {}).get("language", "python")
+    stored = metadata.get("language_info", {})
+    if kernel == "python" and stored.get("name", "python") == "python":
+        metadata["language_info"] = {**stored, **copy.deepcopy(IPythonKernel.language_info)}
+
+
 class ReadOnlyLessons(AsyncTextFileContentsManager):
     """Files under lessons/ are reported not writable, and a save to them is refused.
 
@@ -33,12 +45,8 @@ class ReadOnlyLessons(AsyncTextFileContentsManager):
         model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if read_only(path):
             model["writable"] = False
-            if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
-                # The kernel reports its language on connecting and JupyterLab writes that into
-                # the notebook's metadata, marking a lesson nobody changed as modified. Serve it
-                # already there (the lesson's kernel is this environment's ipykernel).
-                metadata = model["content"].setdefault("metadata", {})
-                metadata.setdefault("language_info", copy.deepcopy(IPythonKernel.language_info))
+        if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
+            with_language_info(model["content"])
         return model
 
     async def save(self, model, path=""):
