@@ -539,6 +539,92 @@ def test_slow_mode_rejects_a_context_that_leaves_no_room() -> None:
         serving_modes.slow_mode(tight, 1024, 0.0)
 
 
+def test_cheapest_batch_is_where_the_cost_stops_falling(llama: Deployment) -> None:
+    for context in (256.0, 1024.0, 2048.0, 8192.0):
+        B = batching.cheapest_batch(llama, context)
+        costs = np.asarray(_every_batch(llama, context).cost_per_million_tokens_usd())
+        # No batch that fits is cheaper (past B*(T) the cost is flat, within rounding).
+        assert float(np.min(costs)) >= float(costs[int(B) - 1]) * (1 - 1e-9), context
+        assert serving_modes.slow_mode(llama, context, 1.0).floor_batch == B
+    assert batching.cheapest_batch(llama, 1024) == math.ceil(
+        batching.step_critical_batch(llama, 1024)
+    )
+    assert batching.cheapest_batch(llama, 2048) == batching.max_batch(llama, 2048)
+
+
+def _every_batch(dep: Deployment, context: float) -> Any:
+    room = float(batching.max_batch(dep, context))
+    return batching.decode_step(dep, np.arange(1.0, room + 1.0), context)
+
+
+def test_tie_price_makes_the_two_tokens_cost_the_same(llama: Deployment) -> None:
+    v5e = Deployment("Llama-3-70B", "TPU-v5e", 16)
+    for batch, other_batch in ((1.0, 1.0), (743.0, float(batching.max_batch(v5e, 2048)))):
+        h100 = batching.decode_step(llama, batch, 2048)
+        tpu = batching.decode_step(v5e, other_batch, 2048)
+        tie = float(batching.tie_price_usd(h100, tpu, 1.20))
+        assert float(h100.cost_per_million_tokens_usd(tie)) == pytest.approx(
+            float(tpu.cost_per_million_tokens_usd(1.20)), rel=1e-12
+        )
+        # By hand: the other price times the ratio of chip-seconds per token.
+        by_hand = 1.20 * (16 * float(tpu.time_s) / other_batch) / (8 * float(h100.time_s) / batch)
+        assert tie == pytest.approx(by_hand, rel=1e-12)
+    prices = batching.tie_price_usd(h100, tpu, np.array([1.0, 2.0]))
+    assert float(prices[1]) == pytest.approx(2 * float(prices[0]), rel=1e-12)
+    with pytest.raises(ValueError, match="other_usd_per_chip_hour"):
+        batching.tie_price_usd(h100, tpu, -1.0)
+
+
+# ---- concurrency: Little's law and the traffic that fills a batch -------------------------
+def test_concurrency_is_arrivals_times_time_in_the_system() -> None:
+    assert float(serving_modes.concurrency(92.0, 8.0)) == pytest.approx(736.0, rel=1e-12)
+    streams = serving_modes.concurrency(np.array([1.0, 10.0]), 0.5)
+    assert np.asarray(streams) == pytest.approx([0.5, 5.0], rel=1e-12)
+    with pytest.raises(ValueError, match="arrival_per_s"):
+        serving_modes.concurrency(-1.0, 1.0)
+    with pytest.raises(ValueError, match="time_in_system_s"):
+        serving_modes.concurrency(1.0, float("nan"))
+
+
+def test_the_traffic_that_fills_a_batch_obeys_littles_law(llama: Deployment) -> None:
+    fill = serving_modes.demand_to_fill(llama, 2048, 338)
+    assert fill.batch == batching.cheapest_batch(llama, 2048) == fill.floor_batch
+    step = batching.decode_step(llama, fill.batch, 2048)
+    assert float(fill.request_s) == pytest.approx(338 * float(step.time_s), rel=1e-12)
+    # L = lambda W: the batch is the arrivals times the time each request holds its slot.
+    assert float(fill.requests_per_s * fill.request_s) == pytest.approx(743.0, rel=1e-12)
+    assert float(fill.tokens_per_s) == pytest.approx(float(fill.requests_per_s) * 338, rel=1e-12)
+    assert float(fill.cost_over_floor) == pytest.approx(1.0, rel=1e-12)
+    some = serving_modes.demand_to_fill(llama, 2048, 338, np.array([10.0, 591.0]))
+    assert np.all(some.requests_per_s < fill.requests_per_s)
+    assert np.all(some.cost_over_floor > 1.0)
+
+
+def test_the_batch_a_demand_keeps_solves_littles_law(llama: Deployment) -> None:
+    fill = serving_modes.demand_to_fill(llama, 2048, 338)
+    rates = np.array([0.1, 1.0, 10.0, float(fill.requests_per_s)])
+    kept = serving_modes.batch_from_demand(llama, 2048, 338, rates)
+    steps = batching.decode_step(llama, kept.batch, 2048)
+    assert np.asarray(kept.batch) == pytest.approx(rates * 338 * steps.time_s, rel=1e-9)
+    assert float(kept.batch[-1]) == pytest.approx(743.0, rel=1e-9)
+    # The replica's rent is fixed and it sells what is asked, so a token costs the rent over
+    # the tokens asked for: n p / (lambda o), and the multiple of the floor is fill / demand.
+    rent_per_s = 8 * batching.example_price("H100").usd_per_chip_hour / 3600
+    assert np.asarray(kept.cost_per_million_usd) == pytest.approx(
+        rent_per_s / (rates * 338) * 1e6, rel=1e-9
+    )
+    assert np.asarray(kept.cost_over_floor) == pytest.approx(
+        float(fill.requests_per_s) / rates, rel=1e-9
+    )
+    # A batch kept by a demand round-trips through the traffic that fills it.
+    back = serving_modes.demand_to_fill(llama, 2048, 338, kept.batch[:3])
+    assert np.asarray(back.requests_per_s) == pytest.approx(rates[:3], rel=1e-9)
+    with pytest.raises(ValueError, match=r"requests_per_s.*add replicas"):
+        serving_modes.batch_from_demand(llama, 2048, 338, 2 * float(fill.requests_per_s))
+    with pytest.raises(ValueError, match="output_tokens"):
+        serving_modes.batch_from_demand(llama, 2048, 0, 1.0)
+
+
 # ---- the critical batch with the KV read: B*(T) and T_c ------------------------------------
 def test_critical_batch_at_context_zero_is_the_chips(llama: Deployment) -> None:
     c_over_w = get_chip("H100").critical_intensity("bf16")

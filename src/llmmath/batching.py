@@ -159,6 +159,24 @@ def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     return as_output(room)
 
 
+@contract(context=SCALAR)
+def cheapest_batch(deployment: Deployment, context: float) -> float:
+    """The batch where the cost per token stops falling at ``context``:
+    ``min(ceil(B*(T)), max_batch)``. Past ``B*(T)`` a token costs its FLOPs whatever the
+    batch; past ``T_c`` (``B*(T)`` infinite) the HBM fills first and the cost falls to it.
+
+    >>> from llmmath import batching
+    >>> llama = batching.Deployment("Llama-3-70B", "H100", 8)
+    >>> batching.cheapest_batch(llama, 1024), batching.cheapest_batch(llama, 2048)
+    (963.0, 743.0)
+    """
+    room = float(max_batch(deployment, context))
+    compute_batch = step_critical_batch(deployment, context)
+    if math.isfinite(compute_batch) and math.ceil(compute_batch) <= room:
+        return float(math.ceil(compute_batch))
+    return room
+
+
 @contract()
 def weight_floor_s(deployment: Deployment) -> float:
     """Weights / bandwidth: a batch-1, context-0 step. No decode step of this deployment
@@ -268,6 +286,26 @@ def chips_for_throughput(tokens_per_s: ArrayLike, step: DecodeStep) -> float | F
     rate = as_floats(tokens_per_s)
     replicas = np.ceil(rate / step.tokens_per_s)
     return as_output(replicas * step.deployment.n_chips)
+
+
+@contract(step=Instance(DecodeStep), other=Instance(DecodeStep), other_usd_per_chip_hour=POSITIVE)
+def tie_price_usd(
+    step: DecodeStep, other: DecodeStep, other_usd_per_chip_hour: ArrayLike
+) -> float | FloatArray:
+    """The price per chip-hour of ``step``'s chips at which its tokens cost what ``other``'s
+    do at ``other_usd_per_chip_hour``: ``p' (n' t' / B') / (n t / B)``, the other price times
+    the ratio of the two steps' chip-seconds per token (a token's cost is linear in the price,
+    so this compares the chips with one price instead of two prices of unlike kinds).
+
+    >>> from llmmath import batching
+    >>> h100 = batching.decode_step(batching.Deployment("Llama-3-70B", "H100", 8), 1, 2048)
+    >>> v5e = batching.decode_step(batching.Deployment("Llama-3-70B", "TPU-v5e", 16), 1, 2048)
+    >>> round(float(batching.tie_price_usd(h100, v5e, 1.20)), 2)
+    4.9
+    """
+    price = as_floats(other_usd_per_chip_hour)
+    other_cost = other.cost_per_million_tokens_usd(1.0) * price
+    return as_output(other_cost / step.cost_per_million_tokens_usd(1.0))
 
 
 # ---- curves the figures draw ----------------------------------------------------------------
@@ -432,6 +470,7 @@ __all__ = [
     "PassCurves",
     "PrefillStep",
     "RequestLatency",
+    "cheapest_batch",
     "chips_for_throughput",
     "cost_curves",
     "cost_per_million_tokens_usd",
@@ -448,6 +487,7 @@ __all__ = [
     "prefill",
     "request_latency",
     "step_critical_batch",
+    "tie_price_usd",
     "ttft_s",
     "weight_floor_s",
 ]

@@ -1,6 +1,7 @@
 """Continuous batching and a paged KV cache: how many sequences fit, and how full the KV
-memory and the batch are, when requests arrive and end at random (re-exported by
-:mod:`llmmath.serving_modes`, whose lesson section it is).
+memory and the batch are, when requests arrive and end at random; and, by Little's law, the
+traffic that keeps a batch full (re-exported by :mod:`llmmath.serving_modes`, whose lesson
+sections they are).
 
 >>> from llmmath import paged_kv
 >>> from llmmath.deployment import Deployment
@@ -15,12 +16,25 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import data
-from ._checks import FloatArray
-from .batching import max_batch, step_critical_batch
-from .contracts import RESULT, SCALAR_POSITIVE, Count, Optional, checked, contract, each
+from ._checks import FloatArray, as_floats, as_output
+from .batching import cheapest_batch, max_batch, step_critical_batch
+from .contracts import (
+    AMOUNT,
+    POSITIVE,
+    RESULT,
+    SCALAR,
+    SCALAR_POSITIVE,
+    Count,
+    Optional,
+    checked,
+    contract,
+    each,
+)
 from .deployment import Deployment, check_context
+from .serving import decode_step
 
 
 # ---- continuous batching and a paged KV cache ---------------------------------------------------
@@ -142,4 +156,109 @@ def request_lengths() -> dict[str, float]:
     return {key: float(spec[key]) for key in keys}
 
 
-__all__ = ["LENGTH_SAMPLES", "KVPacking", "kv_packing", "request_lengths"]
+# ---- concurrency: the traffic that fills a batch (Little's law) --------------------------------
+@contract(arrival_per_s=AMOUNT, time_in_system_s=AMOUNT)
+def concurrency(arrival_per_s: ArrayLike, time_in_system_s: ArrayLike) -> float | FloatArray:
+    """Little's law, ``L = lambda W``: the mean number in flight when ``arrival_per_s`` arrive
+    per second and each stays ``time_in_system_s`` (any stable system in steady state).
+
+    >>> from llmmath import paged_kv
+    >>> round(float(paged_kv.concurrency(3e8, 0.020)))  # tokens/s x s per token: streams
+    6000000
+    """
+    return as_output(as_floats(arrival_per_s) * as_floats(time_in_system_s))
+
+
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "batch output_tokens step_s request_s requests_per_s tokens_per_s"),
+    **each(RESULT, "cost_per_million_usd floor_cost_per_million_usd floor_batch"),
+)
+class Demand:
+    """One replica's mean decode batch and the traffic that keeps it there.
+
+    A request holds one slot for its answer, ``output_tokens`` steps of ``step_s``:
+    ``request_s = output_tokens * step_s``. By Little's law the batch is
+    ``requests_per_s * request_s``, and its ``batch / step_s`` tokens per second are
+    ``requests_per_s * output_tokens``. Prefill and queueing are left out (floors)."""
+
+    batch: FloatArray
+    output_tokens: float
+    step_s: FloatArray
+    request_s: FloatArray
+    requests_per_s: FloatArray
+    tokens_per_s: FloatArray
+    cost_per_million_usd: FloatArray
+    #: The cheapest batch (``min(ceil(B*(T)), max batch)``) and its cost.
+    floor_batch: float
+    floor_cost_per_million_usd: float
+
+    @property
+    def cost_over_floor(self) -> FloatArray:
+        """How many times the cheapest token this traffic's token costs."""
+        return np.asarray(self.cost_per_million_usd / self.floor_cost_per_million_usd)
+
+
+def _demand(dep: Deployment, T: float, output_tokens: int, batch: FloatArray) -> Demand:
+    floor_batch = cheapest_batch(dep, T)
+    step = decode_step(dep, batch, T)
+    request_s = output_tokens * np.asarray(step.time_s)
+    return Demand(
+        batch=np.asarray(step.batch),
+        output_tokens=float(output_tokens),
+        step_s=np.asarray(step.time_s),
+        request_s=request_s,
+        requests_per_s=np.asarray(step.batch / request_s),
+        tokens_per_s=np.asarray(step.tokens_per_s),
+        cost_per_million_usd=np.asarray(step.cost_per_million_tokens_usd()),
+        floor_batch=floor_batch,
+        floor_cost_per_million_usd=float(
+            decode_step(dep, floor_batch, T).cost_per_million_tokens_usd()
+        ),
+    )
+
+
+@contract(context=SCALAR, output_tokens=Count(high=1 << 20), batch=Optional(POSITIVE))
+def demand_to_fill(
+    deployment: Deployment, context: float, output_tokens: int, batch: ArrayLike | None = None
+) -> Demand:
+    """The traffic that keeps ``batch`` sequences of ``context`` tokens in one replica's step
+    (default: the cheapest batch), answers of ``output_tokens``: ``lambda = B / (o t(B))``."""
+    T = float(check_context(deployment.model, context))
+    B = cheapest_batch(deployment, T) if batch is None else as_floats(batch)
+    return _demand(deployment, T, output_tokens, np.asarray(B, dtype=np.float64))
+
+
+@contract(context=SCALAR, output_tokens=Count(high=1 << 20), requests_per_s=POSITIVE)
+def batch_from_demand(
+    deployment: Deployment, context: float, output_tokens: int, requests_per_s: ArrayLike
+) -> Demand:
+    """The mean batch ``requests_per_s`` keep in one replica: ``B = lambda o t(B)`` (Little's
+    law with the step's own time), solved by bisection (``B / t(B)`` rises with ``B``) up to
+    the cheapest batch; more traffic than that batch serves needs another replica."""
+    T = float(check_context(deployment.model, context))
+    rate = as_floats(requests_per_s) * output_tokens  # tokens per second asked for
+    top = demand_to_fill(deployment, T, output_tokens)
+    if np.any(rate > top.tokens_per_s * (1 + 1e-12)):
+        raise ValueError(
+            f"requests_per_s={np.max(as_floats(requests_per_s)):g} is more than one replica "
+            f"serves at its cheapest batch ({float(top.requests_per_s):.4g} per s): add replicas"
+        )
+    lo, hi = np.zeros_like(rate), np.full_like(rate, top.floor_batch)
+    for _ in range(64):  # to 2^-64 of the floor batch: below a float's resolution
+        mid = 0.5 * (lo + hi)
+        slow = np.asarray(decode_step(deployment, np.maximum(mid, 1e-300), T).tokens_per_s) < rate
+        lo, hi = np.where(slow, mid, lo), np.where(slow, hi, mid)
+    return _demand(deployment, T, output_tokens, 0.5 * (lo + hi))
+
+
+__all__ = [
+    "LENGTH_SAMPLES",
+    "Demand",
+    "KVPacking",
+    "batch_from_demand",
+    "concurrency",
+    "demand_to_fill",
+    "kv_packing",
+    "request_lengths",
+]

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 
 from . import data
 from ._checks import FloatArray, as_floats
-from .batching import max_batch, step_critical_batch, weight_floor_s
+from .batching import cheapest_batch, max_batch, weight_floor_s
 from .contracts import (
     FLAG,
     MAX_CHIPS,
@@ -45,7 +45,16 @@ from .contracts import (
 from .deployment import Deployment, DoesNotFitError, check_context
 from .hardware import get_chip
 from .models import get_model
-from .paged_kv import LENGTH_SAMPLES, KVPacking, kv_packing, request_lengths
+from .paged_kv import (
+    LENGTH_SAMPLES,
+    Demand,
+    KVPacking,
+    batch_from_demand,
+    concurrency,
+    demand_to_fill,
+    kv_packing,
+    request_lengths,
+)
 from .serving import DecodeStep, decode_step
 
 
@@ -176,10 +185,7 @@ def slow_mode(
             f"{dep.n_chips} x {dep.chip.name}",
             T * dep.kv_bytes_per_token - dep.kv_budget_bytes,
         )
-    compute_batch = step_critical_batch(dep, T)  # infinite past T_c: then the HBM stops it
-    compute_bound = math.isfinite(compute_batch) and math.ceil(compute_batch) <= room
-    floor_batch = float(math.ceil(compute_batch)) if compute_bound else room
-    floor_limit = "compute" if compute_bound else "memory capacity"
+    floor_batch = cheapest_batch(dep, T)  # past T_c B*(T) is infinite: the HBM stops it
 
     def step(B: ArrayLike) -> DecodeStep:
         return decode_step(dep, B, T)
@@ -193,6 +199,7 @@ def slow_mode(
     chosen = step(np.maximum(lo, 1.0))
     cost = np.where(lo >= 1, chosen.cost_per_million_tokens_usd(price), np.inf)
     at_floor = step(floor_batch)
+    floor_limit = "compute" if bool(at_floor.compute_bound) else "memory capacity"
     return SlowMode(
         latency_s=budget,
         batch=lo,
@@ -382,13 +389,17 @@ __all__ = [
     "LENGTH_SAMPLES",
     "BatchApiPrice",
     "DeferredWork",
+    "Demand",
     "FastMode",
     "FastModePrice",
     "FleetScale",
     "KVPacking",
     "SlowMode",
     "batch_api_prices",
+    "batch_from_demand",
+    "concurrency",
     "deferred_work",
+    "demand_to_fill",
     "fast_mode",
     "fast_mode_prices",
     "fleet_scale",
