@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath import collectives, parallelism
+from llmmath import collectives, data, number_formats, parallelism, serving_systems
 from llmmath.hardware import get_chip
 from llmmath.models import ModelConfig, get_model
 from llmmath.parallelism import DoesNotFitError, Layout
@@ -62,25 +62,25 @@ def test_zero_paper_figure_1(stage: int, published_gb: float) -> None:
     assert float(state.total_bytes) / 1e9 == pytest.approx(published_gb, rel=5e-3)
 
 
-def test_dp_critical_batch_on_h100() -> None:
+def test_dp_hiding_batch_on_h100() -> None:
     # Scaling book, gpus: per-GPU token batch > C / W = 990e12 / 450e9 ≈ 2,200 inside a node.
     # The book drops the ring's (n-1)/n; for 8 GPUs it is 7/8 of C / W.
     h100 = get_chip("H100")
     c_over_w = h100.peak("bf16") / h100.scale_up_bandwidth_bytes_per_s
     assert c_over_w == pytest.approx(2200, rel=5e-3)
-    assert parallelism.dp_critical_batch("H100", 8) == pytest.approx(c_over_w * 7 / 8, rel=1e-12)
+    assert parallelism.dp_hiding_batch("H100", 8) == pytest.approx(c_over_w * 7 / 8, rel=1e-12)
     # Across nodes the node's egress (8 x 50 GB/s = 400 GB/s) sets it: 990e12 / 400e9 = 2,475
     # in the book; 1.5% covers its rounded C and our (m-1)/m for 128 nodes.
-    assert parallelism.dp_critical_batch("H100", 1024) == pytest.approx(2475, rel=1.5e-2)
+    assert parallelism.dp_hiding_batch("H100", 1024) == pytest.approx(2475, rel=1.5e-2)
     # One GPU per node (TP8 inside every node): each GPU's own 50 GB/s NIC, C / W = 19,780.
-    flat = parallelism.dp_critical_batch("H100", 128, per_domain=1)
+    flat = parallelism.dp_hiding_batch("H100", 128, per_domain=1)
     assert flat == pytest.approx(989e12 / 50e9 * 127 / 128, rel=1e-12)
 
 
 def test_two_node_data_parallelism_is_bound_by_nvlink() -> None:
     # Scaling book, gpus, question 5: over exactly 2 nodes the node-level reduction, not the
     # cross-node one, is the bottleneck.
-    assert parallelism.dp_critical_batch("H100", 16) == parallelism.dp_critical_batch("H100", 8)
+    assert parallelism.dp_hiding_batch("H100", 16) == parallelism.dp_hiding_batch("H100", 8)
 
 
 def test_llama_3_405b_step_time_is_a_plausible_floor() -> None:
@@ -640,3 +640,144 @@ def test_live_explorer_redraws_and_explains_a_bad_layout(monkeypatch: pytest.Mon
     assert bytes(image.value) == frame  # the last good frame stays
     tp.value, pp.value, dp.value = 8, 1, 128
     assert "TP8 DP128 ZeRO-1" in status.value
+
+
+# ---- long-context prefill: context parallelism (issue 32) -----------------------------------
+def test_context_parallel_prefill_by_hand() -> None:
+    # Llama 3.1 405B, one 128K prompt over CP16 x TP8 on H100 (one CP rank per node).
+    spec, h100 = get_model(LLAMA_405B), get_chip("H100")
+    S, cp, tp = 131072, 16, 8
+    r = parallelism.context_parallel_prefill(spec, h100, S, cp, tp=tp)
+    C, gpus = 989e12, cp * tp
+    L, N, K, H = 126, 128, 8, 128
+    matmul = 2 * spec.matmul_params_per_token * S / gpus / C
+    # Causal attention: token i attends to its i predecessors, QK^T and AV, 2 * 2H FLOPs each.
+    attention = L * N * 4 * H * S * (S - 1) / 2 / gpus / C
+    assert float(r.matmul_s) == pytest.approx(matmul, rel=1e-12)
+    assert float(r.attention_s) == pytest.approx(attention, rel=1e-12)
+    # Each GPU holds 1 of the 8 KV heads: 2 K H b / tp = 512 bytes per token and layer.
+    kv_layer = S * 2 * K * H * 2 / tp
+    assert float(r.kv_bytes_per_gpu) == pytest.approx(L * kv_layer * 15 / 16, rel=1e-12)
+    # One all-gather per layer over 16 nodes, each GPU its own 50 GB/s NIC: NCCL's base
+    # latency once and 15 steps of 2.7 us.
+    per_layer = 6.6e-6 + 15 * 2.7e-6 + kv_layer * 15 / 16 / 50e9
+    assert float(r.kv_s) == pytest.approx(L * per_layer, rel=1e-12)
+    # The ring hides the KV traffic under attention; the all-gather adds it to the step.
+    assert float(r.ring_s) == pytest.approx(float(r.compute_s), rel=1e-12)
+    assert float(r.all_gather_s) == pytest.approx(float(r.compute_s + r.kv_s), rel=1e-12)
+
+
+def test_attention_grows_as_the_square_of_the_prompt() -> None:
+    S = np.array([8192.0, 16384.0, 32768.0, 65536.0])
+    r = parallelism.context_parallel_prefill(LLAMA_405B, "H100", S, 8)
+    np.testing.assert_allclose(r.matmul_s[1:] / r.matmul_s[:-1], 2.0, rtol=1e-12)
+    np.testing.assert_allclose(
+        r.attention_s[1:] / r.attention_s[:-1], S[1:] * (S[1:] - 1) / (S[:-1] * (S[:-1] - 1))
+    )
+    assert np.all(np.diff(r.attention_share) > 0)
+    # Attention is a few percent of an 8K prefill of 405B and 40% of a 128K one.
+    long = parallelism.context_parallel_prefill(LLAMA_405B, "H100", 131072, 16)
+    assert 0.03 < float(r.attention_share[0]) < 0.05 < 0.39 < float(long.attention_share) < 0.41
+
+
+def test_cp_hiding_tokens_is_where_the_ring_breaks_even() -> None:
+    # GQA over one CP rank per node: (K / N) b (C / W_out) (cp - 1) / cp.
+    x = parallelism.cp_hiding_tokens(LLAMA_405B, "H100", 16)
+    assert x == pytest.approx(8 / 128 * 2 * 989e12 / 50e9 * 15 / 16, rel=1e-12)
+    # There the KV bytes (latency left out) take exactly as long as the attention.
+    S = 16 * x + 1
+    r = parallelism.context_parallel_prefill(LLAMA_405B, "H100", round(S), 16)
+    bytes_s = float(r.kv_bytes_per_gpu) / 50e9
+    assert bytes_s / float(r.attention_s) == pytest.approx(1.0, rel=1e-3)
+    # Twice the chunk hides it; half the chunk does not (the latency is included here).
+    assert (
+        parallelism.context_parallel_prefill(LLAMA_405B, "H100", round(32 * x), 16).kv_to_attention
+        < 1
+    )
+    assert (
+        parallelism.context_parallel_prefill(LLAMA_405B, "H100", round(8 * x), 16).kv_to_attention
+        > 1
+    )
+
+
+def test_cp_inside_one_node_uses_nvlink() -> None:
+    # TP1 x CP8 fits one HGX node: each layer's gather runs over NVLink (450 GB/s, 7 steps of
+    # 0.6 us), every GPU holding all 8 KV heads, 4,096 bytes per token and layer.
+    S = 32768
+    inside = parallelism.context_parallel_prefill(LLAMA_405B, "H100", S, 8, tp=1)
+    per_layer = 6.6e-6 + 7 * 0.6e-6 + S * 4096 * 7 / 8 / 450e9
+    assert float(inside.kv_s) == pytest.approx(126 * per_layer, rel=1e-12)
+
+
+def test_cp_refuses_a_group_that_does_not_fill_domains_evenly() -> None:
+    # TP2 leaves room for 4 CP ranks in a node of 8; 6 ranks do not fill nodes evenly.
+    with pytest.raises(ValueError, match="cp=6"):
+        parallelism.context_parallel_prefill(LLAMA_70B, "H100", 8192, 6, tp=2)
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        parallelism.context_parallel_prefill(LLAMA_70B, "H100", 10**6, 8)
+
+
+def test_meta_128k_prefill_is_above_the_floor() -> None:
+    # Yang et al. 2024 (arXiv 2411.01783), abstract: 128K tokens of Llama 3 405B prefilled in
+    # 3.8 s on 128 H100 (16 nodes). The floor at either peak must sit below it.
+    measured = serving_systems.measured("llama3-405b-prefill-128k-128xh100").value
+    assert measured == 3.8
+    for dtype in ("bf16", "fp8"):
+        r = parallelism.context_parallel_prefill(
+            LLAMA_405B, "H100", 131072, 16, compute_dtype=dtype
+        )
+        assert float(r.ring_s) < measured
+    # And not absurdly far below: the bf16 floor is over a third of the measured time.
+    bf16 = parallelism.context_parallel_prefill(LLAMA_405B, "H100", 131072, 16)
+    assert 0.3 < float(bf16.ring_s) / measured < 1
+
+
+def test_llama3_long_context_layout_adds_up() -> None:
+    # Llama 3, Table 4: 16,384 GPUs as TP8 CP16 PP16 DP8, 380 TFLOP/s per GPU = 38% bf16 MFU.
+    run = data.table("systems")["llama3_long_context"]
+    assert run["tp"] * run["cp"] * run["pp"] * run["dp"] == run["gpus"] == 16384
+    mfu = run["tflops_per_gpu"] * 1e12 / get_chip("H100").peak("bf16")
+    assert mfu == pytest.approx(run["bf16_mfu"], abs=0.005)  # 38%, printed to two digits
+
+
+# ---- FP8 training: which peak an MFU counts against (issue 32) ------------------------------
+def test_deepseek_v3_implied_mfu_by_hand() -> None:
+    # DeepSeek-V3 report, Table 1 and section 1: 2,664K H800 GPU-hours of pre-training on
+    # 14.8T tokens (180K GPU-hours per trillion); H800 = H100 SXM FLOP/s.
+    run = data.table("systems")["deepseek_v3_training"]
+    assert run["pretraining_gpu_hours"] == pytest.approx(180e3 * 14.8, rel=1e-3)
+    assert (
+        run["pretraining_gpu_hours"]
+        + run["context_extension_gpu_hours"]
+        + run["post_training_gpu_hours"]
+    ) == pytest.approx(2.788e6, rel=1e-12)
+    spec = get_model("DeepSeek-V3")
+    flops = 6 * spec.matmul_params_per_token * 14.8e12
+    seconds = 2664e3 * 3600
+    bf16 = number_formats.implied_mfu(spec, 14.8e12, 2664e3, "H100")
+    fp8 = number_formats.implied_mfu(spec, 14.8e12, 2664e3, "H100", "fp8")
+    assert bf16.model_flops == pytest.approx(flops, rel=1e-12)
+    assert bf16.mfu == pytest.approx(flops / seconds / 989e12, rel=1e-12)
+    # The same FLOP rate against twice the peak: half the MFU.
+    assert fp8.flop_per_s_per_gpu == bf16.flop_per_s_per_gpu
+    assert fp8.mfu == pytest.approx(bf16.mfu * 989e12 / 1.979e15, rel=1e-12)
+    assert 0.33 < bf16.mfu < 0.35 and 0.16 < fp8.mfu < 0.18
+    # Counting causal attention over 4K sequences adds 3 x its forward FLOPs (~14%).
+    with_attention = number_formats.implied_mfu(spec, 14.8e12, 2664e3, "H100", sequence_tokens=4096)
+    extra = 3 * float(spec.attention_flops_per_token(4095 / 2)) * 14.8e12
+    assert with_attention.model_flops == pytest.approx(flops + extra, rel=1e-12)
+
+
+def test_fp8_doubles_the_compute_rate_and_every_hiding_threshold() -> None:
+    layout = Layout(dp=128, tp=8, zero_stage=1)
+    steps = {
+        d: parallelism.training_step(LLAMA_70B, layout, "H100", BATCH_4M, compute_dtype=d)
+        for d in ("bf16", "fp8")
+    }
+    assert float(steps["fp8"].compute_s) == pytest.approx(
+        float(steps["bf16"].compute_s) / 2, rel=1e-3
+    )
+    assert float(steps["fp8"].comm_s) == float(steps["bf16"].comm_s)
+    bf16 = parallelism.dp_hiding_batch("H100", 1024)
+    fp8 = parallelism.dp_hiding_batch("H100", 1024, compute_dtype="fp8")
+    assert fp8 == pytest.approx(2 * bf16, rel=1e-3)

@@ -6,7 +6,9 @@ smaller KV cache fits more sequences at a context. ``B* = C b_w / (2 W)`` moves 
 weights shrink *without* the arithmetic getting faster: weight-only quantization (NVFP4
 weights feeding bf16 FLOPs) lowers ``B*``; NVFP4 weights with NVFP4 arithmetic (Blackwell's
 FP4 tensor cores, twice the FP8 peak) keep it near ``C / W``. Every time is a
-:func:`llmmath.serving.decode_step` floor.
+:func:`llmmath.serving.decode_step` floor. In training, FP8 matmuls double the peak ``C``
+(H100, H800: 1,979 against 989 TFLOP/s); :func:`implied_mfu` reads a run's published
+GPU-hours back as an MFU against either peak.
 
 >>> from llmmath import number_formats
 >>> fmt = number_formats.format_effects("Llama-3.1-405B", "B200", 8, 32768)
@@ -25,7 +27,9 @@ from .contracts import (
     RESULT,
     RESULT_OR_INF,
     SCALAR,
+    SCALAR_POSITIVE,
     Count,
+    Real,
     SequenceOf,
     checked,
     contract,
@@ -33,9 +37,11 @@ from .contracts import (
 )
 from .deployment import Deployment
 from .dtypes import DTYPE, bytes_per_element
-from .hardware import get_chip
-from .models import get_model
+from .hardware import Chip, get_chip
+from .models import ModelConfig, get_model
 from .serving import decode_step
+from .training import training_flops
+from .units import SECONDS_PER_HOUR
 
 #: (weights, KV cache, arithmetic): bf16 throughout; FP8 throughout; NVFP4 weights and
 #: arithmetic with an FP8 KV cache (as Blackwell serving stacks run them).
@@ -121,4 +127,54 @@ def _row(dep: Deployment, context: float) -> tuple[float, ...]:
     )
 
 
-__all__ = ["RECIPES", "FormatEffects", "format_effects"]
+# ---- FP8 training: the peak an MFU is counted against ------------------------------------------
+@dataclass(frozen=True)
+@checked(**each(SCALAR, "model_flops gpu_seconds flop_per_s_per_gpu peak_flop_per_s"))
+class ImpliedMFU:
+    """A training run's FLOPs over its GPU-time, against one peak: what the run sustained."""
+
+    model_flops: float
+    gpu_seconds: float
+    #: FLOPs each GPU delivered per second of the run, averaged over every GPU-hour paid.
+    flop_per_s_per_gpu: float
+    #: The dense peak the MFU is counted against (bf16 or fp8).
+    peak_flop_per_s: float
+
+    @property
+    def mfu(self) -> float:
+        return self.flop_per_s_per_gpu / self.peak_flop_per_s
+
+
+@contract(
+    tokens=SCALAR_POSITIVE,
+    gpu_hours=SCALAR_POSITIVE,
+    sequence_tokens=Real(low=1.0, low_open=False, integer=True, scalar=True, unit="tokens"),
+)
+def implied_mfu(
+    model: str | ModelConfig,
+    tokens: float,
+    gpu_hours: float,
+    chip: str | Chip,
+    dtype: str = "bf16",
+    *,
+    sequence_tokens: float | None = None,
+) -> ImpliedMFU:
+    """The MFU a run's published GPU-hours imply: ``FLOPs / (gpu_hours * 3600 * C)``.
+
+    FLOPs are :func:`llmmath.training.training_flops` (``6 N D``, matmuls only); with
+    ``sequence_tokens`` the causal attention of sequences that long is added, three times its
+    forward FLOPs (as PaLM's MFU counts it). ``dtype`` picks the peak ``C``: an MFU is a ratio
+    to *one* peak, and a run whose matmuls run in FP8 on a chip whose fp8 peak is twice its
+    bf16 one has two honest MFUs, a factor of two apart. GPU-hours include every stall,
+    restart and idle hour of the run, so this is at most what its kernels reached.
+    """
+    spec, chip_spec = get_model(model), get_chip(chip)
+    flops = float(training_flops(spec, float(tokens)))
+    if sequence_tokens is not None:
+        per_token = spec.attention_flops_per_token((float(sequence_tokens) - 1.0) / 2.0)
+        flops += 3.0 * float(per_token) * float(tokens)
+    seconds = float(gpu_hours) * SECONDS_PER_HOUR
+    return ImpliedMFU(flops, seconds, flops / seconds, chip_spec.peak(dtype))
+
+
+__all__ = ["RECIPES", "FormatEffects", "ImpliedMFU", "format_effects", "implied_mfu"]

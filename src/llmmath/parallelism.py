@@ -38,9 +38,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import as_floats
+from . import collectives
+from ._checks import FloatArray, as_floats
 from .contracts import (
     CHIPS,
     RESULT,
@@ -49,13 +51,15 @@ from .contracts import (
     Instance,
     MappingOf,
     OneOf,
+    Real,
     SequenceOf,
     checked,
     contract,
     each,
 )
+from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
-from .models import ModelConfig, get_model
+from .models import ModelConfig, check_context, get_model
 from .placement import (
     AXES,
     KINDS,
@@ -79,7 +83,7 @@ from .serving import decode_step as _serving_decode_step
 from .training import (
     Communication,
     TrainingStep,
-    dp_critical_batch,
+    dp_hiding_batch,
     pipeline_bubble_fraction,
     tp_critical_degree,
     training_communication,
@@ -144,6 +148,155 @@ def decode_step(
     return _serving_decode_step(
         deployment, B * groups_per_step, context, overlap=overlap, allow_overflow=True
     )
+
+
+# ---- long-context prefill: context parallelism ------------------------------------------------
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "prompt_tokens matmul_s attention_s kv_bytes_per_gpu kv_s tp_s"),
+    **each(CHIPS, "cp tp"),
+)
+class ContextParallelPrefill:
+    """One prompt prefilled by ``tp * cp`` GPUs, per GPU and summed over every layer: its
+    matmuls and its causal attention (each a floor at ``flops_efficiency`` of the peak), the
+    keys and values it receives from the other ``cp - 1`` ranks and their time on the link the
+    CP group crosses, and TP's activation all-reduces. Times are floors or, where parts add
+    up, estimates: see :attr:`ring_s` and :attr:`all_gather_s`."""
+
+    prompt_tokens: FloatArray
+    cp: int
+    tp: int
+    matmul_s: FloatArray
+    attention_s: FloatArray
+    kv_bytes_per_gpu: FloatArray
+    kv_s: FloatArray
+    tp_s: FloatArray
+
+    @property
+    def compute_s(self) -> FloatArray:
+        return self.matmul_s + self.attention_s
+
+    @property
+    def attention_share(self) -> FloatArray:
+        """Attention's share of the prefill's arithmetic: grows with S, the matmuls' does not."""
+        return self.attention_s / self.compute_s
+
+    @property
+    def kv_to_attention(self) -> FloatArray:
+        """The KV traffic's time over the attention's: below 1 a ring hides it."""
+        return self.kv_s / self.attention_s
+
+    @property
+    def ring_s(self) -> FloatArray:
+        """Ring attention (pass-KV), a floor: each layer's KV chunks travel while the local
+        chunk's attention runs, so a layer takes its matmuls plus the longer of its attention
+        and its KV traffic; TP's all-reduces hide under the arithmetic (perfect overlap)."""
+        return np.maximum(self.matmul_s + np.maximum(self.attention_s, self.kv_s), self.tp_s)
+
+    @property
+    def all_gather_s(self) -> FloatArray:
+        """Llama 3's all-gather CP, an estimate: the keys and values are gathered before the
+        attention starts, so their time adds to the step (it sits on the critical path)."""
+        return np.maximum(self.compute_s, self.tp_s) + self.kv_s
+
+
+def _cp_per_domain(cp: int, tp: int, chip: Chip) -> int:
+    """CP ranks in one scale-up domain when TP fills the domain first (ranks TP innermost)."""
+    per_domain = min(cp, max(1, chip.scale_up_domain_size // tp))
+    if cp % per_domain:
+        raise ValueError(
+            f"cp={cp} must be a multiple of the {per_domain} CP ranks that share one "
+            f"{chip.name} domain of {chip.scale_up_domain_size} beside tp={tp}"
+        )
+    return per_domain
+
+
+@contract(
+    prompt_tokens=Real(low=1.0, low_open=False, integer=True, unit="tokens"),
+    cp=CHIPS,
+    flops_efficiency=SCALAR_FRACTION,
+)
+def context_parallel_prefill(
+    model: str | ModelConfig,
+    chip: str | Chip,
+    prompt_tokens: ArrayLike,
+    cp: int,
+    *,
+    tp: int = 8,
+    kv_dtype: str = "bf16",
+    activation_dtype: str = "bf16",
+    compute_dtype: str = "bf16",
+    flops_efficiency: float = 1.0,
+) -> ContextParallelPrefill:
+    """Prefill one prompt of ``S = prompt_tokens`` over ``cp`` context-parallel ranks of
+    ``tp`` GPUs each (TP innermost, so a TP group fills a node and the CP ranks sit in
+    different nodes once ``tp`` fills the domain).
+
+    Each rank holds ``S / cp`` of the tokens (Llama 3 cuts the prompt into ``2 cp`` chunks
+    and gives rank ``i`` chunks ``i`` and ``2 cp - 1 - i``, so the causal work is even).
+    Arithmetic, shared by all ``cp * tp`` GPUs: the matmuls ``2 P_mm S`` grow like S, the
+    causal attention ``S * attention_flops_per_token((S - 1) / 2)`` like ``S^2``. Traffic: a
+    GPU needs the keys and values of every earlier token for its KV heads, so it receives
+    ``(cp - 1) / cp * S * kv_bytes_per_token / tp`` bytes, per layer the bytes of one
+    all-gather (``collectives.hierarchical_all_gather_time_s``; a ring passes the same
+    bytes in the same ``cp - 1`` steps). TP all-reduces ``S / cp`` tokens' activations
+    ``tp_all_reduces_per_layer`` times a layer.
+    """
+    spec, chip_spec = get_model(model), get_chip(chip)
+    S = check_context(spec, prompt_tokens, "prompt_tokens")
+    n_cp, n_tp = int(cp), int(tp)
+    gpus = n_cp * n_tp
+    rate = chip_spec.peak(compute_dtype) * float(flops_efficiency)
+    matmul = 2.0 * spec.matmul_params_per_token * S / gpus / rate
+    attention = S * np.asarray(spec.attention_flops_per_token((S - 1.0) / 2.0)) / gpus / rate
+    layers = spec.n_layers
+    per_layer_kv = S * spec.kv_bytes_per_token(kv_dtype) / layers / n_tp
+    per_domain = _cp_per_domain(n_cp, n_tp, chip_spec)
+    kv_layer_s = collectives.hierarchical_all_gather_time_s(
+        per_layer_kv, n_cp, chip_spec, per_domain=per_domain
+    )
+    activations = S / n_cp * spec.d_model * bytes_per_element(activation_dtype)
+    tp_layer_s = collectives.hierarchical_all_reduce_time_s(activations, n_tp, chip_spec)
+    return ContextParallelPrefill(
+        prompt_tokens=S,
+        cp=n_cp,
+        tp=n_tp,
+        matmul_s=as_floats(matmul),
+        attention_s=as_floats(attention),
+        kv_bytes_per_gpu=as_floats(layers * per_layer_kv * (n_cp - 1) / n_cp),
+        kv_s=as_floats(layers * np.asarray(kv_layer_s)),
+        tp_s=as_floats(layers * spec.tp_all_reduces_per_layer * np.asarray(tp_layer_s)),
+    )
+
+
+@contract(cp=CHIPS)
+def cp_hiding_tokens(
+    model: str | ModelConfig,
+    chip: str | Chip,
+    cp: int,
+    *,
+    tp: int = 8,
+    kv_dtype: str = "bf16",
+    compute_dtype: str = "bf16",
+) -> float:
+    """Tokens per CP rank, ``(S - 1) / cp``, above which a ring's KV bytes take no longer than
+    the attention they feed (latency left out).
+
+    Per layer a GPU receives ``S kv_l (cp-1) / (cp tp)`` bytes at ``s`` seconds per byte and
+    does ``S (S - 1) a / (2 cp tp)`` attention FLOPs, ``a`` those of one query against one key
+    (``4 N H`` for GQA); equal when ``(S - 1) / cp = 2 kv_l s C / a``: for GQA with one CP rank
+    per node, ``(K / N) b (C / W_out) (cp - 1) / cp``. Fewer KV heads per query head (GQA, MQA)
+    let a shorter chunk hide its traffic.
+    """
+    spec, chip_spec = get_model(model), get_chip(chip)
+    n_cp, n_tp = int(cp), int(tp)
+    per_domain = _cp_per_domain(n_cp, n_tp, chip_spec)
+    per_byte = collectives.hierarchical_all_gather_s_per_byte(
+        n_cp, chip_spec, per_domain=per_domain
+    )
+    kv_layer = spec.kv_bytes_per_token(kv_dtype) / spec.n_layers
+    pair_flops = float(spec.attention_flops_per_token(1.0)) / spec.n_layers
+    return float(2.0 * kv_layer * per_byte * chip_spec.peak(compute_dtype) / pair_flops)
 
 
 # ---- curves the figures draw ----------------------------------------------------------------
@@ -229,6 +382,7 @@ __all__ = [
     "KINDS",
     "ZERO_STAGES",
     "Communication",
+    "ContextParallelPrefill",
     "DecodeStep",
     "DoesNotFitError",
     "Group",
@@ -239,9 +393,11 @@ __all__ = [
     "TrainingStep",
     "activation_bytes_per_token",
     "activation_memory_bytes",
+    "context_parallel_prefill",
+    "cp_hiding_tokens",
     "decode_step",
     "dense_params",
-    "dp_critical_batch",
+    "dp_hiding_batch",
     "expert_params",
     "groups",
     "kv_shards",

@@ -395,7 +395,7 @@ def tp_critical_degree(
 
 
 @contract()
-def dp_critical_batch(
+def dp_hiding_batch(
     chip: str | Chip,
     n_chips: int,
     *,
@@ -403,16 +403,19 @@ def dp_critical_batch(
     grad_dtype: str = "bf16",
     compute_dtype: str = "bf16",
 ) -> float:
-    """Tokens per data-parallel replica above which the gradient all-reduce hides under the
-    backward pass (per GPU for pure DP).
+    """The DP hiding batch ``B_DP``: tokens per data-parallel replica above which the gradient
+    all-reduce hides under the backward pass (per GPU for pure DP). Not the critical batch
+    ``B*`` of decode (``C b_w / 2W``, HBM): this one is set by the link the gradients cross.
 
-    The backward pass does ``4 B P`` FLOPs on ``B`` tokens; the all-reduce of ``P`` gradients of
-    ``b`` bytes takes ``2 b P (n-1) / (n W)`` on one level. Equal when
+    The backward pass does ``4 P`` FLOPs per token on a replica's ``B_r`` tokens; the
+    all-reduce of ``P`` gradients of ``b_g`` bytes takes ``2 b_g P (n-1) / (n W_link)`` on one
+    level. Equal when
 
-        B* = C * T_allreduce(b bytes) / 4  =  (b / 2) * (C / W) * (n - 1) / n,
+        B_DP = C * T_allreduce(b_g bytes) / 4  =  (b_g / 2) * (C / W_link) * (n - 1) / n,
 
-    ``C / W`` for bf16 gradients and a large group: about 2,200 tokens on H100 over NVLink
-    (the scaling book, gpus) and ``C / (8 * 50 GB/s) = 2,470`` across nodes of 8.
+    ``C / W_link`` for bf16 gradients and a large group: about 2,200 tokens on H100 over
+    NVLink (the scaling book, gpus) and ``C / (8 * 50 GB/s) = 2,470`` across nodes of 8. FP8
+    arithmetic (``compute_dtype="fp8"``) doubles ``C`` and so ``B_DP``.
     """
     spec = get_chip(chip)
     # An all-reduce is two all-gathers' worth of bytes.
