@@ -575,6 +575,16 @@ def test_tie_price_makes_the_two_tokens_cost_the_same(llama: Deployment) -> None
         batching.tie_price_usd(h100, tpu, -1.0)
 
 
+def test_a_cloud_list_price_sits_beside_the_example_prices() -> None:
+    listed = serving_modes.list_price("H100")
+    assert listed.kind == batching.example_price("TPU-v5e").kind  # like with like
+    assert listed.kind != batching.example_price("H100").kind
+    assert listed.usd_per_chip_hour > batching.example_price("H100").usd_per_chip_hour
+    assert listed.source and len(listed.source_date) >= 4
+    with pytest.raises(ValueError, match="chip='B200'"):
+        serving_modes.list_price("B200")
+
+
 # ---- concurrency: Little's law and the traffic that fills a batch -------------------------
 def test_concurrency_is_arrivals_times_time_in_the_system() -> None:
     assert float(serving_modes.concurrency(92.0, 8.0)) == pytest.approx(736.0, rel=1e-12)

@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike
 from . import data
 from ._checks import FloatArray, as_floats
 from .batching import cheapest_batch, max_batch, weight_floor_s
+from .chip_prices import ChipPrice
 from .contracts import (
     FLAG,
     MAX_CHIPS,
@@ -109,6 +110,16 @@ def batch_api_prices() -> list[BatchApiPrice]:
     """The batch APIs in ``data/serving_modes.toml``."""
     table = data.table("serving_modes")["batch_apis"]
     return [BatchApiPrice(**spec) for spec in table.values()]
+
+
+@contract(chip=NAME)
+def list_price(chip: str) -> ChipPrice:
+    """A cloud's on-demand list price for ``chip`` (``data/serving_modes.toml``), to set
+    beside :func:`llmmath.chip_prices.example_price` where that is of another kind."""
+    table = data.table("serving_modes")["list_prices"]
+    if chip not in table:
+        raise ValueError(f"chip={chip!r} has no list price here (there are: {', '.join(table)})")
+    return ChipPrice(**table[chip])
 
 
 # ---- "slow mode" ----------------------------------------------------------------------------
@@ -404,6 +415,7 @@ __all__ = [
     "fast_mode_prices",
     "fleet_scale",
     "kv_packing",
+    "list_price",
     "request_lengths",
     "slow_mode",
 ]
