@@ -393,6 +393,49 @@ CLAIMS = [
             and (ns.day.nodes, ns.day.gpus_per_node, ns.day.usd_per_gpu_hour) == (226.75, 8, 2.0)
         ),
     ),
+    # ---- over-training and pricing: joules per token and power's share (issue 32, energy) ----
+    Claim(
+        "overtraining_pricing.md",
+        "Power is a small share of the cost per token: under a tenth at the average price",
+        lambda ns: ns.share < 0.1 and ns.share_low < ns.share,
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "and still about a fifth ({eval}`share_high_pct`%) at Rhode Island's",
+        lambda ns: 0.15 < ns.share_high < 0.25,
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "The step time cancels in the share: power and rent are both paid by the second",
+        lambda ns: bool(np.allclose(ns.share_by_batch, ns.share, rtol=1e-12)),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "the same share as one GPU's, as it must be when both are paid by the GPU-hour",
+        lambda ns: math.isclose(ns.fleet.power_share, ns.share, rel_tol=1e-12),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "An input token, in a compute-bound prefill, costs",
+        lambda ns: bool(
+            np.all(serving.prefill(ns.llama8, 2048, ns.energy.cost.prefill_batch).compute_bound)
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "so the rise is less than 4×). The share stays at",
+        lambda ns: (
+            1 < ns.j_out[64] / ns.j_out[256] < 4
+            and math.isclose(float(ns.share_by_batch[1]), float(ns.share_by_batch[2]))
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "but the power is the node's maximum (a bandwidth-bound step draws less)",
+        lambda ns: (
+            not np.any(batching.decode_step(ns.llama8, ns.energy_batches, 2048).compute_bound)
+        ),
+    ),
     # ---- parallelism: collectives defined, their latency an estimate (issue 32) ----
     Claim(
         "parallelism.md",
