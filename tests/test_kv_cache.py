@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from llmmath import batching, kv_cache, plots, widgets
+from llmmath import batching, focus, kv_cache, plots, widgets
 from llmmath.batching import Deployment, DoesNotFitError
 from llmmath.models import get_model, list_models
 
@@ -69,14 +69,106 @@ def test_mla_saves_more_than_gqa() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [m for m in list_models() if get_model(m).attention_kind != "MLA"]
-)  # MLA caches a latent, not per-head keys and values: see test_mla_saves_more_than_gqa
+    "name",
+    [
+        m
+        for m in list_models()
+        if get_model(m).attention_kind != "MLA" and not get_model(m).sliding_window
+    ],
+)  # MLA caches a latent, not per-head keys and values: see test_mla_saves_more_than_gqa;
+# Gemma 4's layer kinds have different K / N: see test_gemma_4_as_mha_counts_each_layer_kind
 def test_gqa_equals_mha_times_k_over_n(name: str) -> None:
     spec = get_model(name)
     ratio = spec.n_kv_heads / spec.n_heads
     assert math.isclose(
         kv_cache.kv_bytes_per_token(spec), kv_cache.mha_kv_bytes_per_token(spec) * ratio
     )
+
+
+# ---- sliding-window layers: exact KV from the layer pattern ---------------------------------
+def _layers(n_layers: int) -> list[str]:
+    """Hugging Face's layer_types for Gemma 3 and 4: layer i global when (i + 1) % 6 == 0."""
+    return ["full" if (i + 1) % 6 == 0 else "sliding" for i in range(n_layers)]
+
+
+def _by_layer(n_layers: int, local: int, glob: int, T: float, window: int = 1024) -> float:
+    """Bytes one sequence caches, layer by layer: a local layer ``local`` bytes per token for
+    at most ``window`` tokens, a global one ``glob`` bytes per token for all ``T``."""
+    return sum(
+        local * min(T, window) if kind == "sliding" else glob * T for kind in _layers(n_layers)
+    )
+
+
+# (model, layers, local and global bytes per token in bf16: 2 K H 2, from each config.json)
+GEMMA_SHAPES = [
+    ("Gemma-4-31B", 60, 2 * 16 * 256 * 2, 2 * 4 * 512 * 2),
+    ("Gemma-4-26B-A4B", 30, 2 * 8 * 256 * 2, 2 * 2 * 512 * 2),
+    ("Gemma-3-27B", 62, 2 * 16 * 128 * 2, 2 * 16 * 128 * 2),
+    ("Gemma-3-12B", 48, 2 * 8 * 256 * 2, 2 * 8 * 256 * 2),
+]
+
+
+@pytest.mark.parametrize(("name", "L", "local", "glob"), GEMMA_SHAPES)
+@pytest.mark.parametrize("T", [1.0, 1000.0, 1024.0, 1025.0, 8192.0, 32768.0, 131072.0])
+def test_sliding_window_kv_is_the_sum_over_the_layers(
+    name: str, L: int, local: int, glob: int, T: float
+) -> None:
+    spec = focus.get_focus_model(name)
+    exact = float(kv_cache.kv_bytes_per_sequence(spec, T))
+    assert exact == pytest.approx(_by_layer(L, local, glob, T), rel=1e-12)
+    # Up to the window every layer holds every token: the full-attention count.
+    full = T * kv_cache.kv_bytes_per_token(spec)
+    assert (exact == pytest.approx(full, rel=1e-12)) if T <= 1024 else exact < full
+
+
+@pytest.mark.parametrize(("name", "L", "local", "glob"), GEMMA_SHAPES)
+def test_the_overcount_tends_to_the_global_layers_share(
+    name: str, L: int, local: int, glob: int
+) -> None:
+    spec = focus.get_focus_model(name)
+    limit = (L * local - (L // 6) * local + (L // 6) * glob) / ((L // 6) * glob)
+    T = np.array([2048.0, 8192.0, 32768.0, 131072.0])
+    over = kv_cache.kv_bytes_per_token(spec) / np.asarray(
+        kv_cache.kv_bytes_per_token(spec, "bf16", T)
+    )
+    assert np.all(np.diff(over) > 0) and np.all(over < limit)
+    assert over[-1] == pytest.approx(limit, rel=0.2)
+
+
+@pytest.mark.parametrize("name", ["Gemma-3-4B", "Gemma-3-12B", "Gemma-3-27B"])
+def test_gemma_3_long_context_cache_is_about_a_sixth(name: str) -> None:
+    # Gemma 3 report (arXiv 2503.19786), Figure 6, as llama.cpp issue #12637 reads it: the 5:1
+    # pattern "can reduce the KV cache usage to one sixth". At the longest context the
+    # package's exact cache is within 20% of that sixth (34, 48, 62 layers: 5, 8, 10 global).
+    spec = focus.get_focus_model(name)
+    share = float(kv_cache.kv_bytes_per_token(spec, "bf16", spec.max_context)) / (
+        kv_cache.kv_bytes_per_token(spec)
+    )
+    assert share == pytest.approx(1 / 6, rel=0.2)
+
+
+def test_sequences_that_fit_with_the_window() -> None:
+    one = Deployment("Gemma-4-31B", "H100", 1)
+    budget = 80e9 - one.weight_bytes
+    for T in (1024.0, 8192.0, 32768.0, 131072.0):
+        by_hand = math.floor(budget / _by_layer(60, 16384, 8192, T))
+        assert kv_cache.max_batch(one, T) == by_hand
+        assert batching.max_batch(one, T) == math.floor(budget / (T * 901_120))  # full count
+    assert kv_cache.max_batch(one, 8192) == 12 and batching.max_batch(one, 8192) == 2
+    for B in (1.0, 2.0, 10.0, 40.0):  # the longest context fits, one more token does not
+        T = float(kv_cache.max_context(one, B))
+        assert B * _by_layer(60, 16384, 8192, T) <= budget < B * _by_layer(60, 16384, 8192, T + 1)
+
+
+def test_a_window_leaves_models_without_one_alone() -> None:
+    assert kv_cache.max_context(LLAMA, 256) == 5947  # the same as test_max_context_at_a_batch
+    for T in (1.0, 8192.0):
+        assert kv_cache.kv_bytes_per_token("Llama-3-70B", "bf16", T) == 327_680
+
+
+def test_gemma_4_as_mha_counts_each_layer_kind() -> None:
+    # MHA: 32 query heads, each its own keys and values, 256 wide locally and 512 globally.
+    assert kv_cache.mha_kv_bytes_per_token("Gemma-4-31B") == 2 * 32 * (50 * 256 + 10 * 512) * 2
 
 
 # ---- capacity wall ------------------------------------------------------------------------

@@ -303,3 +303,108 @@ def test_model_from_dict_names_unknown_fields() -> None:
         model_from_dict("tiny", spec)
     del spec["hidden_size"]
     assert model_from_dict("tiny", spec).name == "tiny"
+
+
+# ---- hybrid local/global attention (Gemma 2/3/4) ----------------------------------------
+# Layer lists built as Hugging Face's Gemma configs build layer_types: layer i is global when
+# (i + 1) % 6 == 0 (configuration_gemma4.py; Gemma 3's sliding_window_pattern = 6).
+def _layer_types(n_layers: int, period: int = 6) -> list[str]:
+    return ["full" if (i + 1) % period == 0 else "sliding" for i in range(n_layers)]
+
+
+def test_gemma_4_layer_counts_are_the_configs() -> None:
+    # 31B: "5x sliding_attention followed by 1x full_attention, repeated 10 times -> 50 SWA
+    # layers, 10 global" (the official config.json, as ik_llama.cpp issue #1607 quotes it).
+    big, moe = get_model("Gemma-4-31B"), get_model("Gemma-4-26B-A4B")
+    assert (big.n_local_layers, big.n_global_layers) == (50, 10)
+    assert (moe.n_local_layers, moe.n_global_layers) == (25, 5)
+    for spec in (big, moe):
+        assert _layer_types(spec.n_layers).count("full") == spec.n_global_layers
+        assert _layer_types(spec.n_layers)[-1] == "full"  # Gemma 4: the last layer is global
+
+
+def _gemma_4_params(
+    L: int, D: int, N: int, K: int, K_g: int, V: int, mlp_per_layer: int, router: int
+) -> int:
+    """By hand: local layers W_Q, W_O (256-wide heads), W_K, W_V; global layers W_Q, W_O
+    (512-wide heads) and W_K only (values from the key projection); two norms a layer, the
+    tied embedding, the final norm."""
+    local = 2 * D * N * 256 + 2 * D * K * 256
+    glob = 2 * D * N * 512 + D * K_g * 512
+    n_global = L // 6
+    attention = (L - n_global) * local + n_global * glob
+    return attention + L * (mlp_per_layer + router + 2 * D) + V * D + D
+
+
+def test_gemma_4_31b_parameters_by_hand_and_published() -> None:
+    spec = get_model("Gemma-4-31B")
+    by_hand = _gemma_4_params(60, 5376, 32, 16, 4, 262144, 3 * 5376 * 21504, 0)
+    assert spec.total_params == by_hand == spec.active_params
+    assert spec.total_params == pytest.approx(30.7e9, rel=0.005)  # model card: 30.7B
+
+
+def test_gemma_4_26b_a4b_parameters_by_hand_and_published() -> None:
+    spec = get_model("Gemma-4-26B-A4B")
+    D, expert = 2816, 3 * 2816 * 704
+    dense_mlp = 3 * D * 2112  # the per-layer dense MLP, counted as three shared experts
+    total = _gemma_4_params(30, D, 16, 8, 2, 262144, 128 * expert + dense_mlp, D * 128)
+    active = _gemma_4_params(30, D, 16, 8, 2, 262144, 8 * expert + dense_mlp, D * 128)
+    assert (spec.total_params, spec.active_params) == (total, active)
+    # Model card: 25.2B total, 3.8B active (both rounded to 0.1B).
+    assert spec.total_params == pytest.approx(25.2e9, rel=0.005)
+    assert spec.active_params == pytest.approx(3.8e9, rel=0.015)
+
+
+# The counts before the layer pattern was added (commit b7fe0be): a model without a window
+# keeps its parameters, its KV bytes at every context and its attention FLOPs.
+BEFORE_THE_PATTERN = {
+    "Llama-3-8B": (8_030_261_248, 131_072),
+    "Llama-3-70B": (70_553_706_496, 327_680),
+    "Llama-3.1-405B": (405_853_388_800, 516_096),
+    "Llama-2-13B": (13_015_864_320, 819_200),
+    "Mixtral-8x7B": (46_702_792_704, 131_072),
+    "DeepSeek-V3": (671_026_404_352, 70_272),
+    "PaLM-540B": (540_358_649_856, 120_832),
+}
+
+
+@pytest.mark.parametrize("name", list(BEFORE_THE_PATTERN))
+def test_presets_without_a_window_keep_their_counts(name: str) -> None:
+    spec = get_model(name)
+    params, kv = BEFORE_THE_PATTERN[name]
+    assert spec.total_params == params
+    assert spec.kv_bytes_per_token("bf16") == kv
+    assert np.all(spec.kv_bytes_per_token("bf16", [0.0, 1.0, 5e3, 1e6]) == kv)
+    assert (spec.n_global_layers, spec.n_local_layers) == (spec.n_layers, 0)
+
+
+def test_attention_flops_see_the_window() -> None:
+    spec = get_model("Gemma-4-31B")
+    for T in (100.0, 1024.0, 5000.0):
+        by_layer = sum(
+            2 * min(T, 1024) * 32 * 2 * 256 if kind == "sliding" else 2 * T * 32 * 2 * 512
+            for kind in _layer_types(60)
+        )
+        assert float(spec.attention_flops_per_token(T)) == pytest.approx(by_layer, rel=1e-12)
+
+
+def test_every_layer_local_without_a_global_pattern() -> None:
+    model = toy(sliding_window=16)  # Mistral-7B-v0.1 style: a window on every layer
+    assert (model.n_local_layers, model.n_global_layers) == (4, 0)
+    full = 2 * 4 * 2 * 8 * 2
+    assert float(model.kv_bytes_per_token("bf16", 64)) == pytest.approx(full * 16 / 64, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"local_per_global": 5}, "local_per_global is set but sliding_window is 0"),
+        ({"global_head_dim": 16}, "global_head_dim is set but sliding_window is 0"),
+        ({"sliding_window": 8, "global_kv_heads": 2}, "local_per_global is 0"),
+        ({"sliding_window": 8, "local_per_global": 1, "global_kv_heads": 3}, "global_kv_heads=3"),
+        ({"sliding_window": -1}, "sliding_window must be >= 0"),
+    ],
+)
+def test_pattern_fields_are_checked(fields: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        toy(**fields)

@@ -6,13 +6,20 @@ a **ceiling** on tokens per second, ``W / bytes read per token``, whatever its F
 its memory size says which models fit at all. Both numbers are bounds: a real runtime reaches
 a fraction of ``W`` (the roofline chapter's measured sweep shows how large).
 
+A mixture of experts at batch 1 reads only its active weights (the experts one token is
+routed to) while its memory must hold them all: Gemma 4's 26B A4B reads about 3.8e9 of its
+25.2e9 parameters per token, so on a desk sparsity buys bandwidth at the price of memory.
+
 The machines and the Gemma 3 shapes are in ``data/serving_modes.toml`` (``focus_machines``,
-``focus_models``); a measured :class:`~llmmath.measure.MachineRoofline` stands in for your own.
+``focus_models``), Gemma 4's in ``data/models.toml``; a measured
+:class:`~llmmath.measure.MachineRoofline` stands in for your own.
 
 >>> from llmmath import focus
 >>> mac = focus.get_focus_machine("Mac-mini-M4-Pro")
 >>> round(float(focus.local_decode(mac, "Gemma-3-27B", "int4").tokens_per_s), 1)
 20.2
+>>> round(float(focus.local_decode(mac, "Gemma-4-26B-A4B", "int4").tokens_per_s))
+143
 """
 
 from __future__ import annotations
@@ -119,7 +126,8 @@ def _focus_models() -> dict[str, ModelConfig]:
 
 @contract()
 def list_focus_models() -> list[str]:
-    """The small models the focus-machine section uses (Gemma 3 4B, 12B, 27B)."""
+    """The Gemma 3 shapes of ``data/serving_modes.toml`` (4B, 12B, 27B); Gemma 4's are
+    presets of ``data/models.toml``."""
     return list(_focus_models())
 
 
@@ -133,7 +141,7 @@ FOCUS_MODEL = AnyOf(
 
 @contract(model=FOCUS_MODEL)
 def get_focus_model(model: str | ModelConfig) -> ModelConfig:
-    """A Gemma 3 shape by name (or a :class:`ModelConfig`, or any preset, passed through)."""
+    """A Gemma 3 shape or a model preset by name (a :class:`ModelConfig` passes through)."""
     if isinstance(model, ModelConfig):
         return model
     models = _focus_models()
@@ -150,7 +158,7 @@ def get_focus_model(model: str | ModelConfig) -> ModelConfig:
     weight_dtype=NOTE,
     kv_dtype=NOTE,
     context=SCALAR,
-    **each(RESULT, "weight_bytes kv_bytes bytes_per_token time_s"),
+    **each(RESULT, "weight_bytes weight_read_bytes kv_bytes bytes_per_token time_s"),
 )
 class LocalDecode:
     """One user's decode on a focus machine: the bytes each token reads, and what fits."""
@@ -162,6 +170,8 @@ class LocalDecode:
     context: float
     #: Every weight as stored (what must fit in memory).
     weight_bytes: float
+    #: The matmul weights one token reads: all of a dense model's, the active ones of an MoE.
+    weight_read_bytes: float
     #: The sequence's KV cache at ``context``.
     kv_bytes: float
     #: Bytes one token reads: the matmul weights once, and the KV cache.
@@ -197,14 +207,15 @@ def local_decode(
     kv_dtype: str = "bf16",
 ) -> LocalDecode:
     """Batch-1 decode of ``model`` on ``machine``: time per token at least
-    ``(P_matmul b_w + T kv) / W``. The KV bytes count every layer as global attention (an
-    overcount for Gemma 3's sliding-window layers once ``context`` passes their window)."""
+    ``(P_read b_w + T kv(T)) / W``, ``P_read`` the matmul weights one token uses (an MoE's
+    active ones) and ``T kv(T)`` the sequence's cache, exact for sliding-window layers
+    (:meth:`~llmmath.models.ModelConfig.kv_bytes_per_token` at ``context``)."""
     spec = get_focus_model(model)
     T = float(context)
     if spec.max_context < T:
         raise ValueError(f"context must be <= {spec.name}'s max_context={spec.max_context}")
     weights_read = float(weight_params_read(spec, 1.0)) * bytes_per_element(weight_dtype)
-    kv = T * spec.kv_bytes_per_token(kv_dtype)
+    kv = T * float(spec.kv_bytes_per_token(kv_dtype, T))
     bytes_per_token = weights_read + kv
     return LocalDecode(
         machine=machine,
@@ -213,6 +224,7 @@ def local_decode(
         kv_dtype=kv_dtype,
         context=T,
         weight_bytes=spec.weight_bytes(weight_dtype),
+        weight_read_bytes=weights_read,
         kv_bytes=kv,
         bytes_per_token=bytes_per_token,
         time_s=bytes_per_token / machine.bandwidth_bytes_per_s,
@@ -228,21 +240,21 @@ def local_decode(
 )
 def focus_markdown(
     machine: FocusMachine,
-    models: tuple[str, ...] = ("Gemma-3-4B", "Gemma-3-12B", "Gemma-3-27B"),
+    models: tuple[str, ...] = ("Gemma-4-26B-A4B", "Gemma-4-31B"),
     dtypes: tuple[str, ...] = ("int8", "int4"),
     context: float = 4096.0,
 ) -> str:
-    """A markdown table: for each model and weight format, GB to hold, the tokens/s ceiling,
-    and whether it fits in the machine's usable memory."""
-    header = "| model | weights | GB to hold | tokens/s at most | fits? |"
-    lines = [header, "|---|---|---|---|---|"]
+    """A markdown table: for each model and weight format, GB to hold (weights and cache),
+    GB one token reads, the tokens/s ceiling, and whether it fits in usable memory."""
+    header = "| model | weights | GB to hold | GB read per token | tokens/s at most | fits? |"
+    lines = [header, "|---|---|---|---|---|---|"]
     for name in models:
         for dtype in dtypes:
             run = local_decode(machine, name, dtype, context)
             fits = "yes" if run.fits else "**no**"
             lines.append(
                 f"| {run.model.name} | {dtype} | {run.memory_needed_bytes / 1e9:.1f} | "
-                f"{run.tokens_per_s:.0f} | {fits} |"
+                f"{run.bytes_per_token / 1e9:.2f} | {run.tokens_per_s:.0f} | {fits} |"
             )
     return "\n".join(lines)
 

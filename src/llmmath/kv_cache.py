@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,6 +39,7 @@ from numpy.typing import ArrayLike
 from . import batching
 from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
+    AMOUNT,
     NOT_A_NUMBER,
     RESULT,
     SCALAR,
@@ -70,11 +72,23 @@ from .models import ModelConfig, get_model
 
 
 # ---- bytes per token and per sequence ----------------------------------------------------------
-@contract()
-def kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> float:
+@overload
+def kv_bytes_per_token(
+    model: str | ModelConfig, dtype: str = ..., context: None = None
+) -> float: ...
+@overload
+def kv_bytes_per_token(
+    model: str | ModelConfig, dtype: str, context: ArrayLike
+) -> float | FloatArray: ...
+@contract(context=Optional(AMOUNT))
+def kv_bytes_per_token(
+    model: str | ModelConfig, dtype: str = "bf16", context: ArrayLike | None = None
+) -> float | FloatArray:
     """KV-cache bytes for one token of context: ``2 L K H b`` (MHA/GQA/MQA) or
-    ``L (r_kv + r_rope) b`` (MLA), from :meth:`ModelConfig.kv_bytes_per_token`."""
-    return get_model(model).kv_bytes_per_token(dtype)
+    ``L (r_kv + r_rope) b`` (MLA), from :meth:`ModelConfig.kv_bytes_per_token`. At a
+    ``context`` of ``T`` tokens, exact for sliding-window layers (they hold ``min(T, window)``
+    tokens); without one, every layer counted as holding every token."""
+    return get_model(model).kv_bytes_per_token(dtype, context)
 
 
 @contract()
@@ -82,19 +96,32 @@ def mha_kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> flo
     """``2 L N H b``: the cache if every query head kept its own keys and values (MHA).
 
     For a GQA, MQA or MLA model this is the WRONG answer that tools costing every model as MHA
-    give; it is ``N / K`` times the GQA cache. Kept to show what GQA, MQA and MLA save."""
+    give; it is ``N / K`` times the GQA cache. Kept to show what GQA, MQA and MLA save.
+    (Every layer at its own head dim, each caching every token.)"""
     spec = get_model(model)
-    return 2.0 * spec.n_layers * spec.n_heads * spec.head_dim * bytes_per_element(dtype)
+    H_global = spec.global_head_dim or spec.head_dim
+    dims = spec.n_local_layers * spec.head_dim + spec.n_global_layers * H_global
+    return 2.0 * spec.n_heads * dims * bytes_per_element(dtype)
 
 
 @contract()
 def kv_bytes_per_sequence(
     model: str | ModelConfig, context: ArrayLike, dtype: str = "bf16", batch: ArrayLike = 1
 ) -> float | FloatArray:
-    """``B T kv``: the KV caches of ``batch`` sequences of ``context`` tokens (broadcast)."""
+    """``B T kv(T)``: the KV caches of ``batch`` sequences of ``context`` tokens (broadcast),
+    a sliding-window layer holding ``min(T, window)`` of them."""
     T = as_floats(context)
     B = as_floats(batch)
-    return as_output(B * T * kv_bytes_per_token(model, dtype))
+    return as_output(B * T * np.asarray(kv_bytes_per_token(model, dtype, T)))
+
+
+def _window_share(deployment: Deployment, context: FloatArray) -> FloatArray:
+    """The share of the full-attention count the cache holds at ``context``: 1 without
+    sliding-window layers, less past the window."""
+    model, dtype = deployment.model, deployment.kv_dtype
+    if not model.sliding_window:
+        return np.ones_like(context)
+    return np.asarray(model.kv_bytes_per_token(dtype, context)) / model.kv_bytes_per_token(dtype)
 
 
 # ---- the capacity wall -------------------------------------------------------------------------
@@ -106,18 +133,38 @@ def kv_share_of_hbm(deployment: Deployment) -> float:
 
 @contract(infinite_ok=True)
 def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
-    """The most sequences of ``context`` tokens that fit: :func:`llmmath.batching.max_batch`."""
-    return batching.max_batch(deployment, context)
+    """The most sequences of ``context`` tokens that fit: :func:`llmmath.batching.max_batch`,
+    with sliding-window layers holding only their window (the batching chapter counts every
+    layer at the full context: the same where a model has no sliding window)."""
+    dep = deployment
+    T = check_context(dep.model, context)
+    if not dep.model.sliding_window:
+        return batching.max_batch(dep, T)
+    with np.errstate(divide="ignore"):
+        held = T * dep.kv_bytes_held_per_token * _window_share(dep, T)
+        return as_output(np.floor(dep.kv_budget_bytes / held))
 
 
 @contract()
 def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     """The longest context ``batch`` sequences can all reach beside the weights:
-    ``min(floor((n HBM - weights) / (B kv)), max_context of the model)``."""
+    ``min(floor((n HBM - weights) / (B kv)), max_context of the model)``. With sliding-window
+    layers a sequence's cache grows by ``kv(0)`` a token up to the window ``w`` and by the
+    global layers' share ``g`` beyond, so past ``w`` the room is ``w + (room - w kv(0)) / g``."""
     dep = deployment
     B = as_floats(batch)
-    room = np.floor(dep.kv_budget_bytes / (B * dep.kv_bytes_held_per_token))
-    return as_output(np.minimum(room, float(dep.model.max_context)))
+    per_sequence = dep.kv_budget_bytes / B
+    held = dep.kv_bytes_held_per_token
+    room = per_sequence / held
+    w = float(dep.model.sliding_window)
+    if w:
+        at_window = w * held  # bytes one sequence holds at the window
+        past = np.array([w, 2.0 * w])
+        grown = past * held * _window_share(dep, past)
+        g = float(grown[1] - grown[0]) / w  # bytes a token adds past the window
+        beyond = w + (per_sequence - at_window) / g if g else np.inf
+        room = np.where(per_sequence > at_window, beyond, room)
+    return as_output(np.minimum(np.floor(room), float(dep.model.max_context)))
 
 
 # ---- the bandwidth wall ------------------------------------------------------------------------

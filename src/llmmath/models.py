@@ -17,7 +17,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -32,6 +32,7 @@ from .contracts import (
     Count,
     Instance,
     OneOf,
+    Optional,
     PathLike,
     Real,
     checked,
@@ -66,6 +67,8 @@ _OPTIONAL_COUNT_FIELDS = (
         Count(low=0, high=1 << 16), "n_experts experts_per_token n_shared_experts n_dense_layers"
     ),
     **each(Count(low=0), "d_ff_expert mla_kv_lora_rank mla_q_lora_rank mla_rope_head_dim"),
+    **each(Count(low=0), "sliding_window local_per_global global_head_dim global_kv_heads"),
+    global_k_eq_v=FLAG,
 )
 class ModelConfig:
     """A decoder-only transformer with SwiGLU MLPs; optional MoE layers and MLA attention."""
@@ -93,6 +96,18 @@ class ModelConfig:
     # PaLM's "parallel" block: attention and MLP read the same normalised input and their
     # outputs are added together, y = x + attn(x) + mlp(x).
     parallel_block: bool = False
+    # Hybrid local/global attention (Gemma 2, 3, 4). With sliding_window > 0 a *local* layer
+    # attends to, and caches, at most the last sliding_window tokens. The layers run
+    # local_per_global local ones, then one global one, repeated: layer i (from 0) is global
+    # when (i + 1) % (local_per_global + 1) == 0, as Hugging Face's layer_types lists them
+    # (0 = every layer local). Global layers may have their own head dim and KV heads
+    # (Gemma 4; 0 = as the local ones) and no value projection (global_k_eq_v: the values
+    # come from the key projection; keys and values are both still cached).
+    sliding_window: int = 0
+    local_per_global: int = 0
+    global_head_dim: int = 0
+    global_kv_heads: int = 0
+    global_k_eq_v: bool = False
     source: str = ""
     source_date: str = ""
 
@@ -109,6 +124,7 @@ class ModelConfig:
                 f"{self.name}: n_heads={self.n_heads} is not divisible by "
                 f"n_kv_heads={self.n_kv_heads}"
             )
+        self._check_pattern()
         if self.n_experts:
             if self.experts_per_token < 1:
                 raise ValueError(
@@ -121,6 +137,30 @@ class ModelConfig:
                 )
             if not 0 <= self.n_dense_layers < self.n_layers:
                 raise ValueError(f"{self.name}: n_dense_layers must be in [0, n_layers)")
+
+    def _check_pattern(self) -> None:
+        pattern = ("local_per_global", "global_head_dim", "global_kv_heads", "global_k_eq_v")
+        if not self.sliding_window:
+            for field in pattern:
+                if getattr(self, field):
+                    raise ValueError(
+                        f"{self.name}: {field} is set but sliding_window is 0 (every layer "
+                        "global): set sliding_window, the tokens a local layer attends to"
+                    )
+            return
+        if self.mla_kv_lora_rank:
+            raise ValueError(f"{self.name}: sliding_window is not modelled with MLA")
+        if not self.local_per_global:
+            for field in pattern[1:]:
+                if getattr(self, field):
+                    raise ValueError(
+                        f"{self.name}: {field} is set but local_per_global is 0 (no global layers)"
+                    )
+        if self.global_kv_heads and self.n_heads % self.global_kv_heads:
+            raise ValueError(
+                f"{self.name}: n_heads={self.n_heads} is not divisible by "
+                f"global_kv_heads={self.global_kv_heads}"
+            )
 
     # ---- shape facts ------------------------------------------------------------------
     @property
@@ -135,6 +175,30 @@ class ModelConfig:
         if self.n_kv_heads == self.n_heads:
             return "MHA"
         return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def n_global_layers(self) -> int:
+        """Layers that attend to (and cache) the whole context: all of them without a sliding
+        window, else ``L // (local_per_global + 1)`` (none when ``local_per_global`` is 0)."""
+        if not self.sliding_window:
+            return self.n_layers
+        if not self.local_per_global:
+            return 0
+        return self.n_layers // (self.local_per_global + 1)
+
+    @property
+    def n_local_layers(self) -> int:
+        """Sliding-window layers: each attends to at most ``sliding_window`` tokens."""
+        return self.n_layers - self.n_global_layers
+
+    def _attention_groups(self) -> tuple[tuple[int, int, int, bool, int], ...]:
+        """(layers, KV heads, head dim, values from the keys?, window or 0) per layer kind."""
+        if not self.sliding_window:
+            return ((self.n_layers, self.n_kv_heads, self.head_dim, False, 0),)
+        local = (self.n_local_layers, self.n_kv_heads, self.head_dim, False, self.sliding_window)
+        K = self.global_kv_heads or self.n_kv_heads
+        H = self.global_head_dim or self.head_dim
+        return (local, (self.n_global_layers, K, H, self.global_k_eq_v, 0))
 
     @property
     def tp_all_reduces_per_layer(self) -> int:
@@ -153,7 +217,20 @@ class ModelConfig:
 
     # ---- parameters -------------------------------------------------------------------
     @property
+    def attention_params(self) -> int:
+        """Attention weights of every layer: each layer kind at its own shape (a global layer
+        of Gemma 4 has wider heads, fewer KV heads and, with ``global_k_eq_v``, no ``W_V``)."""
+        if not self.sliding_window:
+            return self.n_layers * self.attention_params_per_layer
+        D, N = self.d_model, self.n_heads
+        total = 0
+        for layers, K, H, k_eq_v, _ in self._attention_groups():
+            total += layers * (2 * D * N * H + (1 if k_eq_v else 2) * D * K * H)
+        return total
+
+    @property
     def attention_params_per_layer(self) -> int:
+        """One ordinary (or local) layer's attention weights."""
         D, N, K, H = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
         if self.attention_kind != "MLA":
             return 2 * D * N * H + 2 * D * K * H  # W_Q and W_O, then W_K and W_V
@@ -180,13 +257,12 @@ class ModelConfig:
 
     def _layer_params(self, experts_counted: int) -> int:
         norms = 2 * self.d_model
-        attention = self.attention_params_per_layer
         dense = self.n_layers - self.n_moe_layers
-        total = dense * (attention + self.dense_mlp_params + norms)
+        total = self.attention_params + self.n_layers * norms + dense * self.dense_mlp_params
         if self.is_moe:
             router = self.d_model * self.n_experts
             experts = (experts_counted + self.n_shared_experts) * self.mlp_params_per_expert
-            total += self.n_moe_layers * (attention + experts + router + norms)
+            total += self.n_moe_layers * (experts + router)
         return total
 
     @property
@@ -221,8 +297,16 @@ class ModelConfig:
         and output ones, so each head scores the cached latent and its RoPE key and sums
         latents, ``2 L T N (r_kv + r_rope + r_kv)``: 3.4x the per-head count for DeepSeek-V3.
         Prefill (``decode=False``) expands the latent into per-head keys and values instead.
+        A sliding-window layer attends to ``min(T, window)`` tokens, a global one of Gemma 4
+        with its own head dim.
         """
         T = as_floats(context)
+        if self.sliding_window:
+            flops = np.zeros_like(T)
+            for layers, _, H, _, window in self._attention_groups():
+                seen = np.minimum(T, window) if window else T
+                flops = flops + 2.0 * layers * seen * self.n_heads * (H + H)
+            return as_output(flops)
         if decode and self.attention_kind == "MLA":
             per_head = 2 * self.mla_kv_lora_rank + self.mla_rope_head_dim
         else:
@@ -245,15 +329,40 @@ class ModelConfig:
 
     def kv_elements_per_token(self) -> int:
         """Numbers cached per token across all layers: ``2 * L * K * H`` (keys and values);
-        MLA caches one latent of ``kv_lora_rank + rope_head_dim`` per layer instead."""
+        MLA caches one latent of ``kv_lora_rank + rope_head_dim`` per layer instead. Every
+        layer counted as caching every token: the full-attention count, exact without
+        sliding-window layers (each layer kind at its own K and H)."""
         if self.attention_kind == "MLA":
             return self.n_layers * (self.mla_kv_lora_rank + self.mla_rope_head_dim)
-        return 2 * self.n_layers * self.n_kv_heads * self.head_dim
+        return sum(2 * layers * K * H for layers, K, H, _, _ in self._attention_groups())
 
-    @contract()
-    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
-        """KV-cache bytes for one token of context in ``dtype``."""
-        return self.kv_elements_per_token() * bytes_per_element(dtype)
+    @overload
+    def kv_bytes_per_token(self, dtype: str = ..., context: None = None) -> float: ...
+    @overload
+    def kv_bytes_per_token(self, dtype: str, context: ArrayLike) -> float | FloatArray: ...
+    @contract(context=Optional(AMOUNT))
+    def kv_bytes_per_token(
+        self, dtype: str = "bf16", context: ArrayLike | None = None
+    ) -> float | FloatArray:
+        """KV-cache bytes per token of context in ``dtype``.
+
+        Without ``context``: every layer caches every token (:meth:`kv_elements_per_token`).
+        At a ``context`` of ``T`` tokens: the sequence's cache over ``T``, exact for
+        sliding-window layers, which hold ``min(T, window)`` tokens while global ones hold
+        ``T``: ``(sum_global 2 K H + sum_local 2 K H min(1, window / T)) b``. It equals the
+        full count up to the window, and falls towards the global layers' share beyond it.
+        """
+        b = bytes_per_element(dtype)
+        if context is None:
+            return self.kv_elements_per_token() * b
+        T = as_floats(context)
+        if not self.sliding_window:
+            return as_output(np.full_like(T, self.kv_elements_per_token() * b))
+        per_token = np.zeros_like(T)
+        for layers, K, H, _, window in self._attention_groups():
+            share = np.minimum(1.0, np.divide(window, T, out=np.ones_like(T), where=T > 0))
+            per_token = per_token + 2.0 * layers * K * H * (share if window else 1.0)
+        return as_output(per_token * b)
 
 
 #: A model parameter: a :class:`ModelConfig` or a preset's name.

@@ -45,9 +45,11 @@ def kv_per_token_figure(
     models: Sequence[str] | None = None, dtype: str = "bf16", ax: Axes | None = None
 ) -> Figure:
     """KV bytes per token of each model (filled), and what it would be as MHA (outline):
-    the gap is what GQA, MQA or MLA saves."""
+    the gap is what GQA, MQA or MLA saves. By default every preset without sliding-window
+    layers (theirs depends on the context: :func:`llmmath.kv_cache.kv_bytes_per_token`)."""
     figure, ax = figure_and_axes(ax)
-    names = list(models) if models is not None else list_models()
+    every = [name for name in list_models() if not get_model(name).sliding_window]
+    names = list(models) if models is not None else every
     y = np.arange(len(names))
     actual = [kv_cache.kv_bytes_per_token(n, dtype) for n in names]
     as_mha = [kv_cache.mha_kv_bytes_per_token(n, dtype) for n in names]
