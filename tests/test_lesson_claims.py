@@ -21,7 +21,10 @@ from lesson_support import ROOT, lesson
 from llmmath import (
     batching,
     collectives,
+    models,
+    moe,
     moe_dispatch,
+    parallelism,
     serving,
     serving_modes,
     serving_systems,
@@ -436,10 +439,143 @@ CLAIMS = [
             not np.any(batching.decode_step(ns.llama8, ns.energy_batches, 2048).compute_bound)
         ),
     ),
+    # ---- parallelism: FP8 training and context parallelism (issue 32, depth) ----
+    Claim(
+        "parallelism.md",
+        "only the **peak $C$ doubles**",
+        lambda ns: math.isclose(ns.h100.peak("fp8"), 2 * ns.h100.peak("bf16"), rel_tol=1e-3),
+    ),
+    Claim(
+        "parallelism.md",
+        "the compute floor halves from {eval}`tp8_compute_s` s to {eval}`fp8_compute_s` s, while "
+        "the bytes that cross the links do not change",
+        lambda ns: (
+            math.isclose(
+                float(ns.fp8_steps["fp8"].compute_s),
+                float(ns.fp8_steps["bf16"].compute_s) / 2,
+                rel_tol=1e-3,
+            )
+            and float(ns.fp8_steps["fp8"].comm_s) == float(ns.fp8_steps["bf16"].comm_s)
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "Faster arithmetic makes a step more communication-bound.",
+        lambda ns: (
+            float(ns.fp8_steps["fp8"].comm_s / ns.fp8_steps["fp8"].compute_s)
+            > float(ns.fp8_steps["bf16"].comm_s / ns.fp8_steps["bf16"].compute_s)
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "nodes doubles from {eval}`crit_nodes` to {eval}`crit_nodes_fp8` tokens per replica",
+        lambda ns: math.isclose(
+            float(ns.crit_nodes_fp8.replace(",", "")),
+            2 * float(ns.crit_nodes.replace(",", "")),
+            rel_tol=1e-3,
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "TP degree up to which its all-reduces hide falls from about",
+        lambda ns: int(ns.tp_limit_fp8) < int(ns.tp_limit),
+    ),
+    Claim(
+        "parallelism.md",
+        "they differ by exactly the factor of two",
+        lambda ns: (
+            math.isclose(ns.ds_mfu["bf16"].mfu, 2 * ns.ds_mfu["fp8"].mfu, rel_tol=1e-3)
+            and math.isclose(
+                ns.ds_mfu_attn["bf16"].mfu, 2 * ns.ds_mfu_attn["fp8"].mfu, rel_tol=1e-3
+            )
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "it can even pass 100%, since the FP8 peak is twice the bf16 one",
+        lambda ns: ns.h100.peak("fp8") / ns.h100.peak("bf16") > 1.9,
+    ),
+    Claim(
+        "parallelism.md",
+        "the matmuls growing like $S$ and attention like $S^2$",
+        lambda ns: (
+            math.isclose(float(ns.cp_long.matmul_s / ns.cp_short.matmul_s), 16, rel_tol=1e-9)
+            and 250 < float(ns.cp_long.attention_s / ns.cp_short.attention_s) < 260
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "**the ring hides its traffic under the attention**",
+        lambda ns: (
+            bool(ns.cp_long.kv_s < ns.cp_long.attention_s)
+            and math.isclose(float(ns.cp_long.ring_s), float(ns.cp_long.compute_s), rel_tol=1e-12)
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "so **the ring no longer hides it** and the traffic adds",
+        lambda ns: (
+            bool(ns.cp_short.kv_s > ns.cp_short.attention_s)
+            and bool(ns.cp_short.ring_s > ns.cp_short.compute_s)
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "it matters only for long prompts",
+        lambda ns: float(ns.cp_short.kv_to_attention) > 1 > float(ns.cp_long.kv_to_attention),
+    ),
+    Claim(
+        "parallelism.md",
+        "as Llama 3's training does, adds it to the step",
+        lambda ns: bool(ns.cp_long.all_gather_s > ns.cp_long.ring_s),
+    ),
+    Claim(
+        "parallelism.md",
+        "{eval}`meta_over_floor`× the bf16 floor",
+        lambda ns: ns.meta_prefill.value > float(ns.cp_long.ring_s) > float(ns.cp_fp8.ring_s),
+    ),
+    Claim(
+        "parallelism.md",
+        "just short, so the KV traffic takes a little longer than the attention it feeds",
+        lambda ns: ns.cy_prompt / ns.cy_cp < ns.cy_hide < 1.1 * ns.cy_prompt / ns.cy_cp,
+    ),
+    Claim(
+        "parallelism.md",
+        "Half as many ranks (CP4, 8,192 tokens each) would hide it",
+        lambda ns: parallelism.cp_hiding_tokens("Llama-3-70B", ns.h100, 4) < ns.cy_prompt / 4,
+    ),
+    Claim(
+        "moe.md",
+        "is right only at the extremes: the first is too pessimistic at small batch, the others "
+        "far too optimistic at any batch above a handful",
+        lambda ns: (
+            models.weight_params_read(ns.deepseek, 1) < 0.1 * ns.deepseek.total_params
+            and models.weight_params_read(ns.deepseek, 8) > 4 * ns.deepseek.matmul_params_per_token
+        ),
+    ),
+    # ---- over-training and pricing: the long-context tiers read from the sheets (issue 32) ----
+    Claim(
+        "overtraining_pricing.md",
+        "all charge **{eval}`tier_out_x`× for output and {eval}`tier_in_x`× for input** past 200k",
+        lambda ns: (
+            len(ns.tiers) >= 2
+            and len(ns.tier_out) == 1
+            and len(ns.tier_in) == 1
+            and all(s.long_context_threshold_tokens == 200_000 for s in ns.tiers)
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "So the models behind them must be far kinder to long contexts than a plain GQA Llama",
+        lambda ns: (
+            float(ns.long.output_ratio) > 10 * float(ns.tier_out_x)
+            and float(ns.long.input_ratio) > float(ns.tier_in_x)
+        ),
+    ),
     # ---- parallelism: collectives defined, their latency an estimate (issue 32) ----
     Claim(
         "parallelism.md",
-        "never more than $2S$ however many GPUs share the work",
+        "never more than $2M$ however many GPUs share the work",
         lambda ns: all(
             collectives.ring_all_reduce_schedule(1.0, n, "H100").sent_bytes_per_chip < 2.0
             for n in (2, 8, 72, 1024)
@@ -447,7 +583,7 @@ CLAIMS = [
     ),
     Claim(
         "parallelism.md",
-        "so a decode step at small batch is paced by $\\alpha$, not $W$",
+        "so a decode step at small batch is paced by $\\alpha$, not $W_\\text{link}$",
         lambda ns: float(ns.node_cost.latency_s[0]) > 100 * float(ns.node_cost.bytes_s[0]),
     ),
     Claim(
@@ -495,6 +631,59 @@ CLAIMS = [
         "parallelism.md",
         "TP16 is only {eval}`tp16_gain`× faster than TP8, not 2×",
         lambda ns: 1.0 < float(ns.tp16_gain) < 2.0,
+    ),
+    # ---- roofline: the focus machine is Gemma 4 (#32) ----
+    Claim(
+        "roofline.md",
+        "{eval}`moe_over_dense` times faster: as fast as a dense model of its active size",
+        lambda ns: (
+            ns.mac_moe.tokens_per_s > 5 * ns.mac_dense.tokens_per_s
+            and abs(ns.mac_moe.tokens_per_s / ns.mac_small.tokens_per_s - 1) < 0.1
+            and abs(ns.mac_small.model.total_params / ns.moe_spec.active_params - 1) < 0.1
+        ),
+    ),
+    Claim(
+        "roofline.md",
+        "not far below the 31B's {eval}`dense_need_gb` GB",
+        lambda ns: 0.7 < ns.mac_moe.memory_needed_bytes / ns.mac_dense.memory_needed_bytes < 1,
+    ),
+    Claim(
+        "roofline.md",
+        "but cannot hold the 26B A4B in int8",
+        lambda ns: not ns.card_moe_int8.fits and ns.card_moe.fits and ns.card_dense.fits,
+    ),
+    Claim(
+        "roofline.md",
+        "Locally, sparsity is nearly free in bandwidth: it costs memory, not time.",
+        # At batch 1 the MoE reads its active weights only, a sixth of what it holds.
+        lambda ns: (
+            math.isclose(
+                ns.mac_moe.weight_read_bytes,
+                ns.moe_spec.matmul_params_per_token * 0.5,
+                rel_tol=1e-12,
+            )
+            and ns.mac_moe.weight_read_bytes < ns.mac_moe.weight_bytes / 6
+        ),
+    ),
+    Claim(
+        "roofline.md",
+        "so a step reads nearly every weight",
+        lambda ns: (
+            float(models.weight_params_read(ns.MOE, ns.server_batch))
+            > 0.95 * ns.moe_spec.total_params
+        ),
+    ),
+    Claim(
+        "roofline.md",
+        "What makes an MoE cheap on a desk makes it hungry for batch in a datacenter.",
+        lambda ns: moe.compute_bound_batch_rule(ns.MOE, "H100") > 10 * float(ns.h100_critical),
+    ),
+    Claim(
+        "roofline.md",
+        "so it does not fit. Sparsity saved bandwidth, not memory.",
+        lambda ns: (
+            not ns.q_moe.fits and ns.q_12b.fits and ns.q_moe.tokens_per_s > ns.q_12b.tokens_per_s
+        ),
     ),
 ]
 
