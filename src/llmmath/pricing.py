@@ -3,15 +3,15 @@
 **Forward: from hardware to a price.** A :class:`~llmmath.batching.Deployment` rents
 ``n`` chips at ``usd_per_chip_hour``. An *output* token costs its share of one decode step,
 ``price n t_decode / B`` (:func:`llmmath.batching.decode_step`); an *input* token its share of
-a prefill pass, ``price n t_prefill / (B_p P)`` (:func:`llmmath.batching.prefill`). Both are
+a prefill pass, ``price n t_prefill / (B_p S)`` (:func:`llmmath.batching.prefill`). Both are
 divided by ``utilisation``, the fraction of rented hours the chips spend serving. The step
 times are the batching chapter's roofline FLOORS, so these costs are floors too.
 
 Why output costs more: a decode step reads every weight for one token per sequence, so below
-the critical batch ``B*`` it is bandwidth-bound; a prompt is a batch of ``P`` tokens for the
+the critical batch ``B*`` it is bandwidth-bound; a prompt is a batch of ``S`` tokens for the
 weights, so prefill is compute-bound. Per token, with the same efficiency on both::
 
-    output / input  ~  max(1, B* / B) + T kv C / (2 P W)
+    output / input  ~  max(1, B* / B + T kv C / (2 P W))
 
 (the second term: each output token also reads its own sequence's KV cache). Long contexts
 cost more because that KV term grows with ``T`` and because fewer sequences fit in HBM, so
@@ -22,7 +22,7 @@ markup, the chip's rent nor its utilisation is published. So every deduction her
 :class:`Range` over stated assumptions, never one number:
 
 * active parameters from the input price (prefill at ``mfu`` of peak):
-  ``N = p_in C mfu / (2 markup price_per_chip_s)``;
+  ``P = p_in C mfu / (2 markup price_per_chip_s)``;
 * the decode batch, as a fraction of ``B*``, from the output / input ratio;
 * KV bytes per token from the long-context output surcharge:
   ``kv = (p_long - p_short) W / (markup price_per_chip_s (T_long - T_short))``.
@@ -289,8 +289,8 @@ def active_params_from_input_price(
     dtype: str = "bf16",
 ) -> float | FloatArray:
     """Active parameters whose compute-bound prefill, at ``mfu`` of the chip's peak and sold
-    at ``markup`` times cost, matches the input price: ``N = p C mfu / (2 markup price_s)``.
-    Prompt attention FLOPs are left out, so this overstates N for long prompts."""
+    at ``markup`` times cost, matches the input price: ``P = p C mfu / (2 markup price_s)``.
+    Prompt attention FLOPs are left out, so this overstates P for long prompts."""
     p = as_floats(input_usd_per_million) / TOKENS_PER_MILLION
     C = get_chip(chip).peak(dtype)
     u = as_floats(mfu)
