@@ -153,7 +153,8 @@ def weight_bytes_read(
     model: str | ModelConfig, batch: ArrayLike, weight_dtype: str = "bf16"
 ) -> float | FloatArray:
     """Bytes of weights one decode step reads: :func:`weight_params_read` times the bytes
-    per weight. Performance tools that ignore B use the active or the total count instead."""
+    per weight. A batch-independent shortcut (the active or the total count) is right only at
+    the extremes: batch 1, or a batch that touches every expert."""
     return as_output(weight_params_read(model, batch) * bytes_per_element(weight_dtype))
 
 
