@@ -566,7 +566,7 @@ CLAIMS = [
     ),
     Claim(
         "overtraining_pricing.md",
-        "So the models behind them must be far kinder to long contexts than a plain GQA Llama",
+        "So the models behind them must be far kinder to long contexts than a plain {ref}`GQA",
         lambda ns: (
             float(ns.long.output_ratio) > 10 * float(ns.tier_out_x)
             and float(ns.long.input_ratio) > float(ns.tier_in_x)
@@ -683,6 +683,46 @@ CLAIMS = [
         "so it does not fit. Sparsity saved bandwidth, not memory.",
         lambda ns: (
             not ns.q_moe.fits and ns.q_12b.fits and ns.q_moe.tokens_per_s > ns.q_12b.tokens_per_s
+        ),
+    ),
+    # ---- kv_cache: sliding-window layers counted exactly (#32) ----
+    Claim(
+        "kv_cache.md",
+        "without one it counts every layer as global, which is exact for every other model here",
+        lambda ns: all(
+            not models.get_model(name).sliding_window
+            for name in models.list_models()
+            if name not in ("Gemma-4-31B", "Gemma-4-26B-A4B")
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "Up to the window the two counts are the same",
+        lambda ns: (
+            math.isclose(ns.sw_full[0], ns.sw_exact[0], rel_tol=1e-12)
+            and ns.sw_T[0] == ns.g4.sliding_window
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "so the full count overstates the cache more and more, towards {eval}`g4_limit`×",
+        lambda ns: (
+            bool(np.all(np.diff(ns.sw_full / ns.sw_exact) > 0))
+            and float((ns.sw_full / ns.sw_exact)[-1]) < float(ns.g4_limit)
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "The full count says not one 32,768-token sequence fits beside the weights; counted "
+        "exactly, {eval}`sw_32k_fit_exact` do.",
+        lambda ns: ns.sw_fit_full[2] == 0 and ns.sw_fit_exact[2] >= 1 and ns.sw_T[2] == 32768,
+    ),
+    Claim(
+        "kv_cache.md",
+        "still counts every layer in full, an upper bound for Gemma",
+        lambda ns: bool(
+            np.all(ns.sw_T * ns.g4_one.kv_bytes_per_token >= ns.sw_exact)
+            and float(batching.max_batch(ns.g4_one, 8192)) < float(ns.sw_fit_exact[1])
         ),
     ),
 ]
