@@ -327,7 +327,8 @@ CLAIMS = [
     ),
     Claim(
         "batching.md",
-        "the same number as its critical intensity $C/W$ in FLOP per byte",
+        "the same number as its critical {ref}`intensity <glossary-arithmetic-intensity>` $C/W$ in "
+        "FLOP per byte",
         lambda ns: (
             ns.critical_b == pytest.approx(get_chip("H100").critical_intensity("bf16"), rel=1e-12)
         ),
