@@ -21,6 +21,9 @@ scale-out network. Times come from :mod:`llmmath.collectives` and are FLOORS: ba
 collectives at full link speed plus their per-step latency, matmuls at ``flops_efficiency`` of
 the dense peak (the MFU knob), no stragglers, perfect load balance.
 
+Context parallelism (CP: the sequence split over ``cp`` ranks) is here alone, for one long
+prompt's prefill: :func:`context_parallel_prefill` and :func:`cp_hiding_tokens`.
+
 This is the chapter's module: the layout and what each GPU holds live in
 :mod:`llmmath.placement`, training in :mod:`llmmath.training`, and a serving step in
 :mod:`llmmath.serving` (the same decode step the batching chapter uses); they are all
