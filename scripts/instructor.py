@@ -395,9 +395,8 @@ def release_feedback(root: Path, assignment: str, force: bool = False) -> None:
             f"release-feedback {assignment} refused: review is not done ({summary}).\n  "
             + "\n  ".join(waiting)
             + "\nGrade by hand in the formgrader; read each flagged submission, then mark it "
-            f"reviewed: python scripts/instructor.py review {assignment} <student> "
-            f"(in a checkout: make review ASSIGNMENT={assignment} STUDENT=<student>). "
-            "To release anyway: --force (make release-feedback ... FORCE=1), which is logged."
+            f"reviewed: {commands(root, assignment)['review']}. To release anyway: "
+            f"{commands(root, assignment)['force']}, which is logged."
         )
     log = root / "feedback" / f".releases-{assignment}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -1000,16 +999,28 @@ NEXT_STEPS = (
 )
 
 
-def next_steps(root: Path, assignment: str) -> str:
-    """What to do after ``grade``, as commands that exist here: make targets in a checkout of
-    the repository, the script itself in a course root without the Makefile (on the hub)."""
+def commands(root: Path, assignment: str) -> dict[str, str]:
+    """The review and release commands as they exist here: make targets in a checkout of the
+    repository, the script itself in a course root without the Makefile (``~/course`` on the
+    hub, where the formgrader is the hub's Services > formgrader)."""
     if (root / "Makefile").exists():
-        review = f"make review ASSIGNMENT={assignment} STUDENT=<student>"
-        release = f"make release-feedback ASSIGNMENT={assignment}"
-    else:
-        review = f"python scripts/instructor.py review {assignment} <student>"
-        release = f"python scripts/instructor.py release-feedback {assignment}"
-    return NEXT_STEPS.format(review=review, release=release)
+        return {
+            "review": f"make review ASSIGNMENT={assignment} STUDENT=<student>",
+            "release": f"make release-feedback ASSIGNMENT={assignment}",
+            "force": f"make release-feedback ASSIGNMENT={assignment} FORCE=1",
+        }
+    script = "python scripts/instructor.py"
+    return {
+        "review": f"{script} review {assignment} <student>",
+        "release": f"{script} release-feedback {assignment}",
+        "force": f"{script} release-feedback {assignment} --force",
+    }
+
+
+def next_steps(root: Path, assignment: str) -> str:
+    """What to do after ``grade``, as commands that exist here (see commands)."""
+    found = commands(root, assignment)
+    return NEXT_STEPS.format(review=found["review"], release=found["release"])
 
 
 if __name__ == "__main__":

@@ -1034,3 +1034,34 @@ def test_gradebook_on_postgresql_with_parallel_autograde(
     with Gradebook(postgres, COURSE) as gb:
         scores = {s.student.id: s.score for s in gb.assignment_submissions(ASSIGNMENT)}
     assert scores == expected
+
+
+@pytest.mark.parametrize("with_makefile", [True, False], ids=["checkout", "hub course root"])
+def test_hints_name_commands_that_exist_where_they_are_printed(
+    tmp_path: Path, with_makefile: bool
+) -> None:
+    """grade's next steps and release-feedback's refusal name commands that run where they are
+    printed: make targets of this Makefile in a checkout; the script itself, with arguments its
+    parser takes, in a course root with no Makefile (the hub's ~/course, issue #37)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from instructor import commands, next_steps
+
+    if with_makefile:
+        (tmp_path / "Makefile").write_text("")
+    found = commands(tmp_path, "roofline")
+    shown = next_steps(tmp_path, "roofline")
+    assert found["review"] in shown and found["release"] in shown, shown
+    assert ("make " in shown) == with_makefile, shown
+    targets = set(re.findall(r"^([a-z-]+):", (ROOT / "Makefile").read_text(), re.M))
+    for command in found.values():
+        argv = shlex.split(command.replace("<student>", "bob"))
+        if with_makefile:
+            assert argv[0] == "make" and argv[1] in targets, command
+            continue
+        assert argv[:2] == ["python", "scripts/instructor.py"], command
+        helped = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "instructor.py"), argv[2], "--help"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert helped.returncode == 0, (command, helped.stderr)
+        assert all(a in helped.stdout for a in argv[4:] if a.startswith("--")), command
