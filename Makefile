@@ -15,7 +15,7 @@ ROLE ?= learner
 LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup book book-clean test lint types pytest lab check bench release grade grade-report release-feedback review regrade bench-grading hub hub-env lock browser clean
+.PHONY: help setup book book-clean test lint types pytest lab check bench release grade grade-report release-feedback review regrade bench-grading hub hub-env hub-backup lock browser clean
 
 help:
 	@echo "make book     set up .venv, vendor the JavaScript, build the book into _build/html"
@@ -29,7 +29,8 @@ help:
 	@echo "make review ASSIGNMENT=roofline STUDENT=bob   mark bob's flags reviewed (no STUDENT: list them)"
 	@echo "make release-feedback ASSIGNMENT=roofline   after hand grading and review: feedback from the final scores"
 	@echo "make regrade ASSIGNMENT=roofline   after fixing a test: everyone again, hand grades kept"
-	@echo "make hub STUDENTS=3   (root) a local JupyterHub class: one OS user per student"
+	@echo "make hub STUDENTS=3   (root) a JupyterHub class: one OS user per student, kept in $(HUB_STATE)"
+	@echo "make hub-backup TO=class.tar.gz   (root) the hub's class in one archive"
 
 # uv installs the lock: it downloads in parallel and links files from its cache (pip copies each
 # file, one at a time). It lives beside the environments it fills, not in them: each is the lock
@@ -142,9 +143,14 @@ bench-grading: setup
 
 # JupyterHub (book/instructor.md, "On JupyterHub"). Servers run as each student's OS user, so
 # they need a Python every user can read (the project's .venv may live in root's private
-# home): HUB_HOME, a copy of this interpreter with a venv of the same pins (scripts/hub.py
-# --build-env), and the hub's proxy from npm (hub/package-lock.json) in hub/node_modules.
+# home): HUB_HOME/<version>, a copy of this interpreter with a venv of the same pins
+# (scripts/hub.py --build-env; <version> is a digest of the lock and the interpreter), and the
+# hub's proxy from npm (hub/package-lock.json) in hub/node_modules. The class (accounts' homes,
+# course, exchange, the hub's database) lives in HUB_STATE and outlasts a stop.
 HUB_HOME ?= /opt/llmmath-hub
+HUB_STATE ?= /var/lib/llmmath-hub
+# What one student's server, kernels and terminals may use together (a memory cgroup).
+HUB_MEM_LIMIT ?= 1G
 STUDENTS ?= 3
 HUB_PORT ?= 8000
 export LLMMATH_HUB_HOME := $(HUB_HOME)
@@ -153,14 +159,20 @@ hub/node_modules/.installed: hub/package.json hub/package-lock.json
 	cd hub && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# Rebuilt only when requirements.lock or this Python changed (scripts/hub.py --build-env
-# compares): a rebuild deletes HUB_HOME under any hub still running from it.
+# Built only when no folder holds this lock on this Python; another version's folder is removed
+# only when no process runs from it, so a running hub keeps its environment.
 # Needs only this Python (scripts/hub.py is standard library) and uv: built beside setup.
 hub-env: hub/node_modules/.installed $(UV)
 	$(PYTHON) scripts/hub.py --build-env --uv $(UV)
 
 hub: setup hub-env
-	$(BIN)/python scripts/hub.py --students $(STUDENTS) --port $(HUB_PORT)
+	$(BIN)/python scripts/hub.py --students $(STUDENTS) --port $(HUB_PORT) --state $(HUB_STATE) \
+		--mem-limit $(HUB_MEM_LIMIT)
+
+# The whole class in one tar.gz (mode 600), safe while the hub runs: make hub-backup TO=x.tar.gz
+TO ?= llmmath-hub-$(shell date +%F).tar.gz
+hub-backup:
+	$(PYTHON) scripts/hub.py --backup $(TO) --state $(HUB_STATE)
 
 # Re-resolve the pinned environment from requirements.in (then commit requirements.lock).
 # The lock is installed --no-deps, so it holds everything (--all: setuptools and wheel too; pip

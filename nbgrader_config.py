@@ -51,13 +51,20 @@ c.HTMLExporter.extra_template_basedirs = [
 # refuses a submission whose files are not owned by the OS user of the student it names
 # (nbgrader only warns); the hidden tests' asserts are evaluated in the grading process on the
 # values the student's kernel reports, never in the kernel, where a student's code could have
-# replaced what they call. A copy of this file without grading/ beside it (a student's, which
-# only validates) runs nbgrader unchanged; scripts/instructor.py refuses to grade with it.
+# replaced what they call; release leaves an existing exchange root's mode alone (the hub's is
+# the class group's, 1770, not 777). A copy of this file without grading/ beside it (a
+# student's, which only validates) runs nbgrader unchanged; scripts/instructor.py refuses to
+# grade with it.
 _plugins = Path(__file__).resolve().parent / "grading"
 if (_plugins / "llmmath_nbgrader.py").exists():
     if str(_plugins) not in sys.path:
         sys.path.insert(0, str(_plugins))
-    from llmmath_nbgrader import CheckHiddenTests, OwnerCheckedCollect, SplitHiddenTests
+    from llmmath_nbgrader import (
+        CheckHiddenTests,
+        KeepRootRelease,
+        OwnerCheckedCollect,
+        SplitHiddenTests,
+    )
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
@@ -69,6 +76,8 @@ if (_plugins / "llmmath_nbgrader.py").exists():
     )
 
     c.ExchangeFactory.collect = OwnerCheckedCollect
+    # An exchange root that exists keeps its mode (nbgrader would make it 777 at each release).
+    c.ExchangeFactory.release_assignment = KeepRootRelease
     # nbgrader 0.9.6's list, with the hidden tests split off before Execute and checked after.
     c.Autograde.autograde_preprocessors = [
         SplitHiddenTests,

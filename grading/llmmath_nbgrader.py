@@ -10,6 +10,9 @@ submission stays in the exchange's inbound folder, as evidence; the named studen
 genuine submission is collected instead. ``c.ExchangeCollect.check_owner = False`` switches the
 check off (only where several students share one OS account, as the tests simulate them).
 
+``KeepRootRelease`` (``c.ExchangeFactory.release_assignment``): nbgrader's release, without its
+``chmod 777`` of an exchange root that exists (the hub's is the class's group's, mode 1770).
+
 ``SplitHiddenTests`` and ``CheckHiddenTests`` (around ``Execute`` in
 ``c.Autograde.autograde_preprocessors``): the hidden tests' ``assert`` statements are checked
 in the grading process, never in the student's kernel. A student's notebook runs in its own
@@ -47,7 +50,9 @@ from typing import Any
 
 from nbformat import NotebookNode
 from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
 from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.utils import check_directory
 
 REFUSED_COLUMNS = ("submission", "student", "problem")
 
@@ -143,6 +148,20 @@ class OwnerCheckedCollect(ExchangeCollect):  # type: ignore[misc]
             writer = csv.writer(fh, delimiter="\t")
             writer.writerow(REFUSED_COLUMNS)
             writer.writerows(refused)
+
+
+class KeepRootRelease(ExchangeReleaseAssignment):  # type: ignore[misc]
+    """nbgrader's release_assignment, except that it leaves an existing exchange root's mode as
+    it is. nbgrader sets the root to 777 at every release (and fails where the instructor does
+    not own it); the course's hub gives it to the class's group only (root:<class>, mode 1770:
+    scripts/hub.py), which nbgrader's other commands accept, as they only check that the root is
+    writable. A root that does not exist yet is made as nbgrader makes it."""
+
+    def ensure_root(self) -> None:
+        if not os.path.exists(self.root):
+            super().ensure_root()
+        elif not check_directory(self.root, write=True, execute=True):
+            self.fail(f"Unwritable exchange directory: {self.root}")
 
 
 # ---- hidden tests checked outside the student's kernel ---------------------------------------

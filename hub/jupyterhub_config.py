@@ -1,26 +1,31 @@
 """JupyterHub for the course: one OS user per student, the formgrader as a hub service.
 
-Started by ``scripts/hub.py`` (``make hub``, tests/test_hub.py), which creates the users and the
-folders and passes them in ``LLMMATH_HUB_*`` variables:
+Started by ``scripts/hub.py`` (``make hub``, tests/test_hub.py), which makes the accounts and
+the folders and passes them in ``LLMMATH_HUB_*`` variables:
 
+- logins are the machine's own accounts, through PAM (``PAMAuthenticator``, JupyterHub's
+  default): the instructor and the students named there, no one else;
 - every student's server runs as that student's own OS user (``LocalProcessSpawner``: the hub
   runs as root and switches user), from an environment every user can read (``HUB_ENV``), so
   a student cannot read another student's home, submission or the instructor's ``solutions/``;
+  it runs in a memory cgroup of its own (``LimitedSpawner``, below), with its kernels and
+  terminals: together they get ``LLMMATH_HUB_MEM_LIMIT``;
 - students' servers load nbgrader's *Assignments* tab only (formgrader, course list and
-  create-assignment are disabled in their config folder, ``STUDENT_CONFIG``);
+  create-assignment are disabled in their config folder, ``<state>/config/student``), cull
+  kernels and terminals idle for 30 minutes, and the hub stops a server idle for an hour
+  (``jupyterhub-idle-culler``);
 - the formgrader is a hub-managed service running as the instructor's OS user in the course
   root, reachable only by the instructor (``/services/formgrader/``);
-- the nbgrader exchange is a shared folder (``EXCHANGE``), the same path on every server.
-
-Authentication here is JupyterHub's ``DummyAuthenticator`` (one shared password, allowed users
-only), which suits a demo and a test; a class uses PAM, LDAP or OAuth instead
-(book/instructor.md, "On JupyterHub").
+- the nbgrader exchange is a shared folder (``<state>/exchange``), the same path on every
+  server, open to the class's group only;
+- the hub's database, cookie secret and log are in ``<state>/hub``, root's alone.
 """
 
 import os
 import signal
 from pathlib import Path
 
+from jupyterhub.spawner import LocalProcessSpawner
 from jupyterhub.utils import random_port
 
 c = get_config()  # noqa: F821  (traitlets injects get_config into config files)
@@ -31,6 +36,7 @@ c = get_config()  # noqa: F821  (traitlets injects get_config into config files)
 signal.signal(signal.SIGINT, signal.default_int_handler)
 env = os.environ
 state = Path(env["LLMMATH_HUB_STATE"])
+config = state / "config"
 port = int(env["LLMMATH_HUB_PORT"])
 hub_env = Path(env["LLMMATH_HUB_ENV"])
 instructor = env["LLMMATH_HUB_INSTRUCTOR"]
@@ -39,25 +45,75 @@ path = f"{hub_env / 'bin'}:/usr/local/bin:/usr/bin:/bin"
 # The servers' Python is a copy of the project's; its libpython is found through this.
 library = env["LLMMATH_HUB_LIB"]
 
-# The hub, its proxy and its database, all on loopback and in the state folder.
+# The hub, its proxy and its database, all on loopback and in the state folder's hub/ (700).
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = port
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = port + 1
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{port + 2}"
 c.ConfigurableHTTPProxy.command = [env["LLMMATH_HUB_PROXY"]]
-c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
-c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
+c.JupyterHub.db_url = f"sqlite:///{state / 'hub' / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(state / "hub" / "jupyterhub_cookie_secret")
 c.JupyterHub.cleanup_servers = True  # stopping the hub stops every server it started
 c.JupyterHub.cleanup_proxy = True
 
-c.JupyterHub.authenticator_class = "dummy"
-c.DummyAuthenticator.password = env["LLMMATH_HUB_PASSWORD"]
+# The machine's accounts and passwords (PAM's "login" service). No PAM session is opened: the
+# hub is no login shell, and pam_loginuid refuses a session started from a service.
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.open_sessions = False
 c.Authenticator.allowed_users = {instructor, *students}
 c.Authenticator.admin_users = {instructor}
 
+
+class LimitedSpawner(LocalProcessSpawner):
+    """The local-process spawner, with each user's server (and every kernel and terminal it
+    starts, its children) in a memory cgroup of that user's, capped at ``mem_limit``. The
+    local-process spawner itself enforces no limit at all: it only passes MEM_LIMIT on."""
+
+    def make_preexec_fn(self, name):
+        switch_user = super().make_preexec_fn(name)
+        procs = self._cgroup_procs
+
+        def preexec():  # in the child, still root: join the cgroup, then become the user
+            if procs:
+                with open(procs, "w") as fh:
+                    fh.write(str(os.getpid()))
+            switch_user()
+
+        return preexec
+
+    async def start(self):
+        self._cgroup_procs = memory_cgroup(self.user.name, self.mem_limit)
+        if self._cgroup_procs is None and self.mem_limit:
+            self.log.warning("No memory cgroup for %s: its limit is not enforced", self.user.name)
+        return await super().start()
+
+
+def memory_cgroup(user, limit):
+    """The cgroup.procs file of ``user``'s memory cgroup, made and capped at ``limit`` bytes:
+    cgroup v2 (memory.max) or v1 (memory.limit_in_bytes). None where neither can be written
+    (a container without its own cgroups): then nothing caps a student's memory."""
+    v2, v1 = Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory")
+    try:
+        if (v2 / "cgroup.controllers").exists():
+            parent = v2 / "llmmath-hub"
+            parent.mkdir(exist_ok=True)
+            (parent / "cgroup.subtree_control").write_text("+memory")
+            group, limit_file = parent / user, "memory.max"
+        elif v1.is_dir():
+            group, limit_file = v1 / "llmmath-hub" / user, "memory.limit_in_bytes"
+        else:
+            return None
+        group.mkdir(parents=True, exist_ok=True)
+        (group / limit_file).write_text(str(int(limit)) if limit else "max")
+        return str(group / "cgroup.procs")
+    except OSError:
+        return None
+
+
 # One OS user per student: the hub (root) starts each server as that user.
-c.JupyterHub.spawner_class = "localprocess"
+c.JupyterHub.spawner_class = LimitedSpawner
+c.Spawner.mem_limit = env.get("LLMMATH_HUB_MEM_LIMIT") or None
 c.Spawner.cmd = [str(hub_env / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 # The course's vendored MathJax, served by every server at <server>/static/mathjax/: feedback
@@ -69,9 +125,13 @@ c.Spawner.notebook_dir = "~"
 c.Spawner.start_timeout = 180  # thirty servers starting at once on two cores
 c.Spawner.http_timeout = 180
 c.Spawner.environment = {
-    "JUPYTER_CONFIG_PATH": env["LLMMATH_HUB_STUDENT_CONFIG"],
+    "JUPYTER_CONFIG_PATH": str(config / "student"),
     "PATH": path,
     "LD_LIBRARY_PATH": library,
+    # The course's student extension (Fetch Feedback says when there is none) and check.py.
+    "PYTHONPATH": str(config / "python"),
+    # `make check ASSIGNMENT=...` in a terminal, from any folder (scripts/hub.py, CHECK_MAKEFILE).
+    "MAKEFILES": str(config / "check.mk"),
 }
 c.JupyterHub.concurrent_spawn_limit = 0
 
@@ -103,12 +163,14 @@ c.JupyterHub.services = [
         "command": [
             str(hub_env / "bin" / "jupyterhub-singleuser"),
             "--ServerApp.root_dir=.",
+            # The hub's Services > formgrader link opens the formgrader itself, in its own tab.
+            "--ServerApp.default_url=/formgrader",
             static,
         ],
         "user": instructor,
         "cwd": env["LLMMATH_HUB_COURSE"],
         "environment": {
-            "JUPYTER_CONFIG_PATH": env["LLMMATH_HUB_GRADER_CONFIG"],
+            "JUPYTER_CONFIG_PATH": str(config / "grader"),
             "PATH": path,
             "LD_LIBRARY_PATH": library,
         },
@@ -116,7 +178,20 @@ c.JupyterHub.services = [
         # The hub gives up (and exits) if the service does not answer in time: 30 s by
         # default, which a busy two-core machine can miss while the server imports.
         "timeout": 180,
-    }
+    },
+    # A student's server with no activity for an hour is stopped (their files stay; the next
+    # login starts it again). Kernels idle for 30 minutes end sooner, in the server itself.
+    {
+        "name": "idle-culler",
+        "command": [
+            str(hub_env / "bin" / "python"),
+            "-m",
+            "jupyterhub_idle_culler",
+            "--timeout=3600",
+            "--cull-every=300",
+        ],
+        "environment": {"LD_LIBRARY_PATH": library},
+    },
 ]
 c.JupyterHub.load_roles = [
     {
@@ -128,6 +203,11 @@ c.JupyterHub.load_roles = [
         "name": "formgrader",
         "services": ["formgrader"],
         "scopes": ["read:users:name"],
+    },
+    {
+        "name": "idle-culler",
+        "services": ["idle-culler"],
+        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
     },
 ]
 

@@ -1,8 +1,9 @@
 """The class on a real JupyterHub: one OS user per student, the formgrader as a hub service.
 
 Runs as root (as CI does): scripts/hub.py creates throwaway users, starts JupyterHub 6 with its
-npm proxy and the local-process spawner (each student's server runs as that student), and on
-teardown stops the hub and every server and removes the users, whatever happened.
+npm proxy, PAM logins and the local-process spawner (each student's server runs as that student,
+in a memory cgroup of its own), and on teardown stops the hub and every server and removes the
+users, whatever happened.
 
 - The class: in chromium, students log in and see nbgrader's Assignments tab and no grader
   tool; the instructor releases; each student clicks Fetch, opens the notebook from the tab,
@@ -10,6 +11,8 @@ teardown stops the hub and every server and removes the users, whatever happened
   (scripts/instructor.py grade, as the instructor's OS user), opens the submission in the
   formgrader service by clicks and types a reflection's score, and releases feedback; each
   student clicks Fetch Feedback, and no student can read another's work or the sources.
+- A restart: a class kept in a state folder is stopped and started again, and its gradebook,
+  accounts and logins are as they were; its backup holds the same gradebook.
 - Load: thirty students' servers started and thirty submissions made at once, through the
   endpoints the tab's buttons call; nothing lost, every submission graded once, and the time
   it took is printed.
@@ -18,7 +21,9 @@ teardown stops the hub and every server and removes the users, whatever happened
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import csv
+import grp
 import json
 import os
 import re
@@ -28,11 +33,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -43,7 +50,21 @@ import pytest
 from grading_support import ROOT, load_specs, submission_from_release
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from hub import HUB_ENV, HUB_LIB, RUNUSER, Hub, _add_user, _remove_user, processes_of, running_hub
+from hub import (
+    FORMGRADER_URL,
+    HUB_ENV,
+    HUB_LIB,
+    RUNUSER,
+    Hub,
+    _add_user,
+    _remove_user,
+    backup,
+    env_version,
+    in_use,
+    processes_of,
+    prune,
+    running_hub,
+)
 
 SPEC = {spec.assignment: spec for spec in load_specs()}["roofline"]
 ASSIGNMENT, NOTEBOOK, COURSE = SPEC.assignment, SPEC.notebook_id, "llmmath"
@@ -211,7 +232,7 @@ def login(browser: Any, hub: Hub, user: str) -> Any:
     page = browser.new_page()
     page.goto(f"{hub.url}/hub/login")
     page.fill("input[name=username]", user)
-    page.fill("input[name=password]", hub.password)
+    page.fill("input[name=password]", hub.passwords[user])
     page.click("input[type=submit], button[type=submit]")
     page.wait_for_url(f"**/user/{user}/lab**", timeout=180_000)
     page.wait_for_selector(".jp-LauncherCard", timeout=180_000)
@@ -262,12 +283,24 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         pages[students[0]].screenshot(path=str(tmp_path / "student-submitted.png"))
         owner = {p.name: p.stat().st_uid for p in (hub.exchange / COURSE / "inbound").iterdir()}
         assert len(owner) == len(students), "one submission each"
+        copies = sorted(hub.exchange.rglob(".ipynb_checkpoints"))
+        assert not copies, f"submissions carry checkpoint copies: {copies}"
+        # Fetch Feedback before any is released says so (it did nothing visible).
+        early = pages[students[0]]
+        click_in_list(early, "submitted", "Fetch Feedback")
+        early.wait_for_selector(f"text=No feedback for {ASSIGNMENT} yet", timeout=120_000)
+        early.screenshot(path=str(tmp_path / "student-no-feedback-yet.png"))
+        early.click("#refresh_assignments_list")
+        early.wait_for_selector(f"{row('submitted')} button:text-is('Fetch Feedback')")
         # The instructor collects and grades, as the instructor's OS user, in the course root.
         log = hub.as_user(hub.instructor, PYTHON, "scripts/instructor.py", "grade", ASSIGNMENT,
                           "--jobs", "2", cwd=hub.course)  # fmt: skip
         assert f"autograded {len(students)} of {len(students)}" in log, log
+        copies = sorted((hub.course / "submitted").rglob(".ipynb_checkpoints"))
+        assert not copies, f"collected submissions carry checkpoint copies: {copies}"
         # A reflection scored through the formgrader service, in the instructor's browser.
         grader = login(browser, hub, hub.instructor)
+        formgrader_from_the_menu(grader, hub, tmp_path)
         score_reflection_in_formgrader(grader, hub, students[0], 2.0)
         grader.screenshot(path=str(tmp_path / "formgrader.png"))
         # One reflection of three is scored: released with --force (the others count 0).
@@ -291,6 +324,7 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         page.wait_for_selector("mjx-container svg", timeout=60_000)
         assert page.locator("mjx-container").count() > 10, "the feedback's maths is not typeset"
         page.screenshot(path=str(tmp_path / "student-feedback-maths.png"))
+        print(f"\nafter the exercise: {memory_per_student(hub)}")
         for page in pages.values():
             page.close()
         grader.close()
@@ -305,6 +339,50 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
     assert f"Score: {SPEC.wrong_score} / {total}" in scores[students[1]]
     assert f"Score: {full} / {total}" in scores[students[2]]
     assert_isolated(hub, api)
+    shutil.copy(hub.log, tmp_path / "hub.log")  # kept by pytest, for a look
+    lines = hub.log.read_text(errors="replace").splitlines()
+    warnings = [line for line in lines if re.match(r"\[W |\[WARNING|WARNING", line)]
+    print(f"hub log: {len(lines)} lines, {len(warnings)} warnings")
+    for kind, count in Counter(re.sub(r"^\[W [^]]*\] ", "", w)[:70] for w in warnings).items():
+        print(f"  {count} x {kind}")
+
+
+def memory_per_student(hub: Hub) -> str:
+    """Each student's processes (server, kernels, terminals): their proportional set size (PSS:
+    shared pages split between the processes that share them), summed per student."""
+    per: dict[str, float] = {}
+    for user in hub.students:
+        total = 0
+        for proc in processes_of([user]):
+            try:
+                rollup = (proc / "smaps_rollup").read_text()
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+            found = re.search(r"^Pss:\s+(\d+) kB", rollup, re.M)
+            total += int(found.group(1)) if found else 0
+        per[user] = total / 1024
+    counts = {u: len(processes_of([u])) for u in hub.students}
+    return ", ".join(f"{u}: {mb:.0f} MB PSS in {counts[u]} processes" for u, mb in per.items())
+
+
+def formgrader_from_the_menu(page: Any, hub: Hub, tmp_path: Path) -> None:
+    """In the formgrader service's Lab: nbgrader's own Formgrader item (an iframe, which the
+    hub's servers refuse to be framed in: "refused to connect") is gone, and the Formgrader menu
+    opens the formgrader in a browser tab of its own. No Jupyter news prompt either."""
+    page.goto(f"{hub.url}/services/formgrader/lab")
+    page.wait_for_selector(".jp-LauncherCard", timeout=180_000)
+    config = json.loads(page.locator("#jupyter-config-data").text_content() or "{}")
+    assert config["news"]["disabled"], "JupyterLab would fetch Jupyter news"
+    assert "Formgrader" not in menu_items(page, "Nbgrader")
+    with page.expect_popup() as opened:
+        page.click(".lm-MenuBar-itemLabel:text-is('Formgrader')")
+        page.click(".lm-Menu-itemLabel:text-is('Open the Formgrader (new browser tab)')")
+    tab = opened.value
+    tab.wait_for_selector("text=Manage Assignments", timeout=120_000)
+    assert tab.url.startswith(f"{hub.url}{FORMGRADER_URL}"), tab.url
+    tab.screenshot(path=str(tmp_path / "formgrader-tab.png"))
+    tab.close()
+    assert page.locator(".jp-Notification-Toast:has-text('news')").count() == 0
 
 
 def row(section: str) -> str:
@@ -386,6 +464,8 @@ def assert_isolated(hub: Hub, api: Api) -> None:
         hub.home(second) / ASSIGNMENT / f"{NOTEBOOK}.ipynb",
         hub.course / "solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb",
         hub.course / "gradebook.db",
+        hub.state / "hub" / "jupyterhub.log",  # the hub's log and database: root's alone
+        hub.state / "hub" / "jupyterhub.sqlite",
     ]
     for path in cannot:
         with pytest.raises(RuntimeError, match="Permission denied"):
@@ -452,6 +532,163 @@ def test_the_instructors_terminal_runs_the_guides_commands(class_hub: tuple[Hub,
         assert f"{HUB_ENV / 'bin' / program}\r\n" in shown, (program, shown)
     assert "imports ok" in shown, shown
     assert re.search(r"\d+ open of \d+ flags", shown), shown
+
+
+def test_a_students_terminal_runs_make_check(class_hub: tuple[Hub, Api]) -> None:
+    """The notebook tells students to run `make check ASSIGNMENT=...` in a terminal: on the hub
+    it runs scripts/check.py on their own copy, from whatever folder the terminal is in."""
+    hub, api = class_hub
+    student = hub.students[2]  # answered every part right in test_a_class_on_the_hub
+    api.start_server(student)
+    api.wait_ready([student])
+    if not (hub.home(student) / ASSIGNMENT).exists():
+        api.nbgrader(student, "fetch")
+        api.save(student, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb", answered(hub, wrong=False))
+    shown = in_terminal(
+        api,
+        student,
+        f"cd /tmp && make check ASSIGNMENT={ASSIGNMENT}; echo END-OF-$((40 + 2))",
+        until="END-OF-42",
+    )
+    passing = re.search(r"(\d+) of (\d+) autograded parts pass", shown)
+    assert passing, shown
+    assert passing.group(1) == passing.group(2) != "0", shown
+    assert "No rule to make target" not in shown, shown
+
+
+def memory_cgroups_writable() -> bool:
+    v2, v1 = Path("/sys/fs/cgroup/cgroup.controllers"), Path("/sys/fs/cgroup/memory")
+    return (v2.exists() or v1.is_dir()) and os.access(v2.parent if v2.exists() else v1, os.W_OK)
+
+
+@pytest.mark.skipif(not memory_cgroups_writable(), reason="no writable memory cgroup here")
+def test_a_student_cannot_take_more_than_the_memory_limit(class_hub: tuple[Hub, Api]) -> None:
+    """A student's terminal (a child of their server, as their kernels are) allocating more than
+    the class's per-student limit (scripts/hub.py MEM_LIMIT, 1 GiB) is killed; a modest
+    allocation is not."""
+    hub, api = class_hub
+    student = hub.students[0]
+    api.start_server(student)
+    api.wait_ready([student])
+    grab = "python -c 'b = bytearray({mb} * 2**20); b[::4096] = b\"x\" * len(b[::4096])'"
+    command = (
+        f"grep -c llmmath-hub/{student} /proc/self/cgroup; "
+        f"{grab.format(mb=200)}; echo small=$?; {grab.format(mb=1500)}; echo large=$?; "
+        "echo END-OF-$((40 + 2))"
+    )
+    shown = in_terminal(api, student, command, until="END-OF-42")
+    assert "small=0" in shown, shown
+    assert "large=137" in shown, f"1.5 GiB was not refused (137: killed):\n{shown}"
+
+
+def log_in(url: str, user: str, password: str) -> bool:
+    """The hub's login form, as a browser posts it: True when the hub lets ``user`` in."""
+    import http.cookiejar
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None  # a login answers with a redirect; do not start the server
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), Stay())
+    form = opener.open(f"{url}/hub/login", timeout=60).read().decode()
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form)
+    fields = {"username": user, "password": password, **({"_xsrf": xsrf.group(1)} if xsrf else {})}
+    try:
+        opener.open(f"{url}/hub/login", urllib.parse.urlencode(fields).encode(), timeout=60)
+    except urllib.error.HTTPError as answer:
+        if answer.code in (301, 302, 303):
+            return "/hub/login" not in (answer.headers.get("Location") or "")
+        if answer.code == 403:
+            return False
+        raise
+    return False
+
+
+def test_the_class_survives_a_restart() -> None:
+    """A class kept in a state folder: the student logs in with the machine's password (PAM),
+    submits, the instructor grades; the hub stops and starts again on the same folder, and the
+    accounts, the logins and the gradebook are as they were; the hub's log and database are
+    root's alone, the exchange the class's; a backup holds the same gradebook."""
+    prefix = unique("llmmr")
+    state = Path(tempfile.mkdtemp(prefix="llmmath-state-"))
+    instructor, student = f"{prefix}-inst", f"{prefix}-s01"
+    try:
+        with running_hub(1, free_port_block(), prefix=prefix, state=state) as hub:
+            assert set(hub.passwords) == {instructor, student}
+            password = hub.passwords[student]
+            assert log_in(hub.url, student, password)
+            assert not log_in(hub.url, student, password + "x")
+            release(hub)
+            hub.as_user(student, PYTHON, "-m", "nbgrader", "fetch_assignment", ASSIGNMENT)
+            path = hub.home(student) / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+            nbformat.write(answered(hub, wrong=True), path)
+            shutil.chown(path, student, student)
+            hub.as_user(student, PYTHON, "-m", "nbgrader", "submit", ASSIGNMENT)
+            hub.as_user(hub.instructor, PYTHON, "scripts/instructor.py", "grade", ASSIGNMENT,
+                        "--jobs", "1", cwd=hub.course)  # fmt: skip
+            graded = _gradebook_scores(hub.course)
+            assert graded == {student: (SPEC.wrong_score, SPEC.autograded_points
+                                        + SPEC.manual_points)}, graded  # fmt: skip
+            assert (state / "hub").stat().st_mode & 0o777 == 0o700
+            for name in ("jupyterhub.log", "jupyterhub.sqlite", "jupyterhub_cookie_secret"):
+                info = (state / "hub" / name).stat()
+                assert (info.st_uid, info.st_mode & 0o777) == (0, 0o600), name
+            exchange = hub.exchange.stat()
+            assert exchange.st_mode & 0o7777 == 0o1770, oct(exchange.st_mode)
+            assert grp.getgrgid(exchange.st_gid).gr_name == f"{prefix}-class"
+            with pytest.raises(RuntimeError, match="Permission denied"):
+                hub.as_user(student, "cat", str(state / "hub" / "jupyterhub.log"))
+        assert (state / "hub" / "jupyterhub.sqlite").exists(), "the hub's database went"
+        with running_hub(1, free_port_block(), prefix=prefix, state=state) as hub:
+            assert hub.passwords == {}, "an account was made again"
+            assert _gradebook_scores(hub.course) == graded
+            assert log_in(hub.url, student, password)
+            archive = state.parent / f"{state.name}.tar.gz"
+            names = backup(state, archive)
+        assert archive.stat().st_mode & 0o777 == 0o600
+        member = next(n for n in names if n.endswith("/course/gradebook.db"))
+        restored = Path(tempfile.mkdtemp(prefix="llmmath-restore-"))
+        with tarfile.open(archive) as tar:
+            tar.extract(member, restored, filter="data")
+        assert _gradebook_scores((restored / member).parent) == graded
+        assert any(n.endswith(f"/home/{student}/{ASSIGNMENT}/{NOTEBOOK}.ipynb") for n in names)
+    finally:
+        for user in (instructor, student):
+            _remove_user(user)
+        subprocess.run(["groupdel", f"{prefix}-class"], capture_output=True)
+        shutil.rmtree(state, ignore_errors=True)
+        with contextlib.suppress(NameError):
+            archive.unlink(missing_ok=True)
+            shutil.rmtree(restored, ignore_errors=True)
+
+
+def test_a_hub_environment_in_use_is_never_removed(tmp_path: Path) -> None:
+    """Each version of the hub environment (pins and interpreter) has a folder of its own; a
+    build prunes the others, except one a running process maps (a hub still running from it:
+    rebuilding /opt/llmmath-hub used to pull it from under a running class)."""
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("jupyterhub==6.1.1\n")
+    first = env_version(lock)
+    lock.write_text("jupyterhub==6.1.2\n")
+    assert re.fullmatch(r"[0-9a-f]{12}", first) and env_version(lock) != first
+    root = tmp_path / "hub-home"
+    used, unused, keep = (root / (c * 12) for c in "abc")
+    for folder in (used, unused, keep):
+        (folder / "python" / "bin").mkdir(parents=True)
+    (root / "notes").mkdir()  # not an environment: left alone
+    shutil.copy2("/bin/sleep", used / "python" / "bin" / "sleep")
+    running = subprocess.Popen([str(used / "python" / "bin" / "sleep"), "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while not in_use(used) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert prune(root, keep=keep) == [unused]
+        assert used.exists() and keep.exists() and (root / "notes").exists()
+    finally:
+        running.kill()
+        running.wait()
+    assert prune(root, keep=keep) == [used], "once nothing runs from it, it goes"
 
 
 def test_thirty_students_submit_at_once() -> None:
