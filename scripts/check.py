@@ -3,12 +3,16 @@
     make check ASSIGNMENT=roofline          # or: python scripts/check.py roofline
     python scripts/check.py roofline --learner-dir my-work
 
-It runs the learner's notebook (``my-work/<assignment>/*.ipynb``, the copy ``make lab`` made) top
-to bottom the way nbgrader's **Validate** does (nbgrader's Execute preprocessor, the course's
-nbgrader_config.py, ``NBGRADER_VALIDATING=1``), then prints each autograded part as passed,
-failed (with the test's own message) or not answered yet, and the manually graded answers as
-written or empty. Only what is in the learner's notebook runs: the released notebook holds the
-visible tests only, and the hidden tests live in ``solutions/``, which this never reads.
+It runs the learner's notebook (``my-work/<assignment>/*.ipynb``, the copy ``make lab`` made)
+top to bottom the way nbgrader's **Validate** does (nbgrader's Execute preprocessor, the
+course's nbgrader_config.py, ``NBGRADER_VALIDATING=1``), then prints one line per autograded
+part, in the words its test cell printed: consistent (the visible checks confirmed what defines
+each answer, with the learner's own values) or plausible (some values only in range), each with
+"the hidden tests check the values": never "passed", since only the hidden tests check the
+values; failed (with the check's message), not answered yet, or its answer cell raised (with the
+error). The manually graded answers show as written or empty. Only what is in the learner's
+notebook runs: the released notebook holds the visible tests only, and the hidden tests live in
+``solutions/``, which this never reads.
 
 Exit status: 0 when it ran and printed its report (whatever the parts' status: a part not
 answered yet is normal work in progress, and the summary line says how many pass), 2 when
@@ -33,13 +37,16 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 HIDDEN_MARKER = "BEGIN HIDDEN TESTS"
+#: A part whose visible checks pass: never "passed", for only the hidden tests check the values.
+PASSING = ("consistent", "plausible", "checked")
 
 
 @dataclass
 class Part:
     title: str
     points: float
-    status: str  # "passed", "failed", "not answered", "written", "empty"
+    status: str  # "consistent", "plausible", "checked", "failed", "not answered", "raised",
+    # "written", "empty"
     message: str = ""
     note: str = ""
     autograded: bool = True
@@ -112,6 +119,17 @@ def _kernel_stderr_discarded() -> Iterator[None]:
         os.close(null)
 
 
+def verdict(cell: Any) -> str:
+    """What a test cell said of its part, after "Part N: " (its last such line), or ""."""
+    said = ""
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            for line in ANSI.sub("", output.text).splitlines():
+                if re.match(r"Part \d+: ", line):
+                    said = line.split(": ", 1)[1].strip()
+    return said
+
+
 def changed(cell: Any) -> bool:
     """A locked cell (e.g. a test cell) whose source differs from the release."""
     from nbgrader import utils
@@ -158,18 +176,34 @@ def parts(nb: Any) -> tuple[list[Part], list[str]]:
                 if raised:
                     notes.append(f"cell {index + 1} (not graded) raised {raised[0][0]}")
             continue
-        stubs = [c for c in answers if any(name == "NotImplementedError" for name, _ in errors(c))]
+        raised = [e for c in answers for e in errors(c) if e[0] != "stderr"]
         failed = errors(cell)
+        said = verdict(cell)
         part = Part(
             title or info.get("grade_id", f"cell {index}"), float(info.get("points", 0)), ""
         )
-        if stubs or any(name == "NotImplementedError" for name, _ in failed):
+        if said.startswith("not answered yet") or any(
+            name == "NotImplementedError" for name, _ in raised + failed
+        ):
             part.status = "not answered"  # the release's stub still raises
+        elif raised:
+            name, message = raised[0]
+            part.status = "raised"
+            part.message = f"your answer cell raised {name}: {message}; fix it and run it again"
+        elif said.startswith("your answer cell raised"):
+            part.status, part.message = "raised", said
         elif failed:
             name, message = failed[0]
-            part.status, part.message = "failed", f"{name}: {message}" if message else name
-        else:
-            part.status = "passed"
+            if name == "stderr":  # the test cell's own line: "Part N: failed: why"
+                part.status, part.message = "failed", said.removeprefix("failed: ") or message
+            else:  # a test cell that raises (a copy made before the cells reported in words)
+                part.status, part.message = "failed", f"{name}: {message}" if message else name
+        elif said.startswith(("consistent", "plausible")):
+            part.status = said.split()[0]
+            part.message = said.split("—", 1)[-1].strip()
+        else:  # a copy made before the cells said which
+            part.status = "checked"
+            part.message = "the visible checks pass; the hidden tests check the values"
         if changed(cell):
             part.note = "you changed this test cell: grading puts the original back"
         result.append(part)
@@ -190,8 +224,11 @@ def report(path: Path, shown: str, root: Path) -> bool:
     width = max(len(p.title) for p in found)
     for part in found:
         label = {
-            "passed": "passed",
+            "consistent": "consistent",
+            "plausible": "plausible",
+            "checked": "visible checks pass",
             "failed": "FAILED",
+            "raised": "answer cell raised",
             "not answered": "not answered yet",
             "written": "written, graded by hand",
             "empty": "empty, graded by hand",
@@ -206,12 +243,15 @@ def report(path: Path, shown: str, root: Path) -> bool:
     for note in notes:
         print(f"  note: {note}")
     graded = [p for p in found if p.autograded]
-    passing = [p for p in graded if p.status == "passed"]
+    passing = [p for p in graded if p.status in PASSING]
+    plausible = sum(p.status == "plausible" for p in passing)
     points = sum(p.points for p in passing)
     total = sum(p.points for p in graded)
+    only = f", {plausible} of them only plausible" if plausible else ""
     print(
-        f"{len(passing)} of {len(graded)} autograded parts pass their visible tests "
-        f"({points:g} of {total:g} points, if the hidden tests agree)."
+        f"{len(passing)} of {len(graded)} autograded parts pass their visible tests{only}; the "
+        f"hidden tests check the values when it is graded ({points:g} of {total:g} points if "
+        "they agree)."
     )
     return len(passing) == len(graded)
 

@@ -25,6 +25,19 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
+class Mistake:
+    """A realistic wrong answer to one part, and whether the visible checks catch it."""
+
+    #: The answer cell it replaces (its grade_id), and what a learner might write there.
+    cell: str
+    source: str
+    #: A few words on the mistake.
+    what: str
+    #: True when a visible test cell fails on it; False when only the hidden tests can tell.
+    caught: bool
+
+
+@dataclass(frozen=True)
 class AssignmentSpec:
     """One graded assignment as the tests see it."""
 
@@ -47,6 +60,9 @@ class AssignmentSpec:
     #: Text that names the hidden asserts' messages; never in the release, always in feedback.
     hidden_message: str = "is off by more than"
     notebook: str = ""
+    #: Realistic mistakes beyond ``wrong_answers`` (which the visible checks never catch), each
+    #: with whether a visible check catches it: tests/test_visible_checks.py runs every one.
+    mistakes: tuple[Mistake, ...] = ()
     #: Sentences the leak detector must catch, and ones it must let through.
     leaky_examples: tuple[str, ...] = field(default_factory=tuple)
     clean_examples: tuple[str, ...] = field(default_factory=tuple)
@@ -258,3 +274,40 @@ def _grade_one(api: Any, gradebook: Any, root: Path, spec: AssignmentSpec) -> di
         },
         "feedback": root / "feedback" / "wrong" / name / f"{nb_id}.html",
     }
+
+
+# ---- the visible checks as a learner runs them, in-process ----------------------------------
+def run_visible(nb: Any) -> dict[str, tuple[bool, str]]:
+    """Run a notebook without hidden tests (a release, filled in) cell by cell in one in-process
+    IPython shell, as Run All does in Lab; for each graded test cell, (it failed, what it
+    printed). A test cell fails as nbgrader scores it: an error, or anything on stderr."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    shell.reset(new_session=True)
+    outcome: dict[str, tuple[bool, str]] = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        with capture_output() as captured:
+            result = shell.run_cell(cell.source, store_history=True)
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and not meta.get("solution"):
+            raised = result.error_before_exec or result.error_in_exec
+            failed = raised is not None or bool(captured.stderr.strip())
+            said = captured.stderr.strip() or captured.stdout.strip()
+            if raised is not None:
+                said = f"{type(raised).__name__}: {raised}"
+            outcome[meta["grade_id"]] = (failed, ANSI.sub("", said))
+    plt.close("all")
+    return outcome
+
+
+def filled_release(spec: AssignmentSpec, wrong: dict[str, str] | None = None) -> Any:
+    """The committed release with every answer from the solutions, except ``wrong`` ones."""
+    return submission_from_release(spec.release_nb, spec.source_nb, wrong or {})

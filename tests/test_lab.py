@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 LAB_SCRIPT = ROOT / "scripts" / "lab.py"
 CHECK_SCRIPT = ROOT / "scripts" / "check.py"
-COURSE_FILES = ("lessons", "exercises", "solutions", "_toc.yml", "nbgrader_config.py")
+COURSE_FILES = ("lessons", "book", "exercises", "solutions", "_toc.yml", "nbgrader_config.py")
 LEARNER = "my-work"
 #: LAB_CHAPTERS=roofline,moe limits the per-chapter tests to those chapters (default: all).
 ONLY = {c for c in os.environ.get("LAB_CHAPTERS", "").split(",") if c}
@@ -142,7 +142,8 @@ def prepare_course(root: Path) -> None:
     for name in COURSE_FILES:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns(".ipynb_check*"))
+            skip = shutil.ignore_patterns(".ipynb_check*", "_vendor", "static_frames")
+            shutil.copytree(source, root / name, ignore=skip)
         else:
             shutil.copy2(source, root / name)
 
@@ -541,6 +542,34 @@ def test_a_learners_page_opens_unmodified(lab: Lab, browser: Browser, page: str)
     learner.close()
 
 
+def test_citations_and_references_resolve_and_a_reference_opens_its_page(
+    lab: Lab, browser: Browser
+) -> None:
+    """#36 item 2: jupyterlab-myst alone marks every {cite} and {ref} "Not Found"; served
+    through lab/learner/myst_links.py they are links, and the notation link opens that page."""
+    learner = Learner(browser, lab, "links")
+    learner.open("lessons/batching.md")
+    learner.wait_for_kernel()
+    rendered = learner.notebook.locator(".jp-MarkdownCell .myst")
+    rendered.first.wait_for()
+    learner.page.wait_for_timeout(1000)  # every markdown cell rendered
+    missing = learner.notebook.locator(
+        '[title="Citation Not Found"], [title$="Reference Not Found"]'
+    )
+    assert missing.count() == 0, f"{missing.count()} citations or references not found"
+    citation = learner.notebook.locator("a", has_text=re.compile(r"Austin et al\., 2025")).first
+    citation.wait_for()
+    learner.shot("links")
+    notation = learner.notebook.locator("a", has_text=re.compile("^Notation$")).first
+    href = notation.get_attribute("href") or ""
+    assert "/files/book/notation.md" in href, f"the notation link goes to {href!r}"
+    notation.click()
+    heading = learner.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) h1", has_text="Notation")
+    heading.wait_for()
+    learner.shot("notation-opened")
+    learner.close()
+
+
 # ---- lessons ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
@@ -818,8 +847,11 @@ def autograded(assignment: str) -> int:
 def statuses(output: str) -> list[str]:
     """The status of each part, in order, from the report's part lines."""
     known = (
-        "passed",
+        "consistent",
+        "plausible",
+        "visible checks pass",
         "FAILED",
+        "answer cell raised",
         "not answered yet",
         "written, graded by hand",
         "empty, graded by hand",
@@ -831,11 +863,17 @@ def statuses(output: str) -> list[str]:
     return found
 
 
+#: What make check calls a part whose visible checks pass: never "passed" (#36 item 1), for only
+#: the hidden tests check the values.
+PASSING = ("consistent", "plausible")
+
+
 def test_make_check_passes_a_correct_copy(tmp_path: Path) -> None:
     result = make_check(FULL, learner_copy(tmp_path, FULL, {}))
     assert result.returncode == 0, result.stdout + result.stderr
     n = autograded(FULL)
-    assert statuses(result.stdout)[:n] == ["passed"] * n, result.stdout
+    assert all(found in PASSING for found in statuses(result.stdout)[:n]), result.stdout
+    assert "passed" not in result.stdout, result.stdout
     assert f"{n} of {n} autograded parts pass their visible tests" in result.stdout
     assert "hidden tests run when it is graded" in result.stdout
 
@@ -867,7 +905,7 @@ def test_check_reports_a_partial_copy_part_by_part(tmp_path: Path) -> None:
     strict = check_script(FULL, copy, "--strict")
     assert strict.returncode == 1, strict.stdout + strict.stderr
     found = statuses(result.stdout)
-    assert found[1] == "not answered yet" and "passed" in found[2:], result.stdout
+    assert found[1] == "not answered yet" and set(PASSING) & set(found[2:]), result.stdout
     if message is not None:
         assert found[0] == "FAILED", result.stdout
         flat = " ".join(line.strip() for line in result.stdout.splitlines())
@@ -876,7 +914,7 @@ def test_check_reports_a_partial_copy_part_by_part(tmp_path: Path) -> None:
 
 def test_make_check_runs_no_hidden_test(tmp_path: Path) -> None:
     """The spec's mistakes pass the visible tests and fail the hidden ones: make check must
-    call them passed, and print neither the hidden tests' messages nor the pinned answers."""
+    not fail them, and print neither the hidden tests' messages nor the pinned answers."""
     spec = SPECS[FULL]
     result = make_check(FULL, learner_copy(tmp_path, FULL, dict(spec.wrong_answers)))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -904,7 +942,8 @@ def test_make_check_reads_every_exercise(tmp_path: Path, assignment: str) -> Non
     found = statuses(result.stdout)
     n = autograded(assignment)
     assert len([f for f in found if "graded by hand" not in f]) == n, result.stdout
-    assert found.count("not answered yet") >= 1 and found.count("passed") >= 1, result.stdout
+    assert found.count("not answered yet") >= 1, result.stdout
+    assert any(f in PASSING for f in found), result.stdout
     assert f"of {n} autograded parts pass their visible tests" in result.stdout
 
 
@@ -928,5 +967,5 @@ def test_an_answer_wrapped_in_float_passes_part_1_and_its_plot_runs(tmp_path: Pa
     )
     first = answer_ids("roofline")[0]
     result = check_script("roofline", learner_copy(tmp_path, "roofline", {first: as_float}))
-    assert statuses(result.stdout)[0] == "passed", result.stdout
+    assert statuses(result.stdout)[0] in PASSING, result.stdout
     assert "raised" not in result.stdout, result.stdout

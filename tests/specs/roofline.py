@@ -1,6 +1,6 @@
 """The roofline exercise (solutions/roofline/roofline.ipynb) as the grading tests see it."""
 
-from grading_support import AssignmentSpec
+from grading_support import AssignmentSpec, Mistake
 
 SPEC = AssignmentSpec(
     assignment="roofline",
@@ -25,16 +25,16 @@ SPEC = AssignmentSpec(
         "gemma_12b_int4_tokens_per_s": 15.298784028167388,
         "missing_27b_int8_bytes": 3008663808.0,
     },
-    # Counting parameters instead of bytes, thinking 1-byte weights double the critical batch
-    # instead of halving it, and giving the model all of a laptop's memory.
+    # Mistakes the visible checks cannot see without giving the value away (they check what
+    # defines each answer with the learner's own values, so Parts 1, 2 and 4 admit none):
+    # solving the intensity exactly for C / W instead of taking it as about B, and giving the
+    # model all of a laptop's memory.
     wrong_answers={
-        "decode_batch1": (
-            "weight_bytes = LLAMA3_70B_PARAMS\n"
-            "weight_read_time_s = weight_bytes / H100_HBM_BYTES_PER_S\n"
-            "compute_time_batch1_s = 2 * LLAMA3_70B_PARAMS / H100_BF16_FLOP_PER_S\n"
-        ),
-        "critical_batch_int8": (
-            "critical_batch_int8 = 2 * H100_BF16_FLOP_PER_S / H100_HBM_BYTES_PER_S\n"
+        "critical_batch": (
+            "d, f = LLAMA3_70B_D_MODEL, LLAMA3_70B_D_FF\n"
+            "ridge = H100_BF16_FLOP_PER_S / H100_HBM_BYTES_PER_S\n"
+            "critical_batch_h100 = ridge * d * f / (d * f - ridge * (d + f))\n"
+            "batch_64_memory_bound = critical_batch_h100 > 64\n"
         ),
         "focus": (
             "gemma_12b_int4_tokens_per_s = LAPTOP_BYTES_PER_S / (GEMMA3_12B_PARAMS * INT4_BYTES)\n"
@@ -42,11 +42,127 @@ SPEC = AssignmentSpec(
         ),
     },
     wrong_fails={
-        "test_decode_batch1": "weight_bytes",
-        "test_critical_batch_int8": "critical_batch_int8",
+        "test_critical_batch": "critical_batch_h100",
         "test_focus": "missing_27b_int8_bytes",
     },
     pinned_expressions=3,  # Part 1's hidden tests pin three intensities of matmul calls
+    mistakes=(
+        Mistake(
+            "decode_batch1",
+            "weight_bytes = LLAMA3_70B_PARAMS\n"
+            "weight_read_time_s = weight_bytes / H100_HBM_BYTES_PER_S\n"
+            "compute_time_batch1_s = 2 * LLAMA3_70B_PARAMS / H100_BF16_FLOP_PER_S\n",
+            "parameters counted instead of bytes",
+            True,
+        ),
+        Mistake(
+            "critical_batch_int8",
+            "critical_batch_int8 = 2 * H100_BF16_FLOP_PER_S / H100_HBM_BYTES_PER_S\n",
+            "1-byte weights doubling the critical batch instead of halving it",
+            True,
+        ),
+        Mistake(
+            "matmul_intensity",
+            "def matmul_intensity(batch, d_in, d_out, bytes_per_element):\n"
+            "    flops = 2 * batch * d_in * d_out\n"
+            "    return flops / (bytes_per_element * (batch * d_in + d_in * d_out))\n",
+            "the output array left out",
+            True,
+        ),
+        Mistake(
+            "matmul_intensity",
+            "def matmul_intensity(batch, d_in, d_out, bytes_per_element):\n"
+            "    flops = batch * d_in * d_out\n"
+            "    moved = bytes_per_element * (batch * d_in + d_in * d_out + batch * d_out)\n"
+            "    return flops / moved\n",
+            "one FLOP per multiply-add",
+            True,
+        ),
+        Mistake(
+            "matmul_intensity",
+            "def matmul_intensity(batch, d_in, d_out, bytes_per_element):\n"
+            "    flops = 2 * batch * d_in * d_out\n"
+            "    moved = bytes_per_element * (batch * d_in + d_in * d_out + batch * d_in)\n"
+            "    return flops / moved\n",
+            "the output counted as batch x d_in",
+            True,
+        ),
+        Mistake(
+            "decode_batch1",
+            "weight_bytes = LLAMA3_70B_PARAMS * BF16_BYTES\n"
+            "weight_read_time_s = weight_bytes / H100_HBM_BYTES_PER_S\n"
+            "compute_time_batch1_s = 2 * LLAMA3_70B_PARAMS / H100_BF16_FLOP_PER_S\n",
+            "the embedding read and multiplied too",
+            True,
+        ),
+        Mistake(
+            "decode_batch1",
+            "weight_bytes = LLAMA3_70B_PARAMS * BF16_BYTES\n"
+            "matmul_params = LLAMA3_70B_PARAMS - LLAMA3_70B_EMBEDDING_PARAMS\n"
+            "weight_read_time_s = matmul_params * BF16_BYTES / H100_HBM_BYTES_PER_S\n"
+            "compute_time_batch1_s = matmul_params / H100_BF16_FLOP_PER_S\n",
+            "one FLOP per weight",
+            True,
+        ),
+        Mistake(
+            "decode_batch1",
+            "weight_bytes = LLAMA3_70B_PARAMS * BF16_BYTES\n"
+            "matmul_params = LLAMA3_70B_PARAMS - LLAMA3_70B_EMBEDDING_PARAMS\n"
+            "weight_read_time_s = weight_bytes / H100_HBM_BYTES_PER_S\n"
+            "compute_time_batch1_s = 2 * matmul_params / H100_BF16_FLOP_PER_S\n",
+            "the read of all the weights, the FLOPs of the matmul ones",
+            True,
+        ),
+        Mistake(
+            "critical_batch",
+            "critical_batch_h100 = H100_BF16_FLOP_PER_S / (2 * H100_HBM_BYTES_PER_S)\n"
+            "batch_64_memory_bound = critical_batch_h100 > 64\n",
+            "C / 2W: bf16's 2 bytes divided out",
+            True,
+        ),
+        Mistake(
+            "critical_batch",
+            "critical_batch_h100 = H100_BF16_FLOP_PER_S / H100_HBM_BYTES_PER_S\n"
+            "batch_64_memory_bound = critical_batch_h100 < 64\n",
+            "memory-bound taken for above the critical batch",
+            True,
+        ),
+        Mistake(
+            "critical_batch",
+            "critical_batch_h100 = 2 * H100_BF16_FLOP_PER_S / H100_HBM_BYTES_PER_S\n"
+            "batch_64_memory_bound = critical_batch_h100 > 64\n",
+            "2C / W: 2 FLOPs per multiply-add counted against 1 byte",
+            True,
+        ),
+        Mistake(
+            "critical_batch_int8",
+            "critical_batch_int8 = H100_BF16_FLOP_PER_S / (4 * H100_HBM_BYTES_PER_S)\n",
+            "C / 4W: halved twice",
+            True,
+        ),
+        Mistake(
+            "critical_batch_int8",
+            "critical_batch_int8 = 0.75 * H100_BF16_FLOP_PER_S / H100_HBM_BYTES_PER_S\n",
+            "activations and weights averaged to 1.5 bytes",
+            True,
+        ),
+        Mistake(
+            "focus",
+            "gemma_12b_int4_tokens_per_s = LAPTOP_BYTES_PER_S / (GEMMA3_12B_PARAMS * INT8_BYTES)\n"
+            "usable_bytes = LAPTOP_MEMORY_BYTES * LAPTOP_USABLE_FRACTION\n"
+            "missing_27b_int8_bytes = GEMMA3_27B_PARAMS * INT8_BYTES - usable_bytes\n",
+            "a byte per int4 weight",
+            False,
+        ),
+        Mistake(
+            "focus",
+            "gemma_12b_int4_tokens_per_s = LAPTOP_BYTES_PER_S / (GEMMA3_12B_PARAMS * INT4_BYTES)\n"
+            "usable_bytes = LAPTOP_MEMORY_BYTES * LAPTOP_USABLE_FRACTION\n"
+            "missing_27b_int8_bytes = usable_bytes - GEMMA3_27B_PARAMS * INT8_BYTES\n",
+            "the spare bytes' sign flipped",
+            False,
+        ),
+    ),
     leaky_examples=(
         "the critical batch is about 295 tokens",
         "a read of 139 GB takes 41.5 ms",
