@@ -1,6 +1,6 @@
 """The parallelism exercise (solutions/parallelism/parallelism.ipynb) seen by the grading tests."""
 
-from grading_support import AssignmentSpec
+from grading_support import AssignmentSpec, Mistake
 
 from llmmath import serving_systems
 
@@ -47,18 +47,19 @@ SPEC = AssignmentSpec(
         "extra_compute_fraction": 0.3333333333333333,
         **_tp_latency(),
     },
-    # Thinking ZeRO-1 also shards the gradients (that is stage 2), thinking a pipeline divides
+    # Mistakes the visible checks cannot see without giving the value away (they check what
+    # defines each answer with the learner's own values, so Parts 1 and 3 admit none): leaving
+    # out the TP split of the model state, thinking a pipeline divides
     # the KV cache per GPU by its stages as tensor parallelism does, and counting one
     # all-reduce per layer where tensor parallelism does two (after attention, after the MLP).
     wrong_answers={
         "model_state": (
             "TP, DP = 4, 128\n"
-            "per_gpu_params = LLAMA3_70B_PARAMS / TP\n"
+            "per_gpu_params = LLAMA3_70B_PARAMS\n"
             "adam = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM\n"
             "state_bytes_zero0 = adam * per_gpu_params\n"
-            "state_bytes_zero1 = WEIGHT_BYTES_PER_PARAM * per_gpu_params + (\n"
-            "    GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM\n"
-            ") * per_gpu_params / DP\n"
+            "kept = (WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM) * per_gpu_params\n"
+            "state_bytes_zero1 = kept + OPTIMIZER_BYTES_PER_PARAM * per_gpu_params / DP\n"
             "state_bytes_zero3 = adam * per_gpu_params / DP\n"
             "fits_zero0 = state_bytes_zero0 <= H100_HBM_BYTES\n"
         ),
@@ -86,11 +87,195 @@ SPEC = AssignmentSpec(
         ),
     },
     wrong_fails={
-        "test_model_state": "state_bytes_zero1",
+        "test_model_state": "state_bytes_zero0",
         "test_kv_serving": "kv_bytes_pp8",
         "test_tp_latency": "alpha_s",
     },
     pinned_expressions=3,  # Part 1's hidden tests pin three bubble_fraction calls
+    mistakes=(
+        Mistake(
+            "bubble_fraction",
+            "def bubble_fraction(stages, microbatches):\n    return (stages - 1) / microbatches\n",
+            "idle time over working time, not over the step",
+            True,
+        ),
+        Mistake(
+            "bubble_fraction",
+            "def bubble_fraction(stages, microbatches):\n"
+            "    return (stages - 1) / (microbatches + stages)\n",
+            "one microbatch-time too many in the step",
+            True,
+        ),
+        Mistake(
+            "model_state",
+            "TP, DP = 4, 128\n"
+            "per_gpu_params = LLAMA3_70B_PARAMS / TP\n"
+            "adam = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM\n"
+            "state_bytes_zero0 = adam * per_gpu_params\n"
+            "state_bytes_zero1 = WEIGHT_BYTES_PER_PARAM * per_gpu_params + (\n"
+            "    GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM\n"
+            ") * per_gpu_params / DP\n"
+            "state_bytes_zero3 = adam * per_gpu_params / DP\n"
+            "fits_zero0 = state_bytes_zero0 <= H100_HBM_BYTES\n",
+            "ZeRO-1 sharding the gradients too (stage 2)",
+            True,
+        ),
+        Mistake(
+            "model_state",
+            "TP, DP = 4, 128\n"
+            "per_gpu_params = LLAMA3_70B_PARAMS / TP\n"
+            "adam = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM\n"
+            "state_bytes_zero0 = adam * per_gpu_params\n"
+            "kept = (WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM) * per_gpu_params\n"
+            "state_bytes_zero1 = kept + OPTIMIZER_BYTES_PER_PARAM * per_gpu_params / DP\n"
+            "state_bytes_zero3 = adam * per_gpu_params / (DP * TP)\n"
+            "fits_zero0 = state_bytes_zero0 <= H100_HBM_BYTES\n",
+            "ZeRO-3 dividing by the TP group again",
+            True,
+        ),
+        Mistake(
+            "model_state",
+            "TP, DP = 4, 128\n"
+            "per_gpu_params = LLAMA3_70B_PARAMS / TP\n"
+            "adam = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM\n"
+            "state_bytes_zero0 = adam * per_gpu_params\n"
+            "kept = (WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM) * per_gpu_params\n"
+            "state_bytes_zero1 = kept + OPTIMIZER_BYTES_PER_PARAM * per_gpu_params / DP\n"
+            "state_bytes_zero3 = adam * per_gpu_params / DP\n"
+            "fits_zero0 = state_bytes_zero0 >= H100_HBM_BYTES\n",
+            "fits read the wrong way round",
+            True,
+        ),
+        Mistake(
+            "dp_critical",
+            "STEP_TOKENS, REPLICAS = 2_097_152, 64\n"
+            "critical_tokens_nvlink = B200_BF16_FLOP_PER_S / B200_NVLINK_BYTES_PER_S\n"
+            "critical_tokens_nic = B200_BF16_FLOP_PER_S / NIC_BYTES_PER_S\n"
+            "tokens_per_replica = STEP_TOKENS / REPLICAS\n"
+            "dp_compute_bound = tokens_per_replica >= critical_tokens_nic\n",
+            "the ring's (n - 1) / n left out",
+            True,
+        ),
+        Mistake(
+            "dp_critical",
+            "STEP_TOKENS, REPLICAS = 2_097_152, 64\n"
+            "critical_tokens_nvlink = 2 * B200_BF16_FLOP_PER_S / B200_NVLINK_BYTES_PER_S * 7 / 8\n"
+            "critical_tokens_nic = 2 * B200_BF16_FLOP_PER_S / NIC_BYTES_PER_S * 63 / 64\n"
+            "tokens_per_replica = STEP_TOKENS / REPLICAS\n"
+            "dp_compute_bound = tokens_per_replica >= critical_tokens_nic\n",
+            "the all-reduce's factor 2 counted twice",
+            True,
+        ),
+        Mistake(
+            "dp_critical",
+            "STEP_TOKENS, REPLICAS = 2_097_152, 64\n"
+            "critical_tokens_nvlink = B200_BF16_FLOP_PER_S / B200_NVLINK_BYTES_PER_S * 7 / 8\n"
+            "critical_tokens_nic = B200_BF16_FLOP_PER_S / NIC_BYTES_PER_S * 63 / 64\n"
+            "tokens_per_replica = STEP_TOKENS\n"
+            "dp_compute_bound = tokens_per_replica >= critical_tokens_nic\n",
+            "the whole step's tokens on each replica",
+            True,
+        ),
+        Mistake(
+            "kv_serving",
+            "import math\n"
+            "BATCH, CONTEXT, GPUS = 48, 16_384, 8\n"
+            "one_batch = BATCH * CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN\n"
+            "kv_bytes_tp8 = one_batch / GPUS\n"
+            "kv_bytes_pp8 = one_batch\n"
+            "per_tp8 = CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN / GPUS\n"
+            "max_batch_tp8 = math.floor(H100_HBM_BYTES / per_tp8)\n"
+            "max_batch_pp8 = math.floor(H100_HBM_BYTES / (per_tp8 * GPUS))\n",
+            "the weights' share of HBM forgotten",
+            True,
+        ),
+        Mistake(
+            "kv_serving",
+            "import math\n"
+            "BATCH, CONTEXT, GPUS = 48, 16_384, 8\n"
+            "one_batch = BATCH * CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN\n"
+            "kv_bytes_tp8 = one_batch / GPUS\n"
+            "kv_bytes_pp8 = one_batch\n"
+            "room = H100_HBM_BYTES - WEIGHT_BYTES_PER_PARAM * LLAMA3_70B_PARAMS / GPUS\n"
+            "max_batch_tp8 = round(room / (CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN / GPUS))\n"
+            "max_batch_pp8 = round(room / (CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN))\n",
+            "rounded to nearest, not down",
+            True,
+        ),
+        Mistake(
+            "activations",
+            "IN_FLIGHT, TOKENS, LAYERS, TP = 4, 4096, 20, 8\n"
+            "a, d = LLAMA3_70B_ACTIVATION_BYTES_PER_TOKEN_LAYER, LLAMA3_70B_LAYER_INPUT_BYTES\n"
+            "stored_bytes = IN_FLIGHT * TOKENS * LAYERS * a / TP\n"
+            "checkpointed_bytes = IN_FLIGHT * TOKENS * LAYERS * d / TP\n"
+            "reversible_bytes = (IN_FLIGHT * TOKENS * 2 * d + TOKENS * a) / TP\n"
+            "extra_compute_fraction = 2 / 6\n",
+            "the layer being rebuilt forgotten",
+            True,
+        ),
+        Mistake(
+            "activations",
+            "IN_FLIGHT, TOKENS, LAYERS, TP = 4, 4096, 20, 8\n"
+            "a, d = LLAMA3_70B_ACTIVATION_BYTES_PER_TOKEN_LAYER, LLAMA3_70B_LAYER_INPUT_BYTES\n"
+            "stored_bytes = IN_FLIGHT * TOKENS * LAYERS * a / TP\n"
+            "checkpointed_bytes = (IN_FLIGHT * TOKENS * LAYERS * d + TOKENS * a) / TP\n"
+            "reversible_bytes = (TOKENS * 2 * d + TOKENS * a) / TP\n"
+            "extra_compute_fraction = 2 / 6\n",
+            "the output streams of one microbatch only",
+            True,
+        ),
+        Mistake(
+            "activations",
+            "IN_FLIGHT, TOKENS, LAYERS, TP = 4, 4096, 20, 8\n"
+            "a, d = LLAMA3_70B_ACTIVATION_BYTES_PER_TOKEN_LAYER, LLAMA3_70B_LAYER_INPUT_BYTES\n"
+            "stored_bytes = IN_FLIGHT * TOKENS * LAYERS * a / TP\n"
+            "checkpointed_bytes = (IN_FLIGHT * TOKENS * LAYERS * d + TOKENS * a) / TP\n"
+            "reversible_bytes = (IN_FLIGHT * TOKENS * 2 * d + TOKENS * a) / TP\n"
+            "extra_compute_fraction = 2 / 8\n",
+            "the extra FLOPs over the new total",
+            False,
+        ),
+        Mistake(
+            "tp_latency",
+            "TP, CONTEXT = 8, 2_048\n"
+            "all_reduces, ring_steps = 2 * LLAMA3_70B_LAYERS, 2 * (TP - 1)\n"
+            "alpha_s = all_reduces * ring_steps * NVLINK_STEP_LATENCY_S\n"
+            "weights = WEIGHT_BYTES_PER_PARAM * LLAMA3_70B_MATMUL_PARAMS / TP\n"
+            "kv = CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN / TP\n"
+            "sent = all_reduces * ring_steps / TP * LLAMA3_70B_LAYER_INPUT_BYTES\n"
+            "reads_s = (weights + kv) / H100_HBM_BYTES_PER_S\n"
+            "step_s = reads_s + alpha_s + sent / H100_NVLINK_BYTES_PER_S\n"
+            "alpha_share = alpha_s / step_s\n",
+            "the base latency left out",
+            True,
+        ),
+        Mistake(
+            "tp_latency",
+            "TP, CONTEXT = 8, 2_048\n"
+            "all_reduces, ring_steps = 2 * LLAMA3_70B_LAYERS, 2 * (TP - 1)\n"
+            "alpha_s = all_reduces * (NCCL_BASE_LATENCY_S + ring_steps * NVLINK_STEP_LATENCY_S)\n"
+            "weights = WEIGHT_BYTES_PER_PARAM * LLAMA3_70B_MATMUL_PARAMS / TP\n"
+            "sent = all_reduces * ring_steps / TP * LLAMA3_70B_LAYER_INPUT_BYTES\n"
+            "step_s = weights / H100_HBM_BYTES_PER_S + alpha_s + sent / H100_NVLINK_BYTES_PER_S\n"
+            "alpha_share = alpha_s / step_s\n",
+            "the KV read left out",
+            True,
+        ),
+        Mistake(
+            "tp_latency",
+            "TP, CONTEXT = 8, 2_048\n"
+            "all_reduces, ring_steps = 2 * LLAMA3_70B_LAYERS, 2 * (TP - 1)\n"
+            "alpha_s = all_reduces * (NCCL_BASE_LATENCY_S + ring_steps * NVLINK_STEP_LATENCY_S)\n"
+            "weights = WEIGHT_BYTES_PER_PARAM * LLAMA3_70B_MATMUL_PARAMS\n"
+            "kv = CONTEXT * LLAMA3_70B_KV_BYTES_PER_TOKEN\n"
+            "sent = all_reduces * ring_steps / TP * LLAMA3_70B_LAYER_INPUT_BYTES\n"
+            "reads_s = (weights + kv) / H100_HBM_BYTES_PER_S\n"
+            "step_s = reads_s + alpha_s + sent / H100_NVLINK_BYTES_PER_S\n"
+            "alpha_share = alpha_s / step_s\n",
+            "every GPU reading all the weights",
+            True,
+        ),
+    ),
     leaky_examples=(
         "the ZeRO-0 state is 282 GB per GPU",
         "a replica needs 44,296.875 tokens, about 4.43e+04",
