@@ -1,7 +1,7 @@
 """The over-training and pricing exercise (solutions/overtraining_pricing/) as the grading
 tests see it."""
 
-from grading_support import AssignmentSpec
+from grading_support import AssignmentSpec, Mistake
 
 from llmmath import serving_systems
 
@@ -42,41 +42,188 @@ SPEC = AssignmentSpec(
         "markup": 6.455576993752297,
         **_fleet_pools(),
     },
-    # Forgetting that the chips deliver only MFU of their peak, comparing the two models by
-    # their training compute alone (no lifetime inference), and sizing the prefill pool for
-    # the uncached input only, although the published rate counts cache hits.
+    # Mistakes the visible checks cannot see without giving the value away (they check what
+    # defines each answer with the learner's own values, so Parts 1, 3, 4 and 6 admit none):
+    # training FLOPs counted on every parameter, the input embedding's lookups too.
     wrong_answers={
         "training_run": (
+            "training_flops = TRAINING_FLOPS_PER_PARAM_TOKEN * LLAMA3_8B_PARAMS * TRAINING_TOKENS\n"
+            "training_seconds = training_flops / (N_CHIPS * H100_BF16_FLOP_PER_S * MFU)\n"
+            "training_days = training_seconds / SECONDS_PER_DAY\n"
+            "training_cost_usd = N_CHIPS * training_seconds / SECONDS_PER_HOUR"
+            " * USD_PER_CHIP_HOUR\n"
+        ),
+    },
+    wrong_fails={
+        "test_training_run": "training_flops",
+    },
+    # chinchilla_loss(...) twice in Part 1, tokens_for_loss(...) twice in Part 3.
+    pinned_expressions=4,
+    mistakes=(
+        Mistake(
+            "chinchilla_loss",
+            "def chinchilla_loss(params, tokens):\n"
+            "    return (\n"
+            "        CHINCHILLA_E\n"
+            "        + CHINCHILLA_A / params**CHINCHILLA_BETA\n"
+            "        + CHINCHILLA_B / tokens**CHINCHILLA_ALPHA\n"
+            "    )\n",
+            "the exponents swapped",
+            True,
+        ),
+        Mistake(
+            "chinchilla_loss",
+            "def chinchilla_loss(params, tokens):\n"
+            "    return (\n"
+            "        CHINCHILLA_E\n"
+            "        + CHINCHILLA_B / params**CHINCHILLA_ALPHA\n"
+            "        + CHINCHILLA_A / tokens**CHINCHILLA_BETA\n"
+            "    )\n",
+            "A and B swapped",
+            True,
+        ),
+        Mistake(
+            "training_run",
             "matmul_params = LLAMA3_8B_PARAMS - LLAMA3_8B_EMBEDDING_PARAMS\n"
             "training_flops = TRAINING_FLOPS_PER_PARAM_TOKEN * matmul_params * TRAINING_TOKENS\n"
             "training_seconds = training_flops / (N_CHIPS * H100_BF16_FLOP_PER_S)\n"
             "training_days = training_seconds / SECONDS_PER_DAY\n"
             "training_cost_usd = N_CHIPS * training_seconds / SECONDS_PER_HOUR"
-            " * USD_PER_CHIP_HOUR\n"
+            " * USD_PER_CHIP_HOUR\n",
+            "the chips at their full peak, not at 40% MFU",
+            True,
         ),
-        "lifetime": (
+        Mistake(
+            "training_run",
+            "matmul_params = LLAMA3_8B_PARAMS - LLAMA3_8B_EMBEDDING_PARAMS\n"
+            "training_flops = 2 * matmul_params * TRAINING_TOKENS\n"
+            "training_seconds = training_flops / (N_CHIPS * H100_BF16_FLOP_PER_S * MFU)\n"
+            "training_days = training_seconds / SECONDS_PER_DAY\n"
+            "training_cost_usd = N_CHIPS * training_seconds / SECONDS_PER_HOUR"
+            " * USD_PER_CHIP_HOUR\n",
+            "2ND, the forward pass alone",
+            False,
+        ),
+        Mistake(
+            "training_run",
+            "matmul_params = LLAMA3_8B_PARAMS - LLAMA3_8B_EMBEDDING_PARAMS\n"
+            "training_flops = TRAINING_FLOPS_PER_PARAM_TOKEN * matmul_params * TRAINING_TOKENS\n"
+            "training_seconds = training_flops / (N_CHIPS * H100_BF16_FLOP_PER_S * MFU)\n"
+            "training_days = training_seconds / SECONDS_PER_DAY\n"
+            "training_cost_usd = training_seconds / SECONDS_PER_HOUR * USD_PER_CHIP_HOUR\n",
+            "the rent of one chip",
+            True,
+        ),
+        Mistake(
+            "tokens_for_loss",
+            "import math\n"
+            "def tokens_for_loss(params, target_loss):\n"
+            "    room = target_loss - CHINCHILLA_E - CHINCHILLA_A / params**CHINCHILLA_ALPHA\n"
+            "    return (CHINCHILLA_B / room) ** (1 / CHINCHILLA_BETA)\n",
+            "no math.inf when the loss is out of reach",
+            True,
+        ),
+        Mistake(
+            "tokens_for_loss",
+            "import math\n"
+            "def tokens_for_loss(params, target_loss):\n"
+            "    room = target_loss - CHINCHILLA_E - CHINCHILLA_A / params**CHINCHILLA_ALPHA\n"
+            "    if room <= 0:\n"
+            "        return math.inf\n"
+            "    return (CHINCHILLA_B / room) ** CHINCHILLA_BETA\n",
+            "the power beta, not 1 / beta",
+            True,
+        ),
+        Mistake(
+            "lifetime",
             "def lifetime_flops(params):\n"
             "    return TRAINING_FLOPS_PER_PARAM_TOKEN * params"
             " * tokens_for_loss(params, TARGET_LOSS)\n"
             "total_flops_a = lifetime_flops(MODEL_A_PARAMS)\n"
             "total_flops_b = lifetime_flops(MODEL_B_PARAMS)\n"
-            'cheaper_model = "A" if total_flops_a < total_flops_b else "B"\n'
+            'cheaper_model = "A" if total_flops_a < total_flops_b else "B"\n',
+            "training alone, no lifetime inference",
+            True,
         ),
-        "fleet_pools": (
+        Mistake(
+            "lifetime",
+            "def lifetime_flops(params):\n"
+            "    training = 6 * params * tokens_for_loss(params, TARGET_LOSS)\n"
+            "    return training + 6 * params * LIFETIME_TOKENS\n"
+            "total_flops_a = lifetime_flops(MODEL_A_PARAMS)\n"
+            "total_flops_b = lifetime_flops(MODEL_B_PARAMS)\n"
+            'cheaper_model = "A" if total_flops_a < total_flops_b else "B"\n',
+            "6N FLOPs per served token",
+            True,
+        ),
+        Mistake(
+            "fleet_day",
+            "daily_cost_usd = FLEET_NODES * FLEET_USD_PER_GPU_HOUR * FLEET_HOURS\n"
+            "uncached = FLEET_INPUT_TOKENS - FLEET_CACHED_INPUT_TOKENS\n"
+            "daily_revenue_usd = (\n"
+            "    FLEET_CACHED_INPUT_TOKENS * USD_PER_MILLION_CACHED_INPUT\n"
+            "    + uncached * USD_PER_MILLION_INPUT\n"
+            "    + FLEET_OUTPUT_TOKENS * USD_PER_MILLION_OUTPUT\n"
+            ") / 1e6\n"
+            "markup = daily_revenue_usd / daily_cost_usd\n",
+            "a node's rent at a GPU's price",
+            False,
+        ),
+        Mistake(
+            "fleet_day",
+            "gpus = FLEET_NODES * FLEET_GPUS_PER_NODE\n"
+            "daily_cost_usd = gpus * FLEET_USD_PER_GPU_HOUR * FLEET_HOURS\n"
+            "daily_revenue_usd = (\n"
+            "    FLEET_CACHED_INPUT_TOKENS * USD_PER_MILLION_CACHED_INPUT\n"
+            "    + FLEET_INPUT_TOKENS * USD_PER_MILLION_INPUT\n"
+            "    + FLEET_OUTPUT_TOKENS * USD_PER_MILLION_OUTPUT\n"
+            ") / 1e6\n"
+            "markup = daily_revenue_usd / daily_cost_usd\n",
+            "the cached tokens priced twice",
+            True,
+        ),
+        Mistake(
+            "fleet_day",
+            "gpus = FLEET_NODES * FLEET_GPUS_PER_NODE\n"
+            "daily_cost_usd = gpus * FLEET_USD_PER_GPU_HOUR * FLEET_HOURS\n"
+            "daily_revenue_usd = (\n"
+            "    FLEET_INPUT_TOKENS * USD_PER_MILLION_INPUT\n"
+            "    + FLEET_OUTPUT_TOKENS * USD_PER_MILLION_OUTPUT\n"
+            ") / 1e6\n"
+            "markup = daily_revenue_usd / daily_cost_usd\n",
+            "no discount for cached input",
+            True,
+        ),
+        Mistake(
+            "fleet_pools",
             "day_s = FLEET_HOURS * SECONDS_PER_HOUR\n"
             "computed = FLEET_INPUT_TOKENS - FLEET_CACHED_INPUT_TOKENS\n"
             "prefill_nodes = computed / day_s / FLEET_PREFILL_TOKENS_PER_S_PER_NODE\n"
             "decode_nodes = FLEET_OUTPUT_TOKENS / day_s / FLEET_DECODE_TOKENS_PER_S_PER_NODE\n"
-            "decode_share = decode_nodes / (prefill_nodes + decode_nodes)\n"
+            "decode_share = decode_nodes / (prefill_nodes + decode_nodes)\n",
+            "the prefill pool for the uncached input only",
+            True,
         ),
-    },
-    wrong_fails={
-        "test_training_run": "training_days",
-        "test_lifetime": "total_flops_a",
-        "test_fleet_pools": "prefill_nodes",
-    },
-    # chinchilla_loss(...) twice in Part 1, tokens_for_loss(...) twice in Part 3.
-    pinned_expressions=4,
+        Mistake(
+            "fleet_pools",
+            "day_s = FLEET_HOURS * SECONDS_PER_HOUR\n"
+            "prefill_nodes = FLEET_INPUT_TOKENS / day_s / FLEET_PREFILL_TOKENS_PER_S_PER_NODE\n"
+            "decode_nodes = FLEET_OUTPUT_TOKENS / day_s / FLEET_DECODE_TOKENS_PER_S_PER_NODE\n"
+            "decode_share = decode_nodes / prefill_nodes\n",
+            "the decode pool over the prefill pool, not over both",
+            True,
+        ),
+        Mistake(
+            "fleet_pools",
+            "day_s = FLEET_HOURS * SECONDS_PER_HOUR\n"
+            "tokens = FLEET_INPUT_TOKENS + FLEET_OUTPUT_TOKENS\n"
+            "prefill_nodes = FLEET_INPUT_TOKENS / day_s / FLEET_PREFILL_TOKENS_PER_S_PER_NODE\n"
+            "decode_nodes = tokens / day_s / FLEET_DECODE_TOKENS_PER_S_PER_NODE\n"
+            "decode_share = decode_nodes / (prefill_nodes + decode_nodes)\n",
+            "the decode pool for input and output",
+            True,
+        ),
+    ),
     leaky_examples=(
         "the run takes 9.65 days",
         "a markup of 6.46 times cost",
