@@ -191,6 +191,7 @@ c.JupyterHub.services = [
             "--cull-every=300",
         ],
         "environment": {"LD_LIBRARY_PATH": library},
+        "user": "nobody",  # it needs only the hub's API and its token, not root
     },
 ]
 c.JupyterHub.load_roles = [
