@@ -241,6 +241,9 @@ def _remove_user(name: str) -> None:
         with suppress(ProcessLookupError, PermissionError):
             os.kill(int(proc.name), signal.SIGKILL)
     subprocess.run(["userdel", "--remove", name], capture_output=True)
+    for cgroup in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory")):  # its memory cgroup
+        with suppress(OSError):  # (hub/jupyterhub_config.py) once its processes are gone
+            (cgroup / "llmmath-hub" / name).rmdir()
 
 
 def accounts(students: str, prefix: str, instructor: str | None) -> tuple[str, list[str]]:
