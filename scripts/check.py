@@ -182,26 +182,30 @@ def parts(nb: Any) -> tuple[list[Part], list[str]]:
         part = Part(
             title or info.get("grade_id", f"cell {index}"), float(info.get("points", 0)), ""
         )
-        if said.startswith("not answered yet") or any(
-            name == "NotImplementedError" for name, _ in raised + failed
-        ):
+        if said:  # the cell's own line, "Part N: ...": what nbgrader will see as well
+            part.status, part.message = "failed", said.removeprefix("failed: ")
+            if said.startswith("not answered yet"):
+                part.status = "not answered"
+                part.message = said.removeprefix("not answered yet").strip(" ()")
+            elif said.startswith("your answer cell raised"):
+                part.status = "raised"
+            elif failed and said.startswith(("consistent", "plausible")):
+                name, message = failed[0]  # e.g. a warning on stderr: graded 0 all the same
+                part.message = f"{name}: {message}"
+            elif said.startswith(("consistent", "plausible")):
+                part.status = said.split()[0]
+                part.message = said.split("—", 1)[-1].strip()
+        # A copy made before the test cells reported in words: they raise, or print nothing.
+        elif any(name == "NotImplementedError" for name, _ in raised + failed):
             part.status = "not answered"  # the release's stub still raises
         elif raised:
             name, message = raised[0]
             part.status = "raised"
             part.message = f"your answer cell raised {name}: {message}; fix it and run it again"
-        elif said.startswith("your answer cell raised"):
-            part.status, part.message = "raised", said
         elif failed:
             name, message = failed[0]
-            if name == "stderr":  # the test cell's own line: "Part N: failed: why"
-                part.status, part.message = "failed", said.removeprefix("failed: ") or message
-            else:  # a test cell that raises (a copy made before the cells reported in words)
-                part.status, part.message = "failed", f"{name}: {message}" if message else name
-        elif said.startswith(("consistent", "plausible")):
-            part.status = said.split()[0]
-            part.message = said.split("—", 1)[-1].strip()
-        else:  # a copy made before the cells said which
+            part.status, part.message = "failed", f"{name}: {message}" if message else name
+        else:
             part.status = "checked"
             part.message = "the visible checks pass; the hidden tests check the values"
         if changed(cell):

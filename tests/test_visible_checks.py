@@ -120,3 +120,25 @@ def main() -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     main()
+
+
+@pytest.mark.parametrize("assignment", sorted(SPECS))
+def test_answers_left_above_the_stub_s_raise_are_still_checked(assignment: str) -> None:
+    """A learner who writes the answers above the release's ``raise NotImplementedError()``
+    defines them all and then raises: the part is checked as nbgrader grades it (the test cell
+    passes), and the line says the cell raised."""
+    spec = SPECS[assignment]
+    source = read(spec.source_nb)
+    cells = [c for c in source.cells if c.cell_type == "code" and nbgrader_meta(c).get("solution")]
+    cell = next(c for c in cells if "# Define" in c.source)
+    grade_id = nbgrader_meta(cell)["grade_id"]
+    outcome = run_visible(
+        filled_release(spec, {grade_id: cell.source + "\nraise NotImplementedError()"})
+    )
+    said = [said for failed, said in outcome.values() if "then raised" in said]
+    assert len(said) == 1 and re.fullmatch(
+        r"Part \d+: (consistent|plausible) — .+ \(note: your answer cell then raised "
+        r"NotImplementedError\)",
+        said[0],
+    ), outcome
+    assert not any(failed for failed, _ in outcome.values()), outcome
