@@ -17,6 +17,11 @@ Figures:
 - Run All of every lesson in JupyterLab: from the menu command until every code cell (hidden
   ones too) has an execution count, read from the notebook's model; and, run headless with
   nbclient, the cell that takes longest in each lesson.
+- what a learner's session holds after the walk: every lesson run and then closed as a
+  learner closes a tab (File > Close Tab, Discard), and each exercise opened and closed the
+  same way; the kernels still running and the resident memory of the server and its kernels,
+  at once and after the server's idle culling (``--cull-after`` seconds; ten minutes for a
+  learner).
 
 It runs ``make lab`` in this repository with a throwaway learner folder (``my-work-bench-*``,
 removed afterwards) on a free loopback port, and writes ``bench-lab-results.json``.
@@ -43,7 +48,9 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+import psutil
 from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -125,6 +132,38 @@ def lesson_run_all_s(page: Page, url: str, token: str, lesson: Path) -> float:
     page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
     page.wait_for_function(RAN_JS, timeout=300_000, polling=100)
     return time.perf_counter() - start
+
+
+def close_tab(page: Page, url: str, token: str) -> None:
+    """Close the current tab as a learner does (File > Close Tab), discarding a lesson's
+    outputs when JupyterLab asks whether to save them; wait (up to 10 s) for the kernel's
+    shutdown, which the page requests after the tab is gone, before moving on."""
+    before = len(kernels(url, token))
+    page.evaluate("() => jupyterapp.commands.execute('application:close')")
+    discard = page.locator(".jp-Dialog button", has_text="Discard")
+    with contextlib.suppress(PlaywrightTimeout):
+        discard.click(timeout=3_000)
+    page.locator(".jp-Dialog").wait_for(state="detached")
+    deadline = time.monotonic() + 10
+    while len(kernels(url, token)) >= before and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def kernels(url: str, token: str) -> list[object]:
+    request = urllib.request.Request(
+        f"{url}/api/kernels", headers={"Authorization": f"token {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return list(json.loads(response.read()))
+
+
+def session_held(process: subprocess.Popen[bytes], url: str, token: str) -> dict[str, float]:
+    """The kernels still running and the resident memory (MB) of the server and its kernels."""
+    time.sleep(3)  # a kernel shut down on close takes a moment to exit
+    running = len(kernels(url, token))
+    tree = psutil.Process(process.pid).children(recursive=True)
+    rss = sum(p.memory_info().rss for p in tree if p.is_running())
+    return {"kernels": running, "rss_mb": rss / 1e6}
 
 
 def latency_figures(latencies: list[float]) -> dict[str, float]:
@@ -210,6 +249,13 @@ def _shown(value: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--moves", type=int, default=20)
+    parser.add_argument(
+        "--cull-after",
+        type=int,
+        default=15,
+        help="idle seconds before the server culls a kernel no tab uses (the learner's default "
+        "is 600; shortened here so that the walk's end can be measured after it)",
+    )
     args = parser.parse_args(argv)
     port, token = free_port(), secrets.token_hex(16)
     learner = f"my-work-bench-{os.getpid()}"
@@ -221,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         command = ["make", "-s", "-o", ".venv/.installed", "lab", f"LAB_PORT={port}"]
         # expose_app_in_browser: the Run All timing reads which cells ran from the model.
         lab_args = f"--ServerApp.token={token} --LabApp.expose_app_in_browser=True"
+        lab_args += f" --MappingKernelManager.cull_idle_timeout={args.cull_after}"
+        lab_args += " --MappingKernelManager.cull_interval=5"
         command += [f"LAB_ARGS={lab_args}", f"LEARNER_DIR={learner}"]
         start = time.perf_counter()
         process = subprocess.Popen(
@@ -252,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
             results["lesson_open_to_live_figure_s"] = time.perf_counter() - opened
 
             results["widget_update_ms"] = latency_figures(slider_latency(page, args.moves))
+            close_tab(page, url, token)
             run_all, controls = {}, {}
             for lesson in sorted((ROOT / "lessons").glob("*.md")):
                 run_all[lesson.stem] = lesson_run_all_s(page, url, token, lesson)
@@ -259,8 +308,18 @@ def main(argv: list[str] | None = None) -> int:
                 if label is not None:
                     latencies = slider_latency(page, args.moves, label)
                     controls[f"{lesson.stem}.{label}"] = latency_figures(latencies)
+                close_tab(page, url, token)
             results["run_all_s"] = run_all
             results["lesson_control_ms"] = controls
+            for exercise in sorted((ROOT / learner).glob("*/*.ipynb")):
+                page.goto(
+                    f"{url}/lab/tree/{learner}/{exercise.parent.name}/{exercise.name}?token={token}"
+                )
+                page.locator("#jp-main-statusbar", has_text="| Idle").wait_for(timeout=120_000)
+                close_tab(page, url, token)
+            results["after_the_walk"] = session_held(process, url, token)
+            time.sleep(args.cull_after + 10)
+            results["after_the_walk_and_culling"] = session_held(process, url, token)
         finally:
             browser.close()
             stop(process, url, token)

@@ -147,3 +147,16 @@ def _pick_other_option(page: Page, index: int) -> None:
 def _click_other_toggle(page: Page, index: int) -> None:
     group = page.locator(".widget-toggle-buttons").nth(index)
     group.locator("button:not(.mod-active)").first.click()
+
+
+@pytest.mark.parametrize("path", LESSON_PAGES)
+def test_the_lessons_jupyterlab_note_is_hidden_in_the_book(
+    browser: Browser, base_url: str, path: str
+) -> None:
+    """#36 item 4: each lesson opens in JupyterLab with a note to run it first; the book has
+    run it already, so the note is in the page but not shown (book/static/course.css)."""
+    visit = Visit(browser, f"{base_url}/{path}")
+    note = visit.page.locator(".lab-only")
+    assert note.count() == 1, f"{path} lacks its JupyterLab note"
+    assert not note.is_visible(), f"{path} shows the JupyterLab-only note"
+    visit.page.close()

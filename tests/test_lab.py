@@ -440,6 +440,8 @@ PROSE_JS = """cells => cells.map(cell => {
     const copy = cell.cloneNode(true);
     copy.querySelectorAll(".katex, .MathJax, mjx-container, pre, script, style")
         .forEach(node => node.remove());
+    // citations link to the references page, as the book's do (book_prose drops both)
+    copy.querySelectorAll('a[href*="references.md"]').forEach(a => a.remove());
     copy.querySelectorAll("p, li, td, th, summary, div, h1, h2, h3")
         .forEach(node => node.append(" "));  // cells of a table are words apart
     copy.querySelectorAll("a").forEach(a => {
@@ -447,6 +449,24 @@ PROSE_JS = """cells => cells.map(cell => {
     });
     return copy.textContent;
 }).join("\\n")"""
+
+
+def _stopped_slider_labels() -> str:
+    """The labels of every explorer's live sliders over set stops (``Options``), as a regex."""
+    from llmmath import widgets
+
+    labels = {
+        control.label
+        for module in (getattr(widgets, name) for name in widgets.__all__)
+        for name in dir(module)
+        if name.endswith("declaration")
+        for control in getattr(module, name)().controls
+        if isinstance(control.live, widgets.Options) and control.live.look == "slider"
+    }
+    return "^(" + "|".join(re.escape(label) for label in sorted(labels)) + ")$"
+
+
+STOPPED_SLIDERS = _stopped_slider_labels()
 
 
 def book_prose(lesson: Path) -> str:
@@ -584,6 +604,11 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
         assert not learner.dirty(), f"opening {lesson.name} marks it modified"
     code = learner.code_cells()
     assert code.count() > 0, f"{lesson.name} did not open as a notebook with code cells"
+    # #36 item 4: before it runs, the lesson says what to do (the book hides this note).
+    note = learner.notebook.locator(".lab-only")
+    assert note.count() == 1, f"{lesson.name} does not open with its JupyterLab note"
+    assert "Run All Cells" in note.inner_text() and "Discard" in note.inner_text()
+    learner.shot("on-open")
     rendered = learner.notebook.locator(".jp-MarkdownCell .myst")
     assert rendered.count() >= 1, "jupyterlab-myst is not loaded: the lesson's MyST is not rendered"
     hidden = learner.notebook.locator(".jp-CodeCell .jp-InputPlaceholder")
@@ -637,7 +662,9 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     assert explorer.count() >= 1, f"{lesson.name} shows no live figure with a slider"
     explorer = explorer.first
     image = explorer.locator(".widget-image").first
-    slider = explorer.locator(".widget-slider").first
+    # A numeric slider, whose readout takes any typed value (not a slider over set stops).
+    stops = learner.page.locator(".widget-label", has_text=re.compile(STOPPED_SLIDERS))
+    slider = explorer.locator(".widget-slider").filter(has_not=stops).first
     readout = slider.locator(".widget-readout")
     before, value = pixels(image), readout.text_content()
 

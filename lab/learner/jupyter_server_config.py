@@ -2,21 +2,28 @@
 
 scripts/lab.py puts this folder on JUPYTER_CONFIG_PATH. With it:
 
-- the course's lessons (``lessons/*.md``) open read-only: a learner runs them, moves their
-  controls and reads them, but neither autosave nor Ctrl-S rewrites them, so ``git status`` and
-  ``git pull`` stay clean, and opening one does not mark it modified. File -> Save As puts a
-  copy of their own in ``my-work/``;
+- the course's lessons (``lessons/*.md``) and the book's pages (``book/*.md``) open
+  read-only: a learner runs them, moves their controls and reads them, but neither autosave
+  nor Ctrl-S rewrites them, so ``git status`` and ``git pull`` stay clean, and opening one
+  does not mark it modified. File -> Save As puts a copy of their own in ``my-work/``;
+- their citations and cross-references are served as links a learner can follow
+  (``myst_links.py``: jupyterlab-myst alone shows them as "not found");
 - nbgrader's instructor tools are off: the formgrader server extension here, the Create
   Assignment panel and the Nbgrader menu in ``labconfig/page_config.json``. Validate stays.
 """
 
 import copy
+import sys
+from pathlib import Path
 
 from ipykernel.ipkernel import IPythonKernel
 from jupytext.async_contentsmanager import AsyncTextFileContentsManager
 from tornado.web import HTTPError
 
-READ_ONLY = ("lessons/",)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import myst_links  # beside this file (traitlets runs a config file with __file__ set)
+
+READ_ONLY = ("lessons/", "book/")
 
 
 def read_only(path: str) -> bool:
@@ -35,6 +42,14 @@ def with_language_info(notebook: dict) -> None:
         metadata["language_info"] = {**stored, **copy.deepcopy(IPythonKernel.language_info)}
 
 
+def with_links(notebook: dict, page: str, root: Path) -> None:
+    """Citations and cross-references as links JupyterLab can follow (``myst_links``)."""
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            cell["source"] = myst_links.rewrite(source, page, root)
+
+
 class ReadOnlyLessons(AsyncTextFileContentsManager):
     """Files under lessons/ are reported not writable, and a save to them is refused.
 
@@ -47,6 +62,8 @@ class ReadOnlyLessons(AsyncTextFileContentsManager):
             model["writable"] = False
         if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
             with_language_info(model["content"])
+            if read_only(path):
+                with_links(model["content"], path.strip("/"), Path(self.root_dir))
         return model
 
     async def save(self, model, path=""):
@@ -60,3 +77,11 @@ class ReadOnlyLessons(AsyncTextFileContentsManager):
 c = get_config()  # noqa: F821 (traitlets provides it)
 c.ServerApp.contents_manager_class = ReadOnlyLessons
 c.ServerApp.jpserver_extensions = {"nbgrader.server_extensions.formgrader": False}
+# A kernel no tab is connected to is shut down after ten idle minutes. Closing an exercise
+# shuts its kernel at once (lab/overrides.json: kernelShutdown), but a lesson opens with
+# Jupytext's notebook factory, which does not take that setting: without this each lesson a
+# learner has closed kept its kernel (~100 MB) until the server stopped. A tab left open keeps
+# its kernel, however long it idles.
+c.MappingKernelManager.cull_idle_timeout = 600
+c.MappingKernelManager.cull_interval = 60
+c.MappingKernelManager.cull_connected = False

@@ -1,0 +1,108 @@
+"""One symbol, one meaning, across the book (#32 item 10).
+
+The notation page promises that each symbol is defined once there. This reads its table and
+the maths of every lesson and book page: a symbol (a capital Latin letter with any subscript or
+star, as the pages write them) that a page uses must be in the table, and no symbol may be in
+the table twice. A chapter that needs a new quantity adds a row, where a reader (and a
+reviewer) sees at once whether its letter is taken.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTATION = ROOT / "book" / "notation.md"
+PAGES = sorted((ROOT / "lessons").glob("*.md")) + sorted(
+    p for p in (ROOT / "book").glob("*.md") if p != NOTATION
+)
+
+CODE = re.compile(r"^(`{3,}|~{3,})\{code-cell\}.*?^\1\s*$", re.S | re.M)
+INLINE_CODE = re.compile(r"``?[^`\n]+``?")
+MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$|^```\{math\}\n(.+?)^```", re.S | re.M)
+#: A capital letter standing alone (not part of a word such as "GPU" or a command, not itself
+#: a subscript), with an optional star and an optional subscript.
+SYMBOL = re.compile(
+    r"(?<![\\A-Za-z_^])([A-Z])(?![A-Za-z])"
+    r"(\^\*|\^\{\*\})?"
+    r"(_(?:\\(?:text|mathrm)\{[^}]*\}|\{[^}]*\}|[A-Za-z0-9]))?"
+)
+
+
+def normalized(symbol: re.Match[str]) -> str:
+    letter, star, sub = symbol.group(1), symbol.group(2) or "", symbol.group(3) or ""
+    sub = re.sub(r"\\mathrm\{", r"\\text{", sub)
+    sub = re.sub(r"^_\{([A-Za-z0-9])\}$", r"_\1", sub)
+    return letter + ("^*" if star else "") + sub
+
+
+def symbols_in(math: str) -> set[str]:
+    math = re.sub(r"\\math(?:cal|bb|bf)\{[^}]*\}", " ", math)  # not tracked: \mathcal{L}
+    math = re.sub(r"\\(?:text|mathrm|operatorname)\{[^}]*\}", lambda m: _keep_subscript(m), math)
+    return {normalized(m) for m in SYMBOL.finditer(math)}
+
+
+def _keep_subscript(match: re.Match[str]) -> str:
+    """Words in \\text{} are not symbols, except as a subscript (the caller's regex reads
+    ``_\\text{...}`` whole), so a \\text{} not preceded by ``_`` is blanked."""
+    start = match.start()
+    text = match.string
+    return match.group(0) if start > 0 and text[start - 1] == "_" else " "
+
+
+def maths(page: Path) -> list[str]:
+    text = CODE.sub("", page.read_text())
+    text = INLINE_CODE.sub("", text)
+    return [next(g for g in m.groups() if g) for m in MATH.finditer(text)]
+
+
+def notation_rows() -> list[list[str]]:
+    """The symbols each row of the notation table defines: the first symbol of each ``$...$``
+    in its first cell (``$B^*(T)$`` defines ``B^*``; what follows ``=`` explains it)."""
+    rows = []
+    for line in NOTATION.read_text().splitlines():
+        if not line.startswith("| $"):
+            continue
+        cell = line.split("|")[1]
+        row = []
+        for math in re.findall(r"\$([^$]+)\$", cell):
+            math = re.sub(r"\\math(?:cal|bb|bf)\{[^}]*\}(_\S+)?", " ", math)  # \mathcal{L}
+            first = SYMBOL.match(math.split("=")[0].strip())  # \phi(T): not tracked
+            if first:  # B^*(T), a function of the context, is a symbol of its own
+                argument = re.match(r"\([^)]*\)", math[first.end() :])
+                row.append(normalized(first) + (argument.group(0) if argument else ""))
+        rows.append(row)
+    return rows
+
+
+def test_the_notation_table_defines_each_symbol_once() -> None:
+    seen: dict[str, int] = {}
+    for row in notation_rows():
+        for symbol in row:
+            seen[symbol] = seen.get(symbol, 0) + 1
+    twice = sorted(s for s, n in seen.items() if n > 1)
+    assert not twice, f"defined more than once in book/notation.md: {twice}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_every_symbol_a_page_uses_is_on_the_notation_page(page: Path) -> None:
+    defined = {s for row in notation_rows() for s in row}
+    used = set().union(*(symbols_in(m) for m in maths(page)))
+    missing = sorted(used - defined)
+    assert not missing, (
+        f"{page.relative_to(ROOT)} uses symbols book/notation.md does not define: {missing}; "
+        "add a row there (a letter already taken means another symbol)"
+    )
+
+
+def test_the_reader_finds_symbols_in_the_maths() -> None:
+    """The extraction itself: a page's display maths, inline maths and subscripts are read,
+    code cells and words in \\text{} are not (else the tests above could pass on nothing)."""
+    found = symbols_in(r"T_\text{memory} = \frac{P\,b_w}{W} \text{ at batch } B^* + C_\text{train}")
+    assert found == {"T_\\text{memory}", "P", "W", "B^*", "C_\\text{train}"}
+    assert {"B", "W", "C"} <= set().union(
+        *(symbols_in(m) for m in maths(ROOT / "lessons/roofline.md"))
+    )
