@@ -21,6 +21,19 @@ def test_source_leaves_out_the_contract_however_long() -> None:
     assert inspect.getsource(serving_modes.slow_mode).split("def slow_mode(", 1)[1] in shown + "\n"
 
 
+def test_source_links_to_the_api_reference_in_the_book_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(pages.API_LINKS_ENV, raising=False)
+    assert "{py:obj}" not in pages.source(roofline.critical_batch).data  # JupyterLab: no pages
+    monkeypatch.setenv(pages.API_LINKS_ENV, "1")  # the book build (book/_ext/llmmath_api.py)
+    shown = pages.source(batching.DecodeStep.time_s).data
+    assert shown.startswith("```python\n@property\ndef time_s(self)"), shown
+    name = "llmmath.serving.DecodeStep.time_s"  # where it is defined, not the re-export
+    link = f"{{py:obj}}`DecodeStep.time_s in the API reference <{name}>`"
+    assert shown.endswith(f"```\n\n{link}"), shown
+
+
 def test_source_of_a_property_shows_its_getter() -> None:
     shown = pages.source(batching.DecodeStep.time_s).data
     assert shown.startswith("```python\n@property\ndef time_s(self)"), shown  # dedented

@@ -20,6 +20,9 @@ from matplotlib.figure import Figure
 #: Set by ``scripts/lab.py`` for the kernels of ``make lab``: the learner's folder, relative to
 #: the course folder. Unset in the book build.
 LEARNER_DIR_ENV = "LLMMATH_LEARNER_DIR"
+#: Set to "1" by the book's API reference extension (``book/_ext/llmmath_api.py``) for the
+#: kernels the book build runs: there the code a lesson shows links to its reference entry.
+API_LINKS_ENV = "LLMMATH_API_LINKS"
 
 
 def source(function: Callable[..., Any] | property) -> Markdown:
@@ -27,13 +30,18 @@ def source(function: Callable[..., Any] | property) -> Markdown:
 
     The code shown is the code that runs: it is read from the installed package. Its
     ``@contract(...)`` (the input checks at the package's edge) is left out: the lesson is about
-    the arithmetic.
+    the arithmetic. In the book, a link to its entry in the API reference follows the code
+    (JupyterLab has no reference pages to link to).
     """
     code = function.fget if isinstance(function, property) else function
     if code is None:
         raise ValueError("a property without a getter has no source to show")
     text = _without_contract(textwrap.dedent(inspect.getsource(code)).rstrip())
-    return _markdown(f"```python\n{text}\n```")
+    shown = f"```python\n{text}\n```"
+    if os.environ.get(API_LINKS_ENV) == "1":
+        name = f"{code.__module__}.{code.__qualname__}"
+        shown += f"\n\n{{py:obj}}`{code.__qualname__} in the API reference <{name}>`"
+    return _markdown(shown)
 
 
 def _without_contract(code: str) -> str:
