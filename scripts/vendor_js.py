@@ -1,8 +1,11 @@
-"""Fetch the JavaScript the static book serves itself (widgets, require.js, MathJax).
+"""Fetch the JavaScript the static book serves itself (widgets, require.js, MathJax), and
+the accessibility checker its tests run in the pages (axe-core).
 
 Runs ``npm pack`` for exact versions, checks each tarball against the sha512 integrity
-pinned below, and unpacks only the files the pages load into ``book/_vendor/``. Nothing is
-loaded from a CDN when the book is read. Re-running with everything in place does nothing.
+pinned below, and unpacks only the files the pages load into ``book/_vendor/`` (served with
+the book) and what only the tests load into ``tests/_vendor/`` (not shipped in the book).
+Nothing is loaded from a CDN when the book is read. Re-running with everything in place does
+nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "book" / "_vendor"
+#: What only the tests inject into the built pages (tests/test_accessibility.py).
+TEST_VENDOR = ROOT / "tests" / "_vendor"
 
 # package spec -> (sha512 integrity from the npm registry, {path in tarball: path in vendor})
 PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
@@ -41,6 +46,14 @@ PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
 }
+# The same, unpacked into TEST_VENDOR: Deque's axe-core (MPL-2.0), the rules the accessibility
+# test runs over every built page.
+TEST_PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
+    "axe-core@4.10.3": (
+        "sha512-Xm7bpRXnDSX2YE2YFfBk2FnF0ep6tmG7xPh8iHee8MIcrgq762Nkce856dYtJYLkuIoYZvGfTs/PbZhideTcEg==",
+        {"package/axe.min.js": "axe.min.js", "package/LICENSE": "axe-LICENSE"},
+    ),
+}
 STAMP = VENDOR / "versions.json"
 
 
@@ -49,7 +62,7 @@ def integrity_of(path: Path) -> str:
     return "sha512-" + base64.b64encode(digest).decode()
 
 
-def unpack(tarball: Path, mapping: dict[str, str]) -> int:
+def unpack(tarball: Path, mapping: dict[str, str], root: Path = VENDOR) -> int:
     copied = 0
     with tarfile.open(tarball) as archive:
         for member in archive.getmembers():
@@ -59,7 +72,7 @@ def unpack(tarball: Path, mapping: dict[str, str]) -> int:
                 if member.name == prefix or (
                     prefix.endswith("/") and member.name.startswith(prefix)
                 ):
-                    destination = VENDOR / (target + member.name[len(prefix) :])
+                    destination = root / (target + member.name[len(prefix) :])
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     source = archive.extractfile(member)
                     assert source is not None
@@ -69,20 +82,25 @@ def unpack(tarball: Path, mapping: dict[str, str]) -> int:
 
 
 def main() -> int:
-    wanted = {spec: integrity for spec, (integrity, _) in PACKAGES.items()}
+    roots = [(VENDOR, PACKAGES), (TEST_VENDOR, TEST_PACKAGES)]
+    wanted = {spec: entry[0] for _, packages in roots for spec, entry in packages.items()}
     files = [
-        VENDOR / target
-        for _, mapping in PACKAGES.values()
+        root / target
+        for root, packages in roots
+        for _, mapping in packages.values()
         for target in mapping.values()
         if not target.endswith("/")
     ]
     if STAMP.exists() and json.loads(STAMP.read_text()) == wanted and all(map(Path.exists, files)):
         print(f"vendored JavaScript up to date in {VENDOR.relative_to(ROOT)}")
         return 0
-    shutil.rmtree(VENDOR, ignore_errors=True)
-    VENDOR.mkdir(parents=True)
+    for root, _ in roots:
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for spec, (integrity, mapping) in PACKAGES.items():
+        for root, spec, (integrity, mapping) in (
+            (root, spec, entry) for root, packages in roots for spec, entry in packages.items()
+        ):
             print(f"npm pack {spec}", flush=True)
             result = subprocess.run(
                 ["npm", "pack", spec, "--json", "--pack-destination", tmp],
@@ -94,7 +112,7 @@ def main() -> int:
             if integrity_of(tarball) != integrity:
                 print(f"error: {spec} does not match its pinned integrity", file=sys.stderr)
                 return 1
-            print(f"  {unpack(tarball, mapping)} files", flush=True)
+            print(f"  {unpack(tarball, mapping, root)} files", flush=True)
     STAMP.write_text(json.dumps(wanted, indent=1))
     return 0
 

@@ -8,7 +8,9 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import matplotlib as mpl
 import numpy as np
+from cycler import cycler
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -22,8 +24,26 @@ from PIL import Image
 from .fast_text import FastCanvas
 
 ArtistT = TypeVar("ArtistT", bound=Artist)
-COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#d95f02", "#1b9e77", "#222222"
-KV_COLOUR, WARNING_COLOUR = "#7570b3", "#b2182b"
+#: Okabe and Ito's colour-blind-safe palette ("Color Universal Design", 2008): blue,
+#: vermillion, bluish green, reddish purple, orange, sky blue, black, yellow.
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#D55E00", "#0072B2", "#222222"
+KV_COLOUR, WARNING_COLOUR = "#CC79A7", "#b2182b"
+#: A line drawn without a style of its own takes the next of these with the next colour, so
+#: a figure's lines differ by dash as well as colour (read in grey, or by a colour-blind
+#: reader). None is "--" or ":", which the figures keep for reference lines (a ridge, a floor).
+LINE_STYLES = (
+    "-",
+    (0, (6, 2)),
+    (0, (6, 2, 1, 2)),
+    (0, (1, 1.5)),
+    (0, (10, 3)),
+    (0, (6, 2, 1, 2, 1, 2)),
+    (0, (3, 1.5)),
+    (0, (2, 3)),
+)
+# Every course figure is made after this module is imported (each plots module imports it).
+mpl.rcParams["axes.prop_cycle"] = cycler(color=list(OKABE_ITO), linestyle=list(LINE_STYLES))
 _ON_TOP = 10.0  # above lines (2), spines (2.5) and legends (5): where blitting puts them
 _READOUT_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.9}
 

@@ -1,0 +1,260 @@
+"""The built book for readers who use a screen reader, the keyboard alone, or a phone.
+
+axe-core (Deque's rules, vendored from npm by ``scripts/vendor_js.py`` into ``tests/_vendor``,
+not shipped with the book) runs in every built page once its widgets and maths have drawn:
+no serious or critical violation. Each explorer works from the keyboard alone, and each lesson
+at a phone's 390 x 844 viewport scrolls only down.
+
+``python tests/test_accessibility.py --report out.json`` writes axe's findings for every page
+(each rule's impact and how many elements break it), the numbers the issue asks for before and
+after a change.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page
+from site_support import HTML, ROOT, built_pages, serve
+
+pytestmark = pytest.mark.browser
+
+AXE = ROOT / "tests" / "_vendor" / "axe.min.js"
+#: The impacts the book must have none of (axe's scale: minor, moderate, serious, critical).
+BLOCKING = ("serious", "critical")
+#: A phone (an iPhone 12-15's CSS viewport).
+PHONE = {"width": 390, "height": 844}
+
+PAGES = [p.relative_to(HTML).as_posix() for p in built_pages()] if HTML.exists() else []
+LESSONS = [p for p in PAGES if p.startswith("lessons/")]
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    if not (HTML / "index.html").exists():
+        pytest.fail("the book is not built: run `make book`", pytrace=False)
+    if not AXE.exists():
+        pytest.fail("axe-core is not vendored: run `make setup`", pytrace=False)
+    with serve(HTML) as url:
+        yield url
+
+
+def open_page(browser: Browser, url: str, viewport: dict[str, int] | None = None) -> Page:
+    """``url`` once its widgets and maths have drawn (axe judges what a reader meets)."""
+    page = browser.new_page(viewport=viewport or {"width": 1280, "height": 900})  # type: ignore[arg-type]
+    page.route("**/*", lambda route: route.abort() if "127.0.0.1" not in route.request.url
+               and not route.request.url.startswith(("data:", "blob:", "about:"))
+               else route.continue_())  # fmt: skip
+    page.goto(url, wait_until="load")
+    if page.locator(".jupyter-widgets").count():
+        page.locator(".widget-image, .jupyter-widgets img").first.wait_for(
+            state="visible", timeout=20000
+        )
+    page.wait_for_function(
+        "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
+        " || MathJax.startup.promise.then(() => true)",
+        timeout=20000,
+    )
+    page.wait_for_timeout(300)
+    return page
+
+
+def axe_violations(page: Page) -> list[dict[str, Any]]:
+    """axe's violations on ``page``: rule, impact, help and the elements (as CSS targets)."""
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate(
+        """async () => {
+            const r = await axe.run(document, {resultTypes: ['violations']});
+            return r.violations.map(v => ({
+                id: v.id, impact: v.impact, help: v.help,
+                targets: v.nodes.map(n => n.target.join(' ')).slice(0, 5),
+                count: v.nodes.length,
+            }));
+        }"""
+    )
+    return list(result)
+
+
+def _describe(violations: list[dict[str, Any]]) -> str:
+    return "; ".join(
+        f"{v['id']} ({v['impact']}, {v['count']}x: {v['help']}) e.g. {v['targets'][:2]}"
+        for v in violations
+    )
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_axe_finds_nothing_serious(browser: Browser, base_url: str, path: str) -> None:
+    page = open_page(browser, f"{base_url}/{path}")
+    blocking = [v for v in axe_violations(page) if v["impact"] in BLOCKING]
+    page.close()
+    assert not blocking, f"{path}: axe finds {_describe(blocking)}"
+
+
+# ---- the keyboard alone ---------------------------------------------------------------------
+#: Marks the element that has focus with what kind of control it is ("" for anything else).
+FOCUSED_CONTROL = """() => {
+    const e = document.activeElement;
+    if (!e) return "";
+    if (e.matches('.widget-slider .noUi-handle')) return "slider";
+    if (e.matches('.widget-dropdown select')) return "menu";
+    if (e.matches('.widget-toggle-buttons button')) return "buttons";
+    return "";
+}"""
+#: The keys that move each kind of control: a slider one stop right, a menu the next option;
+#: a group of buttons: Space presses the focused one if it is not the pressed one already,
+#: else Tab goes to the next button first.
+KEYS = {"slider": ["ArrowRight"], "menu": ["ArrowDown"], "buttons": ["Space"]}
+
+
+def frames_shown(page: Page) -> list[str]:
+    """What the widgets show now: each visible frame's ``src`` and each visible panel's HTML."""
+    images = page.locator(".widget-image:visible, .jupyter-widgets img:visible")
+    panels = page.locator(".widget-html-content:visible")
+    return [images.nth(i).get_attribute("src") or "" for i in range(images.count())] + [
+        panels.nth(i).inner_html() for i in range(panels.count())
+    ]
+
+
+@pytest.mark.parametrize("path", LESSONS)
+def test_every_explorer_works_from_the_keyboard(browser: Browser, base_url: str, path: str) -> None:
+    """From the top of the page, Tab alone reaches every control, and the keys a reader
+    would press (arrows on a slider or a menu, Space on a button) change the figure."""
+    page = open_page(browser, f"{base_url}/{path}")
+    counts = {
+        "slider": page.locator(".widget-slider .noUi-handle").count(),
+        "menu": page.locator(".widget-dropdown select").count(),
+        "buttons": page.locator(".widget-toggle-buttons").count(),
+    }
+    assert sum(counts.values()), f"{path} has no controls"
+    reached = dict.fromkeys(counts, 0)
+    dead: list[str] = []
+    page.locator("body").focus()
+    for _ in range(2000):
+        page.keyboard.press("Tab")
+        kind = page.evaluate(FOCUSED_CONTROL)
+        if not kind:
+            if page.evaluate("() => document.activeElement === document.body") and any(
+                reached.values()
+            ):
+                break  # focus went round the page
+            continue
+        if kind == "buttons" and page.evaluate(
+            "() => document.activeElement.previousElementSibling !== null"
+        ):
+            continue  # one stop per group of buttons: its first
+        reached[kind] += 1
+        before = frames_shown(page)
+        pressed = "() => document.activeElement.classList.contains('mod-active')"
+        if kind == "buttons" and page.evaluate(pressed):
+            page.keyboard.press("Tab")
+        for key in KEYS[kind]:
+            page.keyboard.press(key)
+        page.wait_for_timeout(250)
+        if frames_shown(page) == before:
+            dead.append(f"{kind} {reached[kind]}")
+        if reached == counts:
+            break
+    page.close()
+    assert reached == counts, f"{path}: Tab reached {reached} of the controls {counts}"
+    assert not dead, f"{path}: keys did not change the figure for {dead}"
+
+
+# ---- a phone ---------------------------------------------------------------------------------
+#: Everything on the page that reaches past the viewport's right edge and is not inside a box
+#: that scrolls sideways on its own (a table's wrapper, a code block): a page wider than the
+#: phone, or content cut off by an ``overflow: hidden`` column. Screen-reader-only copies
+#: (MathJax's assistive MathML) and hidden drawers do not count.
+TOO_WIDE = """() => {
+    const W = window.innerWidth, wide = [];
+    const scrollsInside = e => {
+        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+            const o = getComputedStyle(a).overflowX;
+            if (o === 'auto' || o === 'scroll') return a.getBoundingClientRect().right <= W + 1;
+        }
+        return false;
+    };
+    for (const e of document.querySelectorAll('body *')) {
+        const r = e.getBoundingClientRect();
+        if (r.width === 0 || r.right <= W + 1) continue;
+        if (e.closest('mjx-assistive-mml, .bd-sidebar-secondary, .bd-sidebar-primary')) continue;
+        if (!e.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
+        if (scrollsInside(e)) continue;
+        const name = (e.className.baseVal ?? e.className).toString().split(' ')[0];
+        wide.push(`${e.tagName.toLowerCase()}.${name} to x=${Math.round(r.right)}: `
+                  + (e.textContent || '').trim().slice(0, 40));
+    }
+    return {page: document.documentElement.scrollWidth, width: W, wide: wide.slice(0, 5)};
+}"""
+
+
+@pytest.mark.parametrize("path", LESSONS)
+def test_lesson_fits_a_phone(browser: Browser, base_url: str, path: str) -> None:
+    """At 390 x 844 the page scrolls only down: nothing sticks out past the right edge unless
+    it scrolls inside its own box; explorer figures fit the column and controls stack."""
+    page = open_page(browser, f"{base_url}/{path}", PHONE)
+    found = page.evaluate(TOO_WIDE)
+    assert found["page"] <= found["width"], f"{path} scrolls sideways on a phone: {found}"
+    assert not found["wide"], f"{path} reaches past a phone's width: {found['wide']}"
+    for table in page.locator("article table").all():
+        if not table.is_visible():
+            continue
+        fits = table.evaluate(
+            "t => t.getBoundingClientRect().right <= window.innerWidth + 1 || "
+            "['auto', 'scroll'].includes(getComputedStyle(t.parentElement).overflowX)"
+        )
+        assert fits, f"{path}: a table is wider than the phone and does not scroll itself"
+    for image in page.locator(".jupyter-widgets img.widget-image:visible").all():
+        box, column = image.evaluate(
+            "i => [i.getBoundingClientRect().width, i.closest('.cell_output').clientWidth]"
+        )
+        assert box <= column, f"{path}: an explorer figure ({box}px) is wider than the column"
+    rows = page.locator(".jupyter-widgets .widget-hbox:visible").all()
+    for row in rows:
+        tops = row.evaluate(
+            "r => [...r.children].filter(c => c.offsetWidth).map(c => c.getBoundingClientRect())"
+            ".map(b => [b.top, b.bottom])"
+        )
+        stacked = all(a[1] <= b[0] + 1 for a, b in itertools.pairwise(tops))
+        assert stacked, f"{path}: a row of controls is not stacked on a phone: {tops}"
+    page.close()
+
+
+def screenshots(folder: Path) -> None:
+    """Each lesson at a phone's size, whole, and cut into screens (to look at)."""
+    from site_support import chromium
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with serve(HTML) as url, chromium() as browser:
+        for path in LESSONS:
+            page = open_page(browser, f"{url}/{path}", PHONE)
+            name = Path(path).stem
+            page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+            page.close()
+            print(folder / f"{name}.png", flush=True)
+
+
+def report(out: Path) -> None:
+    """Write axe's violations for every built page to ``out`` and print a summary."""
+    from site_support import chromium
+
+    found: dict[str, list[dict[str, Any]]] = {}
+    with serve(HTML) as url, chromium() as browser:
+        for path in PAGES:
+            page = open_page(browser, f"{url}/{path}")
+            found[path] = axe_violations(page)
+            page.close()
+            rules = ", ".join(f"{v['id']}:{v['impact']}:{v['count']}" for v in found[path])
+            print(f"{path}: {rules or 'none'}", flush=True)
+    out.write_text(json.dumps(found, indent=1))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("--report", "--shots"):
+        sys.exit("usage: python tests/test_accessibility.py --report out.json | --shots DIR")
+    (report if sys.argv[1] == "--report" else screenshots)(Path(sys.argv[2]))
