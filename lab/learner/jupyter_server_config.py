@@ -9,7 +9,10 @@ scripts/lab.py puts this folder on JUPYTER_CONFIG_PATH. With it:
 - their citations and cross-references are served as links a learner can follow
   (``myst_links.py``: jupyterlab-myst alone shows them as "not found");
 - nbgrader's instructor tools are off: the formgrader server extension here, the Create
-  Assignment panel and the Nbgrader menu in ``labconfig/page_config.json``. Validate stays.
+  Assignment panel and the Nbgrader menu in ``labconfig/page_config.json``. Validate stays,
+  and when no visible check fails its dialog says so and that the hidden tests check the values
+  when the notebook is graded, not nbgrader's "Success! Your notebook passes all the tests."
+  (``labextensions/llmmath-learner``: that text is fixed in nbgrader's labextension).
 """
 
 import copy
@@ -77,6 +80,7 @@ class ReadOnlyLessons(AsyncTextFileContentsManager):
 c = get_config()  # noqa: F821 (traitlets provides it)
 c.ServerApp.contents_manager_class = ReadOnlyLessons
 c.ServerApp.jpserver_extensions = {"nbgrader.server_extensions.formgrader": False}
+c.LabApp.extra_labextensions_path = [str(Path(__file__).resolve().parent / "labextensions")]
 # A kernel no tab is connected to is shut down after ten idle minutes. Closing an exercise
 # shuts its kernel at once (lab/overrides.json: kernelShutdown), but a lesson opens with
 # Jupytext's notebook factory, which does not take that setting: without this each lesson a
