@@ -15,6 +15,7 @@ import pytest
 from site_support import HTML, ROOT
 
 import llmmath
+from llmmath.contracts import Contract
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import llmmath_api  # book/_ext is Sphinx's, not a package
@@ -79,7 +80,7 @@ def contracted() -> list[tuple[str, object]]:
                 found += [
                     (f"{module.__name__}.{n}", v)
                     for n, v in members
-                    if hasattr(v, "__contract__") and not inspect.isclass(v)
+                    if isinstance(getattr(v, "__contract__", None), Contract)
                 ]
     return found
 

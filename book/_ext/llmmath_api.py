@@ -94,6 +94,7 @@ class LayerDirective(SphinxDirective):
         name = self.arguments[0]
         if name not in LAYERS:
             raise self.error(f"llmmath-layer: no layer {name!r}; known: {sorted(LAYERS)}")
+        self.env.note_dependency(__file__)  # a changed extension rewrites the API pages
         lines: list[str] = []
         for module in LAYERS[name].modules:
             title = f"llmmath.{module}"

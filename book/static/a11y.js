@@ -85,7 +85,18 @@
     });
   }
 
+  // The left sidebar (the book's title, search and table of contents) is a landmark of its
+  // own, so that nothing on the page sits outside one.
+  function markSidebar() {
+    var sidebar = document.querySelector(".bd-sidebar-primary");
+    if (sidebar && !sidebar.hasAttribute("role")) {
+      sidebar.setAttribute("role", "complementary");
+      sidebar.setAttribute("aria-label", "The book's contents");
+    }
+  }
+
   function label() {
+    markSidebar();
     nameToggles();
     fixBibliography();
     nameSliders();
