@@ -60,17 +60,8 @@ kernelspec:
 """
 
 
-def assignments(root: Path) -> list[str]:
-    """Every released assignment: a folder in exercises/ that holds a notebook."""
-    release = root / "exercises"
-    if not release.is_dir():
-        return []
-    return sorted(p.name for p in release.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
-
-
-def lessons(root: Path) -> list[Path]:
-    """Every lesson, in the book's order (_toc.yml), then any not yet in the table of contents."""
-    found = sorted((root / "lessons").glob("*.md"))
+def book_order(root: Path) -> dict[str, int]:
+    """Each file of the table of contents (``_toc.yml``, without suffix) and its rank."""
     order: list[str] = []
     toc = root / "_toc.yml"
     if toc.exists():
@@ -84,7 +75,29 @@ def lessons(root: Path) -> list[Path]:
                 stack[:0] = [v for k, v in node.items() if k != "file"]
             elif isinstance(node, list):
                 stack[:0] = node
-    rank = {name: i for i, name in enumerate(order)}
+    return {name: i for i, name in enumerate(order)}
+
+
+def assignments(root: Path) -> list[str]:
+    """Every released assignment (a folder in exercises/ that holds a notebook), in the book's
+    order, then any not yet in the table of contents."""
+    release = root / "exercises"
+    if not release.is_dir():
+        return []
+    found = [p for p in release.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))]
+    rank = book_order(root)
+
+    def place(folder: Path) -> tuple[int, str]:
+        pages = (f"exercises/{folder.name}/{nb.stem}" for nb in folder.glob("*.ipynb"))
+        return (min((rank[p] for p in pages if p in rank), default=len(rank)), folder.name)
+
+    return [p.name for p in sorted(found, key=place)]
+
+
+def lessons(root: Path) -> list[Path]:
+    """Every lesson, in the book's order (_toc.yml), then any not yet in the table of contents."""
+    found = sorted((root / "lessons").glob("*.md"))
+    rank = book_order(root)
     return sorted(found, key=lambda p: (rank.get(f"lessons/{p.stem}", len(rank)), p.stem))
 
 
@@ -161,13 +174,15 @@ def start_page(root: Path, learner: Path) -> str:
         "",
         "## Checking your work",
         "",
-        "- Run an answer, then the test cell under it (Shift-Enter): no output means its "
-        "visible checks pass; a failing check prints what is wrong.",
+        "- Run an answer, then the test cell under it (Shift-Enter): it prints one line for "
+        "its part - consistent (the visible checks confirmed what defines your answers), "
+        "plausible (some only checked a range), failed with what is wrong, or not answered "
+        "yet. **Run → Run All Cells** reaches every part.",
         "- **Validate** in the notebook toolbar runs the whole notebook and lists failing tests.",
-        "- In a terminal, `make check ASSIGNMENT=<name>` prints, part by part, passed or "
-        "failed with the test's message.",
+        "- In a terminal, `make check ASSIGNMENT=<name>` prints the same line, part by part.",
         "",
-        "These are the visible checks only. An instructor's hidden tests pin the exact values.",
+        "These are the visible checks only: consistent and plausible do not mean correct. An "
+        "instructor's hidden tests check the values when your notebook is graded.",
         "",
         "*This page is rewritten by `make lab`; keep notes in your own files. To reopen it, "
         "right-click `START.md` → Open With → Markdown Preview.*",

@@ -552,6 +552,11 @@ def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
         assert any(link.startswith(f"/files/{LEARNER}/{assignment}/") for link in links), (
             f"the start page misses the learner's copy of {assignment}"
         )
+    # #36 item 7: the exercises in the book's order (they were alphabetical: roofline last).
+    toc = (ROOT / "_toc.yml").read_text()
+    listed = [link.split("/")[3] for link in links if link.startswith(f"/files/{LEARNER}/")]
+    listed = [a for a in listed if a in EXERCISES]
+    assert listed == sorted(EXERCISES, key=lambda a: toc.index(f"exercises/{a}/")), listed
 
     start.locator("a[href*='lessons/']").first.click()
     learner.code_cells().first.wait_for()  # a lesson opens as a notebook, not as text
