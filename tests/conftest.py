@@ -37,6 +37,7 @@ LONGEST_FIRST = (
     "test_instructor.py",  # 126: the term's grading, regrade, SIGKILL, the formgrader
     "hub-thirty",  # 130: thirty servers started, thirty submissions
     "test_lab.py",  # 178: every lesson and exercise in JupyterLab
+    "test_accessibility.py",  # 215 (alone): axe over every page, the keyboard, a phone's width
     "test_hub.py",  # 128: a class of three in the browser, and its hub's shutdown
     "lab-check",  # 45
     "test_browser.py",  # 59
