@@ -7,6 +7,7 @@ count its publisher states, within 1%.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -96,13 +97,18 @@ def test_deepseek_v2_lite_has_no_query_latent() -> None:
         ({"num_hidden_layers": "32"}, "'num_hidden_layers' must be a whole number"),
         ({"hidden_act": "relu"}, "'hidden_act' = 'relu' is not understood"),
         ({"num_attention_heads": 30}, "n_heads=30 is not divisible by n_kv_heads=8"),
+        ({"num_attention_heads": 0}, "'num_attention_heads' must be a whole number from 1"),
+        ({"model_type": ["llama"]}, "'model_type' = ['llama'] is not understood"),
+        ({"sliding_window": "4096"}, "'sliding_window' must be a whole number from 0"),
+        ({"num_hidden_layers": 10**30}, "'num_hidden_layers' must be a whole number from 1 to"),
+        ({"hidden_size": 4096.0}, "'hidden_size' must be a whole number"),
     ],
 )
 def test_configs_the_model_cannot_describe_name_the_field(
     change: dict[str, Any], message: str
 ) -> None:
     config = {**_config("Llama-3-8B"), **change}
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         model_from_hf_config(config, "bad")
 
 

@@ -18,17 +18,29 @@ not fit, 2 bad input (one line on stderr, never a traceback).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from . import cli_commands, cli_training, hardware
+from . import __version__, cli_commands, cli_training, hardware
 from .chip_prices import example_price, list_example_prices
-from .cli_format import Report
+from .cli_format import (
+    NUMBERS,
+    InputError,
+    Report,
+    did_you_mean,
+    parse_latency,
+    parse_number,
+    parse_share,
+    parse_values,
+)
 from .deployment import Deployment
+from .dtypes import BYTES_PER_ELEMENT
 from .hf_config import read_hf_config
 from .models import ModelConfig, get_model, list_models, load_models
 from .placement import DoesNotFitError, Layout
@@ -36,18 +48,31 @@ from .serving import OVERLAP_RULES
 from .training_memory import ACTIVATION_MODES
 
 PROG = "llmmath"
-#: The most values one range (START:STOP) may expand to.
-MAX_VALUES = 1_000_000
-_UNITS_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-_SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-
-
-class InputError(ValueError):
-    """Input the command cannot use: shown as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Each subcommand's options (set by build_parser), for "did you mean".
+        self.flags: dict[str, list[str]] = {}
+
+    def unknown(self, command: str, extra: list[str]) -> NoReturn:
+        """Refuse the first of ``extra``, saying which option was meant or where it belongs."""
+        flag = extra[0].split("=")[0]
+        if not flag.startswith("-"):
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        elsewhere = [name for name, flags in self.flags.items() if flag in flags]
+        hint = (
+            f" ({' and '.join(elsewhere)} take{'s' * (len(elsewhere) == 1)} it)"
+            if elsewhere
+            else did_you_mean(flag, self.flags.get(command, []))
+        )
+        self.error(f"{command} has no option {flag}{hint}")
+
     def error(self, message: str) -> NoReturn:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            message += did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -59,66 +84,74 @@ def parse_cluster(text: str) -> tuple[str, int]:
     match = re.fullmatch(r"(.+?)[x×](\d+)", text.strip())
     if not match or int(match.group(2)) < 1:
         raise InputError(f"cluster {text!r} is not CHIPxN, e.g. H100x8")
-    return match.group(1), int(match.group(2))
+    chip = match.group(1)
+    if chip not in hardware.list_chips():
+        chips = hardware.list_chips()
+        raise InputError(
+            f"unknown chip {chip!r}{did_you_mean(chip, chips)} (known: {', '.join(chips)}; "
+            "add one with --chip-file)"
+        )
+    return chip, int(match.group(2))
 
 
 def parse_layout(text: str, n_chips: int) -> Layout:
     """``"tp8,pp2"`` -> the layout on ``n_chips`` with DP filling the rest; ``zero1`` sets
-    ZeRO, ``emb`` counts the embedding and output layers as pipeline slots (as Llama 3 did)."""
+    ZeRO, ``emb`` counts the embedding and output layers as pipeline slots (as Llama 3 did).
+    Each axis may be named once."""
     degrees: dict[str, int] = {}
-    parts = set(filter(None, re.split(r"[,\s]+", text.strip().lower())))
+    parts = [p for p in re.split(r"[,\s]+", text.strip().lower()) if p]
     emb = "emb" in parts
-    for part in parts - {"emb"}:
+    for part in parts:
+        if part == "emb":
+            continue
         match = re.fullmatch(r"(tp|pp|ep|dp|zero)(\d+)", part)
         if not match:
-            raise InputError(f"layout part {part!r} is not tpN, ppN, epN, dpN, zeroN or emb")
-        degrees[match.group(1)] = int(match.group(2))
+            raise InputError(
+                f"--layout part {part!r} is not tpN, ppN, epN, dpN, zeroN or emb"
+                + did_you_mean(re.sub(r"\d+", "", part), ("tp", "pp", "ep", "dp", "zero", "emb"))
+            )
+        axis, degree = match.group(1), int(match.group(2))
+        if axis in degrees:
+            raise InputError(f"--layout {text!r} names {axis} twice: give each axis once")
+        if degree < (0 if axis == "zero" else 1):
+            raise InputError(f"--layout part {part!r}: a degree must be >= 1")
+        degrees[axis] = degree
     zero = degrees.pop("zero", 0)
+    if zero > 3:
+        raise InputError(f"--layout part 'zero{zero}': ZeRO stages are 0 to 3")
     dp = degrees.pop("dp", None)
-    layout = Layout.for_cluster(n_chips, zero_stage=zero, embedding_as_layers=emb, **degrees)
+    try:
+        layout = Layout.for_cluster(n_chips, zero_stage=zero, embedding_as_layers=emb, **degrees)
+    except ValueError as error:
+        raise InputError(f"--layout {text!r}: {_plain(str(error))}") from None
     if dp is not None and dp != layout.dp:
-        raise InputError(f"layout {text!r} on {n_chips} chips leaves dp={layout.dp}, not dp={dp}")
+        raise InputError(f"--layout {text!r} on {n_chips} chips leaves dp={layout.dp}, not dp={dp}")
     return layout
 
 
-def parse_number(text: str, name: str) -> float:
-    """``"15e12"``, ``"15T"``, ``"16M"`` -> a float (decimal suffixes k, M, G, T)."""
-    scale = _SUFFIXES.get(text[-1:], 1.0) if text else 1.0
-    body = text[:-1] if scale != 1.0 else text
-    try:
-        return float(body.replace("_", "")) * scale
-    except ValueError:
-        raise InputError(f"{name} {text!r} is not a number (e.g. 8192, 15e12, 16M)") from None
-
-
-def parse_values(text: str, name: str) -> list[float]:
-    """``"1,16,64"`` and ranges ``"1:1000"`` or ``"1024:8192:1024"`` -> numbers."""
-    values: list[float] = []
-    for part in filter(None, text.split(",")):
-        if ":" in part:
-            bounds = [parse_number(p, name) for p in part.split(":")]
-            if len(bounds) not in (2, 3) or (len(bounds) == 3 and bounds[2] <= 0):
-                raise InputError(f"{name} range {part!r} is not START:STOP[:STEP]")
-            start, stop, stride = bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else 1.0
-            n = int((stop - start) // stride) + 1
-            if n > MAX_VALUES:
-                raise InputError(
-                    f"{name} range {part!r} gives {n:,} values; at most {MAX_VALUES:,}"
-                )
-            values.extend(start + stride * i for i in range(max(n, 0)))
-        else:
-            values.append(parse_number(part, name))
-    if not values:
-        raise InputError(f"{name} {text!r} holds no numbers")
+def parse_tokens(text: str, name: str, model: ModelConfig) -> list[float]:
+    """Context or prompt lengths: whole numbers from 1 to the model's ``max_context``."""
+    values = parse_values(text, name, whole=True, low=1)
+    worst = max(values)
+    if worst > model.max_context:
+        raise InputError(
+            f"{name} must be <= {model.name}'s max_context={model.max_context:,} tokens; "
+            f"got {worst:,.0f}"
+        )
     return values
 
 
-def parse_latency(text: str) -> float:
-    """``"30ms"`` -> 0.03 s; a unit (us, ms, s) is required."""
-    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(us|µs|ms|s)\s*", text)
-    if not match:
-        raise InputError(f"latency {text!r} needs a unit, e.g. 30ms or 0.03s")
-    return parse_number(match.group(1), "latency") * _UNITS_S[match.group(2)]
+def parse_length(text: str, name: str, model: ModelConfig) -> float:
+    """One context or prompt length (:func:`parse_tokens` of a single value)."""
+    values = parse_tokens(text, name, model)
+    if len(values) != 1 or re.search(r"[,:]", text):
+        raise InputError(f"{name} takes one length here; got {text!r}")
+    return values[0]
+
+
+def _plain(message: str) -> str:
+    """A package error without the function it came from (``serving.decode_step(): ``)."""
+    return re.sub(r"^[\w.]+\(\): ", "", message)
 
 
 def resolve_model(text: str) -> tuple[ModelConfig, list[str]]:
@@ -132,10 +165,16 @@ def resolve_model(text: str) -> tuple[ModelConfig, list[str]]:
         file = file / "config.json"
     if not file.exists():
         raise InputError(
-            f"model {text!r} is neither a preset ({', '.join(list_models())}) nor a file"
+            f"model {text!r} is neither a preset nor a file{did_you_mean(text, list_models())} "
+            "(llmmath models lists the presets)"
         )
     if file.suffix == ".toml":
-        found = load_models(file)
+        try:
+            found = load_models(file)
+        except tomllib.TOMLDecodeError as error:
+            raise InputError(f"{file}: not valid TOML ({error})") from None
+        except ValueError as error:
+            raise InputError(f"{file}: {_plain(str(error))}") from None
         if name:
             if name not in found:
                 raise InputError(f"{file} has no model {name!r}; it has {', '.join(found)}")
@@ -150,17 +189,33 @@ def load_chip_file(path: str | None) -> list[str]:
     """Add the chips of ``--chip-file`` to the presets; returns their names."""
     if path is None:
         return []
-    chips = hardware.load_chips(path)
+    try:
+        chips = hardware.load_chips(path)
+    except OSError as error:
+        why = os.strerror(error.errno) if error.errno else "cannot be read"
+        raise InputError(f"--chip-file {path}: {why}") from None
+    except ValueError as error:
+        raise InputError(f"--chip-file: {_plain(str(error))}") from None
     for chip in chips.values():
         hardware.add_chip(chip)
     return list(chips)
 
 
-def parse_efficiency(text: str) -> tuple[float, float]:
-    values = parse_values(text, "--efficiency")
-    if len(values) not in (1, 2):
-        raise InputError(f"--efficiency {text!r} is FLOPS[,BANDWIDTH], e.g. 0.6,0.8")
-    return values[0], values[-1]
+def parse_dtype(text: str, flag: str) -> str:
+    """A number format the package knows (``bf16``, ``fp8``, ``nvfp4``, ...)."""
+    if text not in BYTES_PER_ELEMENT:
+        known = list(BYTES_PER_ELEMENT)
+        raise InputError(
+            f"{flag} {text!r} is not a number format{did_you_mean(text, known)} "
+            f"(known: {', '.join(known)})"
+        )
+    return text
+
+
+def parse_price(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InputError(f"--price must be > 0 USD per chip-hour; got {value}")
+    return value
 
 
 def checked_layout(text: str, n_chips: int, model: ModelConfig) -> Layout:
@@ -170,49 +225,59 @@ def checked_layout(text: str, n_chips: int, model: ModelConfig) -> Layout:
         layout.validate(model)
     except ValueError as error:
         message = str(error).replace("(embedding_as_layers=True, ", "(add emb to --layout, ")
-        raise InputError(message) from None
+        raise InputError(f"--layout {text!r}: {_plain(message)}") from None
     return layout
 
 
 def build_deployment(args: argparse.Namespace, model: ModelConfig) -> Deployment:
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
-    layout = checked_layout(args.layout, n, model) if args.layout else None
-    compute = args.dtype if args.dtype in chip.peak_flop_per_s else "bf16"
-    flops, bandwidth = parse_efficiency(args.efficiency)
+    layout_text = getattr(args, "layout", None)
+    layout = checked_layout(layout_text, n, model) if layout_text else None
+    dtype = parse_dtype(args.dtype, "--dtype")
+    compute = dtype if dtype in chip.peak_flop_per_s else "bf16"
+    flops, bandwidth = _efficiency(getattr(args, "efficiency", "1"))
     return Deployment(
         model,
         chip,
         n,
         layout=layout,
         compute_dtype=compute,
-        weight_dtype=args.dtype,
-        kv_dtype=args.kv_dtype or args.dtype,
+        weight_dtype=dtype,
+        kv_dtype=parse_dtype(args.kv_dtype or dtype, "--kv-dtype"),
         flops_efficiency=flops,
         bandwidth_efficiency=bandwidth,
-        usd_per_chip_hour=args.price,
+        usd_per_chip_hour=parse_price(getattr(args, "price", None)),
     )
+
+
+def _efficiency(text: str) -> tuple[float, float]:
+    values = parse_share(text, "--efficiency", (1, 2))
+    return values[0], values[-1]
 
 
 # ---- the subcommands ------------------------------------------------------------------------
 def _serve(args: argparse.Namespace, dep: Deployment) -> Report:
-    context = parse_number(args.context, "--context")
-    prompt = parse_number(args.prompt, "--prompt") if args.prompt else context
-    batches = parse_values(args.batch, "--batch")
-    return cli_commands.serve(dep, batches, context, max(prompt, 1.0), args.overlap)
+    context = parse_length(args.context, "--context", dep.model)
+    prompt = parse_length(args.prompt, "--prompt", dep.model) if args.prompt else context
+    batches = parse_values(args.batch, "--batch", whole=True, low=1)
+    return cli_commands.serve(dep, batches, context, prompt, args.overlap)
 
 
 def _fit(args: argparse.Namespace, dep: Deployment) -> Report:
-    contexts = parse_values(args.context, "--context")
-    contexts = [c for c in contexts if c <= dep.model.max_context] or [dep.model.max_context]
-    return cli_commands.fit(dep, contexts, parse_values(args.batch, "--batch"))
+    limit = dep.model.max_context
+    if args.context is None:  # the defaults up to the model's limit, and the limit
+        contexts = [c for c in FIT_CONTEXTS if c < limit] + [float(limit)]
+    else:
+        contexts = parse_tokens(args.context, "--context", dep.model)
+    return cli_commands.fit(dep, contexts, parse_values(args.batch, "--batch", whole=True, low=1))
 
 
 def _best(args: argparse.Namespace, dep: Deployment) -> Report:
     if args.top < 1:
         raise InputError(f"--top must be >= 1; got {args.top}")
     latency = parse_latency(args.latency)
-    context = parse_number(args.context, "--context")
+    context = parse_length(args.context, "--context", dep.model)
     return cli_commands.best(dep, latency, context, args.top, args.overlap)
 
 
@@ -220,90 +285,144 @@ def _train(args: argparse.Namespace, model: ModelConfig) -> Report:
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
     layout = checked_layout(args.layout or "", n, model)
+    if args.microbatches is not None and args.microbatches < 1:
+        raise InputError(f"--microbatches must be >= 1; got {args.microbatches}")
     micro = args.microbatches or (1 if layout.pp == 1 else 2 * layout.pp)
-    price = args.price
-    if price is not None and not price > 0:
-        raise InputError(f"--price must be > 0 USD per chip-hour; got {price}")
+    price = parse_price(args.price)
     if price is None and chip.name in list_example_prices():
         price = example_price(chip).usd_per_chip_hour
+    tokens = parse_number(args.tokens, "--tokens", low=1)
+    batch_tokens = parse_number(args.batch_tokens, "--batch-tokens", whole=True, low=1)
+    if batch_tokens > tokens:
+        raise InputError(
+            f"--batch-tokens {args.batch_tokens} is more than --tokens {args.tokens}: "
+            "a run takes at least one step"
+        )
+    if batch_tokens < layout.dp * micro:
+        raise InputError(
+            f"--batch-tokens {args.batch_tokens} leaves under one token per microbatch: "
+            f"dp={layout.dp} replicas x {micro} microbatches need >= {layout.dp * micro:,}"
+        )
+    (mfu,) = parse_share(args.mfu, "--mfu")
     return cli_training.train(
-        model, chip, layout, parse_number(args.tokens, "--tokens"),
-        parse_number(args.batch_tokens, "--batch-tokens"), micro, args.activations,
-        parse_efficiency(args.mfu)[0], price,
-    )  # fmt: skip
+        model, chip, layout, tokens, batch_tokens, micro, args.activations, mfu, price
+    )
 
 
-def _common(sub: argparse.ArgumentParser, *, cluster: bool = True) -> None:
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Each option's help ends with its default, unless the help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+#: ``fit``'s contexts when none are given: those under the model's limit, then the limit.
+FIT_CONTEXTS = (2048.0, 8192.0, 32768.0, 131072.0)
+_LENGTHS = "tokens; 8k = 8,000, 8Ki = 8,192"
+_JSON = "print JSON (SI units) for scripts"
+
+
+def _common(sub: argparse.ArgumentParser, *, price: bool = True) -> None:
     sub.add_argument("model", help="preset name, config.json (or its folder), or file.toml[:NAME]")
-    if cluster:
-        sub.add_argument("cluster", metavar="CHIPxN", help="chip preset and count, e.g. H100x8")
-    sub.add_argument("--chip-file", help="TOML file of extra chips (shape of data/hardware.toml)")
-    sub.add_argument("--price", type=float, help="USD per chip-hour (default: the example price)")
-    sub.add_argument("--json", action="store_true", help="print JSON (SI units) for scripts")
+    sub.add_argument("cluster", metavar="CHIPxN", help="chip preset and count, e.g. H100x8")
+    sub.add_argument("--chip-file", help="TOML file of extra chips, shaped like "
+                     "data/hardware.toml (default: the presets only)")  # fmt: skip
+    if price:
+        sub.add_argument("--price", type=float, help="USD per chip-hour (default: the chip's "
+                         "example price, data/chip_prices.toml; some chips have none)")  # fmt: skip
+    sub.add_argument("--json", action="store_true", help=_JSON)
 
 
-def _serving_options(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--layout", help="e.g. tp8, tp4,pp2 or tp2,ep4 (DP fills the rest)")
-    sub.add_argument("--dtype", default="bf16", help="weights (and matmuls, if the chip can)")
+def _serving_options(
+    sub: argparse.ArgumentParser, *, layout: bool = True, timed: bool = True
+) -> None:
+    if layout:
+        sub.add_argument("--layout", help="e.g. tp8, tp4,pp2 or tp2,ep4; DP fills the rest "
+                         "(default: an even split with no communication)")  # fmt: skip
+    sub.add_argument("--dtype", default="bf16", help="weights, and matmuls where the chip has "
+                     f"peaks for it ({', '.join(BYTES_PER_ELEMENT)})")  # fmt: skip
     sub.add_argument("--kv-dtype", help="KV cache (default: --dtype)")
-    sub.add_argument("--efficiency", default="1.0", help="share of peak FLOPS[,BANDWIDTH]")
-    sub.add_argument("--overlap", choices=OVERLAP_RULES, default="perfect",
-                     help="perfect: the floor; none: the serial estimate")  # fmt: skip
+    if timed:
+        sub.add_argument("--efficiency", default="1.0", help="share of peak FLOP/s[,of HBM "
+                         "bandwidth], each in (0, 1]; one value sets both")  # fmt: skip
+        sub.add_argument("--overlap", choices=OVERLAP_RULES, default="perfect",
+                         help="perfect: the floor; none: the serial estimate")  # fmt: skip
 
 
-EPILOG = """examples:
-  llmmath serve Llama-3-70B H100x8 --layout tp8 --batch 1,16,64,256 --context 8192
+EPILOG = f"""examples:
+  llmmath serve Llama-3-70B H100x8 --layout tp8 --batch 1,16,64,256 --context 8Ki
   llmmath fit path/to/config.json H200x8
   llmmath best Mixtral-8x7B H100x8 --latency 30ms
   llmmath train Llama-3.1-405B H100x8192 --layout tp8,pp16,dp64,zero1,emb --tokens 15.6T
 
 MODEL is a preset (llmmath models), a Hugging Face config.json or its folder, or
 file.toml[:NAME] in the package's format; CHIPxN a chip preset (llmmath chips) or
-one from --chip-file, and a count. Every time is a floor, not a promise.
+one from --chip-file, and a count. Numbers take suffixes:
+{NUMBERS}.
+Every time is a floor, not a promise.
 Exit status: 0 answered, 1 the weights do not fit, 2 bad input."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(
         prog=PROG,
         description="The LLM Math course's model as a calculator for your model and chips.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Help,
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    serve = subs.add_parser("serve", help="decode step, TTFT and cost per batch")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return subs.add_parser(name, help=text, description=text, formatter_class=_Help)
+
+    serve = command("serve", "decode step, TTFT and cost per batch")
     _common(serve)
     _serving_options(serve)
-    serve.add_argument("--batch", default="1,16,64,256", help="e.g. 1,16,64 or 1:1000")
-    serve.add_argument("--context", default="8192", help="tokens cached per sequence")
-    serve.add_argument("--prompt", help="prompt tokens for TTFT and input cost (default: context)")
-    fit = subs.add_parser("fit", help="max batch at a context, max context at a batch")
-    _common(fit)
-    _serving_options(fit)
-    fit.add_argument("--context", default="2048,8192,32768,131072")
-    fit.add_argument("--batch", default="1,16,64,256")
-    best = subs.add_parser("best", help="cheapest layout and batch for a latency target")
+    serve.add_argument("--batch", default="1,16,64,256",
+                       help="sequences per step (whole): 1,16,64 or 1:1000")  # fmt: skip
+    serve.add_argument("--context", default="8192", help=f"tokens cached per sequence ({_LENGTHS})")
+    serve.add_argument(
+        "--prompt", help="prompt tokens for TTFT and input cost (default: --context)"
+    )
+    fit = command("fit", "max batch at a context, max context at a batch")
+    _common(fit, price=False)
+    _serving_options(fit, timed=False)
+    fit.add_argument("--context", help=f"contexts ({_LENGTHS}; default: 2048, 8192, 32768 and "
+                     "131072 below the model's limit, and the limit)")  # fmt: skip
+    fit.add_argument(
+        "--batch", default="1,16,64,256", help="batches to find the longest context of"
+    )
+    best = command("best", "cheapest layout and batch for a latency target (tries every layout)")
     _common(best)
-    _serving_options(best)
+    _serving_options(best, layout=False)
     best.add_argument("--latency", required=True, help="time per output token, e.g. 30ms")
-    best.add_argument("--context", default="4096")
-    best.add_argument("--top", type=int, default=8, help="rows to show (default 8)")
-    train = subs.add_parser("train", help="days, chip-hours, memory, bubble, communication")
+    best.add_argument("--context", default="4096", help=f"tokens cached per sequence ({_LENGTHS})")
+    best.add_argument("--top", type=int, default=8, help="rows to show")
+    train = command("train", "days, chip-hours, memory, bubble, communication")
     _common(train)
     train.add_argument("--tokens", required=True, help="training tokens, e.g. 15e12 or 15T")
     train.add_argument("--layout", help="e.g. tp8,pp16,dp64,zero1 (default: DP only)")
-    train.add_argument("--batch-tokens", default="16M", help="tokens per step (default 16M)")
-    train.add_argument("--microbatches", type=int, help="per replica (default 1, or 2*pp)")
-    train.add_argument("--activations", choices=ACTIVATION_MODES, default="stored")
-    train.add_argument(
-        "--mfu", default="1.0", help="matmuls' share of peak FLOP/s while they run (default 1)"
-    )
-    chips = subs.add_parser("chips", help="chip presets with their sources")
-    chips.add_argument("--chip-file")
-    chips.add_argument("--json", action="store_true")
-    models = subs.add_parser("models", help="model presets (or files) with their sources")
+    train.add_argument("--batch-tokens", default="16M", help="tokens per step, all replicas")
+    train.add_argument("--microbatches", type=int,
+                       help="per replica a step (default: 1; 2 x pp with a pipeline)")  # fmt: skip
+    train.add_argument("--activations", choices=ACTIVATION_MODES, default="stored",
+                       help="keep activations for the backward, or recompute")  # fmt: skip
+    train.add_argument("--mfu", default="1.0",
+                       help="matmuls' share of peak FLOP/s while they run, in (0, 1]")  # fmt: skip
+    chips = command("chips", "chip presets with their sources")
+    chips.add_argument("--chip-file", help="TOML file of extra chips to list (default: none)")
+    chips.add_argument("--json", action="store_true", help=_JSON)
+    models = command("models", "model presets (or files) with their sources")
     models.add_argument("model", nargs="*", help="files or presets (default: every preset)")
-    models.add_argument("--json", action="store_true")
+    models.add_argument("--json", action="store_true", help=_JSON)
+    parser.flags = {
+        name: sorted(flag for a in sub._actions for flag in a.option_strings)
+        for name, sub in subs.choices.items()
+    }
     return parser
 
 
@@ -324,21 +443,39 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
     return commands[args.command](args, build_deployment(args, model)), notes
 
 
+def flag_message(message: str, args: argparse.Namespace) -> str:
+    """A package error in the command's words: ``serving.decode_step(): batch must ...`` ->
+    ``--batch must ...`` where the command has that option, else without the function."""
+    match = re.match(r"^[\w.]+\(\): (\w+)\b", message)
+    if not match:
+        return message
+    flag = "--" + match.group(1).replace("_", "-")
+    text = _plain(message)
+    return flag + text[len(match.group(1)) :] if hasattr(args, match.group(1)) else text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``llmmath`` with ``argv`` (default: the command line); returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        assert isinstance(parser, _Parser)
+        parser.unknown(args.command, extra)
     where = f"{PROG} {args.command}"
     try:
         report, notes = run(args)
     except DoesNotFitError as error:
-        print(f"{where}: does not fit: {error}", file=sys.stderr)
+        print(f"{where}: does not fit: {_plain(str(error))}", file=sys.stderr)
         return 1
-    except (ValueError, TypeError, KeyError, OSError) as error:
+    except (ValueError, TypeError, KeyError, OSError, ArithmeticError) as error:
         if os.environ.get("LLMMATH_DEBUG"):
             raise
-        message = f"{error.strerror}: {error.filename}" if isinstance(error, OSError) else error
-        print(f"{where}: error: {message}", file=sys.stderr)
+        message = (
+            f"{error.strerror}: {error.filename}"
+            if isinstance(error, OSError)
+            else flag_message(str(error), args)
+        )
+        print(f"{where}: error: {' '.join(message.split())}", file=sys.stderr)
         return 2
     report.data["notes"] = notes
     for note in notes:

@@ -46,7 +46,7 @@ def settings(dep: Deployment, overlap: str) -> dict[str, Any]:
     }
 
 
-def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
+def heading(report: Report, dep: Deployment, *, layout: bool = True, price: bool = True) -> None:
     model = dep.model
     size = params(model.total_params)
     if model.is_moe:
@@ -57,7 +57,7 @@ def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
         else "none (weights and KV spread evenly, no communication counted)"
         + (f"\n           try --layout tp{dep.n_chips} for a real split" if dep.n_chips > 1 else "")
     )
-    price = price_of(dep)
+    per_hour = price_of(dep)
     weights = (
         f"{si(dep.weight_bytes_per_chip, 'B')} per chip"
         if layout
@@ -68,9 +68,13 @@ def heading(report: Report, dep: Deployment, *, layout: bool = True) -> None:
         *([f"  layout   {split}"] if layout else []),
         f"  weights  {dep.weight_dtype}, {weights}; matmuls in {dep.compute_dtype}",
         f"  KV cache {dep.kv_dtype}, {si(dep.kv_bytes_per_token, 'B')} per token",
-        f"  price    {usd(price)} per chip-hour"
-        if price is not None
-        else f"  price    none (no example price for {dep.chip.name}: pass --price)",
+        *(
+            []
+            if not price
+            else [f"  price    {usd(per_hour)} per chip-hour"]
+            if per_hour is not None
+            else [f"  price    none (no example price for {dep.chip.name}: pass --price)"]
+        ),
     )
 
 
@@ -183,7 +187,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
     longest = np.atleast_1d(np.asarray(kv_cache.max_context(dep, B), dtype=np.float64))
     data = {
         "command": "fit",
-        **settings(dep, "perfect"),
+        **{k: v for k, v in settings(dep, "perfect").items() if k in _FIT_SETTINGS},
         "weight_bytes_per_chip": dep.weight_bytes_per_chip,
         "kv_budget_bytes": dep.kv_budget_bytes,
         "kv_bytes_per_token": dep.kv_bytes_per_token,
@@ -192,7 +196,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         "max_context": [{"batch": b, "max_context": c} for b, c in zip(B, longest, strict=True)],
     }
     report = Report(data)
-    heading(report, dep)
+    heading(report, dep, price=False)
     held = dep.kv_bytes_held_per_token
     report.add(
         f"  room     {si(dep.kv_budget_bytes, 'B')} of HBM left for KV caches; a cached token "
@@ -220,6 +224,10 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         f"The model's own context limit is {count(dep.model.max_context)} tokens.",
     )
     return report
+
+
+#: The settings ``fit`` depends on (no times, no prices).
+_FIT_SETTINGS = ("model", "chip", "n_chips", "layout", "weight_dtype", "kv_dtype")
 
 
 def links(layout: Layout, dep: Deployment) -> str:

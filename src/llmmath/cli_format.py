@@ -1,4 +1,5 @@
-"""How the ``llmmath`` command shows its answers: aligned tables with units, or JSON.
+"""How the ``llmmath`` command shows its answers (aligned tables with units, or JSON) and
+reads the numbers it is given (suffixes, ranges, bounds, one-line errors naming the option).
 
 A :class:`Report` holds what a subcommand found twice over: ``data`` (plain numbers in SI
 units, for ``--json``) and the lines people read (a heading, settings, tables, notes).
@@ -14,9 +15,11 @@ batch  step ms
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,13 +138,114 @@ def percent(share: float) -> str:
     return f"{share * 100:.1f}%"
 
 
+# ---- numbers in: what the command reads --------------------------------------------------
+#: The most values one range (START:STOP) may expand to.
+MAX_VALUES = 1_000_000
+_UNITS_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+#: Number suffixes: k, M, G, T are powers of 1,000 (8k = 8,000); Ki, Mi, Gi, Ti of 1,024.
+SUFFIXES = {
+    "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+}  # fmt: skip
+NUMBERS = "k, M, G, T = 1e3, 1e6, 1e9, 1e12 (8k = 8,000); Ki, Mi = 1,024, 1,024^2 (8Ki = 8,192)"
+
+
+class InputError(ValueError):
+    """Input the command cannot use: shown as one line, exit status 2."""
+
+
+def did_you_mean(text: str, known: Sequence[str]) -> str:
+    """``"; did you mean 'X'?"`` for the closest of ``known`` (case ignored), or ``""``."""
+    lowered = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(text.lower(), list(lowered), n=1, cutoff=0.6)
+    return f"; did you mean {lowered[close[0]]!r}?" if close else ""
+
+
+def parse_number(text: str, name: str, *, whole: bool = False, low: float | None = None) -> float:
+    """``"15e12"``, ``"15T"``, ``"16M"``, ``"8Ki"`` -> a finite float (:data:`SUFFIXES`);
+    ``whole`` refuses fractions, ``low`` anything below it."""
+    suffix = next((s for s in ("Ki", "Mi", "Gi", "Ti") if text.endswith(s)), text[-1:])
+    scale = SUFFIXES.get(suffix, 1.0) if text else 1.0
+    body = text[: -len(suffix)] if scale != 1.0 else text
+    try:
+        value = float(body.replace("_", "")) * scale
+    except ValueError:
+        raise InputError(f"{name} {text!r} is not a number (e.g. 8192, 8k, 15e12)") from None
+    return _bounded(value, name, whole=whole, low=low)
+
+
+def _bounded(value: float, name: str, *, whole: bool, low: float | None) -> float:
+    if not math.isfinite(value):
+        raise InputError(f"{name} must be a finite number; got {value}")
+    if whole and not value.is_integer():
+        raise InputError(f"{name} must be a whole number; got {value:g}")
+    if low is not None and value < low:
+        raise InputError(f"{name} must be >= {low:g}; got {value:g}")
+    return value
+
+
+def parse_values(
+    text: str, name: str, *, whole: bool = False, low: float | None = None
+) -> list[float]:
+    """``"1,16,64"`` and ranges ``"1:1000"`` or ``"1024:8192:1024"`` -> numbers."""
+    values: list[float] = []
+    for part in filter(None, text.split(",")):
+        if ":" in part:
+            bounds = [parse_number(p, name) for p in part.split(":")]
+            if len(bounds) not in (2, 3) or (len(bounds) == 3 and bounds[2] <= 0):
+                raise InputError(f"{name} range {part!r} is not START:STOP[:STEP]")
+            start, stop, stride = bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else 1.0
+            n = int((stop - start) // stride) + 1
+            if n > MAX_VALUES:
+                raise InputError(
+                    f"{name} range {part!r} gives {n:,} values; at most {MAX_VALUES:,}"
+                )
+            if n < 1:
+                raise InputError(f"{name} range {part!r} is empty (STOP below START)")
+            values.extend(start + stride * i for i in range(n))
+        else:
+            values.append(parse_number(part, name))
+    if not values:
+        raise InputError(f"{name} {text!r} holds no numbers")
+    return [_bounded(value, name, whole=whole, low=low) for value in values]
+
+
+def parse_share(text: str, name: str, n: tuple[int, ...] = (1,)) -> list[float]:
+    """Shares in (0, 1] (efficiencies, an HBM share): ``n`` says how many may be given."""
+    values = parse_values(text, name)
+    if len(values) not in n or not all(0 < v <= 1 for v in values):
+        raise InputError(f"{name} values must be in (0, 1], {' or '.join(map(str, n))} of them; "
+                         f"got {text!r}")  # fmt: skip
+    return values
+
+
+def parse_latency(text: str) -> float:
+    """``"30ms"`` -> 0.03 s; a unit (us, ms, s) is required."""
+    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(us|µs|ms|s)\s*", text)
+    if not match:
+        raise InputError(f"--latency {text!r} needs a unit, e.g. 30ms or 0.03s")
+    value = parse_number(match.group(1), "--latency") * _UNITS_S[match.group(2)]
+    if not value > 0:
+        raise InputError(f"--latency must be > 0; got {text!r}")
+    return value
+
+
 __all__ = [
     "FLOOR_NOTE",
     "LINK_NAMES",
+    "MAX_VALUES",
+    "NUMBERS",
+    "SUFFIXES",
+    "InputError",
     "Report",
     "count",
+    "did_you_mean",
     "ms",
     "params",
+    "parse_latency",
+    "parse_number",
+    "parse_share",
+    "parse_values",
     "percent",
     "plain",
     "short",

@@ -11,7 +11,7 @@ from .chip_prices import example_price, list_example_prices
 from .cli_format import LINK_NAMES, Report, count, ms, params, percent, short, si, sig, table, usd
 from .hardware import Chip
 from .models import ModelConfig
-from .placement import Layout
+from .placement import DoesNotFitError, Layout
 from .training import pipeline_bubble_fraction, training_step
 from .training_memory import training_memory
 from .units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -28,7 +28,9 @@ def train(
     mfu: float,
     price: float | None,
 ) -> Report:
-    """Days and chip-hours to train on ``tokens``, memory per chip, bubble, communication."""
+    """Days and chip-hours to train on ``tokens``, memory per chip, bubble, communication.
+    Raises :class:`DoesNotFitError` (naming each part of the memory) when a chip cannot
+    hold its share."""
     step = training_step(
         model, layout, chip, batch_tokens, microbatches=microbatches, activations=activations,
         flops_efficiency=mfu,
@@ -36,6 +38,14 @@ def train(
     memory = training_memory(
         model, layout, batch_tokens, microbatches=microbatches, activations=activations
     )
+    try:
+        memory.require_fit(chip, what=f"training {model.name} on {layout}")
+    except DoesNotFitError as error:
+        raise DoesNotFitError(
+            f"{error}; try more --microbatches, zero1-3 or pp in --layout, or "
+            "--activations checkpointed",
+            error.missing_bytes,
+        ) from None
     steps = tokens / batch_tokens
     fast, slow = steps * float(step.lower_s), steps * float(step.upper_s)
     chip_hours = layout.n_gpus * fast / SECONDS_PER_HOUR
@@ -77,14 +87,6 @@ def train(
         },
     }
     report = Report(data)
-    fits = (
-        "fits"
-        if data["fits"]
-        else (
-            f"does NOT fit, {si(total - chip.hbm_bytes, 'B')} over\n           (try "
-            "--microbatches, zero1-3 or pp, or --activations checkpointed)"
-        )
-    )
     report.add(
         f"Training {model.name} ({params(model.total_params)} parameters) on "
         f"{count(layout.n_gpus)} x {chip.full_name}",
@@ -101,7 +103,7 @@ def train(
         + f";\n           MFU {percent(float(step.mfu))} ({percent(float(step.mfu_no_overlap))} "
         "serial)",
         f"  bubble   {percent(bubble)} of each step idle in the pipeline",
-        f"  memory   {si(total, 'B')} per chip of {si(chip.hbm_bytes, 'B')}: {fits}",
+        f"  memory   {si(total, 'B')} per chip of {si(chip.hbm_bytes, 'B')}: fits",
         "",
         table(["memory per chip", "size"], [[k, si(v, "B")] for k, v in parts.items()]),
         "",

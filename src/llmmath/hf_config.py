@@ -37,6 +37,9 @@ FAMILIES: dict[str, bool] = {
     "deepseek_v3": False,
 }
 
+#: The largest number a size field may hold (layers, widths, vocabulary, context).
+MAX_FIELD = 10**15
+
 #: Activations whose MLP is gated (three matrices: gate, up, down), as the course counts.
 GATED_ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new")
 
@@ -47,18 +50,22 @@ class _Reader:
     def __init__(self, config: dict[str, Any], where: str) -> None:
         self.config, self.where = config, where
 
-    def count(self, key: str, default: int | None = None) -> int:
+    def count(self, key: str, default: int | None = None, *, low: int = 1) -> int:
+        """A whole number from ``low`` to 10^15 (a JSON integer, not a string or a float)."""
         value = self.config.get(key)
         value = default if value is None else value
         if value is None:
             raise ValueError(f"{self.where}: field {key!r} is missing (the course needs it)")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{self.where}: field {key!r} must be a whole number; got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_FIELD:
+            raise ValueError(
+                f"{self.where}: field {key!r} must be a whole number from {low} to 10^15; "
+                f"got {value!r}"
+            )
         return value
 
     def optional_int(self, key: str) -> int:
-        """0 where the field is absent or null (e.g. DeepSeek-V2-Lite's q_lora_rank)."""
-        return 0 if self.config.get(key) is None else self.count(key)
+        """0 where the field is absent, null or 0 (e.g. DeepSeek-V2-Lite's q_lora_rank)."""
+        return 0 if self.config.get(key) is None else self.count(key, low=0)
 
     def require(self, key: str, allowed: tuple[object, ...], why: str) -> None:
         value = self.config.get(key)
@@ -85,7 +92,7 @@ def model_from_hf_config(
     if not isinstance(config, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(config).__name__}")
     family = config.get("model_type")
-    if family not in FAMILIES:
+    if not isinstance(family, str) or family not in FAMILIES:
         raise ValueError(
             f"{where}: field 'model_type' = {family!r} is not understood; "
             f"known: {', '.join(sorted(FAMILIES))}"
@@ -148,7 +155,7 @@ def _latent_attention(read: _Reader) -> dict[str, int]:
 def _notes(config: dict[str, Any]) -> list[str]:
     """What the config describes that the course's arithmetic leaves out."""
     notes = []
-    window = config.get("sliding_window")
+    window = _Reader(config, "config.json").optional_int("sliding_window")
     if (
         window
         and config.get("use_sliding_window", True)
