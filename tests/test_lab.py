@@ -673,6 +673,18 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     link = learner.notebook.locator(".jp-MarkdownCell a", has_text="exercise").last
     href = link.evaluate("a => a.pathname")
     assert href == f"/files/{LEARNER}/{lesson.stem}/{lesson.stem}.ipynb", href
+    # #36 item 7: it looks like the page's other links (jupyterlab-myst showed an {eval}'s
+    # link black and apart), and does not send a learner already here to `make lab`.
+    colours = link.evaluate(
+        """a => [getComputedStyle(a).color, ...[...document.querySelectorAll(
+            ".jp-MarkdownCell .myst a")].filter(b => !b.closest(".myst-RenderedExpression"))
+            .slice(0, 1).map(b => getComputedStyle(b).color)]"""
+    )
+    assert len(colours) == 2 and colours[0] == colours[1], f"link colours {colours}"
+    said = link.evaluate("a => a.closest('.jp-MarkdownCell').innerText")
+    assert "make lab" not in said and "your own copy" in said, said
+    link.scroll_into_view_if_needed()
+    learner.shot("exercise-link")
 
     output = learner.page.locator(".jp-OutputArea-output")
     explorer = output.filter(has=learner.page.locator(".widget-slider")).filter(

@@ -47,12 +47,18 @@ def test_source_of_a_property_without_getter_says_so() -> None:
 def test_exercise_link_is_the_release_in_the_book(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(pages.LEARNER_DIR_ENV, raising=False)
     link = pages.exercise_link("roofline", "the roofline exercise").data
-    assert link == "[the roofline exercise](../exercises/roofline/roofline.ipynb)"
+    assert link == (
+        "[the roofline exercise](../exercises/roofline/roofline.ipynb) in JupyterLab (`make lab`)"
+    )
 
 
 def test_exercise_link_is_the_learners_copy_in_make_lab(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#36 item 7: a learner already in JupyterLab is not told to run make lab."""
     monkeypatch.setenv(pages.LEARNER_DIR_ENV, "my-work")
     assert pages.exercise_path("moe") == "../my-work/moe/moe.ipynb"
+    link = pages.exercise_link("moe", "the MoE exercise").data
+    assert link == "[the MoE exercise](../my-work/moe/moe.ipynb) (your own copy, in `my-work/moe/`)"
+    assert "make lab" not in link
 
 
 def test_figure_shows_the_drawing_then_returns_its_caption(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -65,8 +65,14 @@ def exercise_path(assignment: str) -> str:
 
 
 def exercise_link(assignment: str, text: str) -> Markdown:
-    """A Markdown link to ``exercise_path(assignment)`` (show it with ``{eval}``)."""
-    return _markdown(f"[{text}]({exercise_path(assignment)})")
+    """A Markdown link to ``exercise_path(assignment)`` (show it with ``{eval}``), and where to
+    work it: in the book, in JupyterLab (``make lab``); in ``make lab``, the learner's own copy,
+    already there (telling someone already in JupyterLab to run ``make lab`` confuses)."""
+    link = f"[{text}]({exercise_path(assignment)})"
+    learner = os.environ.get(LEARNER_DIR_ENV)
+    if learner:
+        return _markdown(f"{link} (your own copy, in `{learner.strip('/')}/{assignment}/`)")
+    return _markdown(f"{link} in JupyterLab (`make lab`)")
 
 
 def figure(drawing: Figure, caption: str) -> Markdown:

@@ -10,6 +10,10 @@
  * test what defines each answer (or only that it is plausible) and the hidden tests, absent
  * from the learner's copy, check the values: so when that dialog appears, its words are
  * replaced with what was checked (tests/test_lab.py reads the dialog).
+ *
+ * jupyterlab-myst shows a Markdown value of {eval} (a lesson's link to its exercise) in a box of
+ * its own that drops the page's link colour and breaks the line's spacing: LINK_CSS makes such
+ * a link look like every other link of the page, in the line's flow.
  */
 (function () {
   "use strict";
@@ -19,6 +23,14 @@
     "Each test cell's line says what its checks confirmed: consistent (what defines your " +
     "answers, with your own numbers) or plausible (some only in range). Neither checks your " +
     "values: the hidden tests do, when your notebook is graded.";
+
+  const LINK_CSS = `
+    .myst-RenderedExpression a { color: var(--jp-content-link-color); text-decoration: underline; }
+    .not-prose.inline-block:has(> .myst-RenderedExpression .jp-RenderedMySTMarkdown),
+    .myst-RenderedExpression:has(.jp-RenderedMySTMarkdown),
+    .myst-RenderedExpression .jp-RenderedMySTMarkdown,
+    .myst-RenderedExpression .jp-RenderedMySTMarkdown > p { display: inline; margin: 0; padding: 0; }
+  `;
 
   function reword(message) {
     if (message.dataset.llmmathReworded) return;
@@ -31,10 +43,16 @@
   }
 
   const plugin = {
-    id: `${NAME}:validate-message`,
-    description: "Validate never calls values only the hidden tests check a success.",
+    id: `${NAME}:learner`,
+    description:
+      "Validate never calls values only the hidden tests check a success; a lesson's link to " +
+      "its exercise looks like a link.",
     autoStart: true,
     activate: () => {
+      const style = document.createElement("style");
+      style.id = `${NAME}-links`;
+      style.textContent = LINK_CSS;
+      document.head.append(style);
       // The dialog is built whole, then attached: reworded in the same task, before paint.
       const observer = new MutationObserver(() => {
         const message = document.getElementById("validation-message");
