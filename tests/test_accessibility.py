@@ -33,6 +33,8 @@ PHONE = {"width": 390, "height": 844}
 
 PAGES = [p.relative_to(HTML).as_posix() for p in built_pages()] if HTML.exists() else []
 LESSONS = [p for p in PAGES if p.startswith("lessons/")]
+#: Checked at a phone's width: the lessons, and the API reference (long names, signatures).
+PHONE_PAGES = LESSONS + [p for p in PAGES if p.startswith("book/api/")]
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +195,8 @@ TOO_WIDE = """() => {
 }"""
 
 
-@pytest.mark.parametrize("path", LESSONS)
-def test_lesson_fits_a_phone(browser: Browser, base_url: str, path: str) -> None:
+@pytest.mark.parametrize("path", PHONE_PAGES)
+def test_page_fits_a_phone(browser: Browser, base_url: str, path: str) -> None:
     """At 390 x 844 the page scrolls only down: nothing sticks out past the right edge unless
     it scrolls inside its own box; explorer figures fit the column and controls stack."""
     page = open_page(browser, f"{base_url}/{path}", PHONE)
