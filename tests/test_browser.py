@@ -160,3 +160,21 @@ def test_the_lessons_jupyterlab_note_is_hidden_in_the_book(
     assert note.count() == 1, f"{path} lacks its JupyterLab note"
     assert not note.is_visible(), f"{path} shows the JupyterLab-only note"
     visit.page.close()
+
+
+@pytest.mark.parametrize("path", LESSON_PAGES)
+def test_the_package_code_a_lesson_shows_fits_its_column(
+    browser: Browser, base_url: str, path: str
+) -> None:
+    """#36 item 7: the source a lesson shows (pages.source) wraps at its column, at a desktop
+    width too, instead of running past it into a sideways scroll (book/static/course.css)."""
+    visit = Visit(browser, f"{base_url}/{path}")
+    visit.page.set_viewport_size({"width": 1400, "height": 900})
+    blocks = visit.page.locator(".cell_output .highlight pre")
+    assert blocks.count() >= 1, f"{path} shows no package code"
+    wider = blocks.evaluate_all(
+        "pres => pres.filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent"
+        ".split('\\n').reduce((a, b) => (b.length > a.length ? b : a)))"
+    )
+    assert not wider, f"{path}: code wider than its column, longest lines {wider}"
+    visit.page.close()
