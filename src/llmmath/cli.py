@@ -18,7 +18,6 @@ not fit, 2 bad input (one line on stderr, never a traceback).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import sys
@@ -33,15 +32,20 @@ from .cli_format import (
     NUMBERS,
     InputError,
     Report,
+    _plain,
     did_you_mean,
+    parse_dtype,
     parse_latency,
+    parse_length,
     parse_number,
+    parse_price,
     parse_share,
+    parse_tokens,
     parse_values,
 )
 from .deployment import Deployment
-from .dtypes import BYTES_PER_ELEMENT
-from .hf_config import read_hf_config
+from .dtypes import BYTES_PER_ELEMENT, WeightFormat
+from .hf_config import read_checkpoint
 from .models import ModelConfig, get_model, list_models, load_models
 from .placement import DoesNotFitError, Layout
 from .serving import OVERLAP_RULES
@@ -129,35 +133,11 @@ def parse_layout(text: str, n_chips: int) -> Layout:
     return layout
 
 
-def parse_tokens(text: str, name: str, model: ModelConfig) -> list[float]:
-    """Context or prompt lengths: whole numbers from 1 to the model's ``max_context``."""
-    values = parse_values(text, name, whole=True, low=1)
-    worst = max(values)
-    if worst > model.max_context:
-        raise InputError(
-            f"{name} must be <= {model.name}'s max_context={model.max_context:,} tokens; "
-            f"got {worst:,.0f}"
-        )
-    return values
-
-
-def parse_length(text: str, name: str, model: ModelConfig) -> float:
-    """One context or prompt length (:func:`parse_tokens` of a single value)."""
-    values = parse_tokens(text, name, model)
-    if len(values) != 1 or re.search(r"[,:]", text):
-        raise InputError(f"{name} takes one length here; got {text!r}")
-    return values[0]
-
-
-def _plain(message: str) -> str:
-    """A package error without the function it came from (``serving.decode_step(): ``)."""
-    return re.sub(r"^[\w.]+\(\): ", "", message)
-
-
-def resolve_model(text: str) -> tuple[ModelConfig, list[str]]:
-    """A preset, a Hugging Face config.json (or its folder), or ``file.toml[:NAME]``."""
+def resolve_model(text: str) -> tuple[ModelConfig, list[str], WeightFormat | None]:
+    """A preset, a Hugging Face config.json (or its folder), or ``file.toml[:NAME]``; notes on
+    what a config leaves out, and a quantized checkpoint's weight format."""
     if text in list_models():
-        return get_model(text), []
+        return get_model(text), [], None
     path, _, name = text.partition(".toml:")
     path = path + ".toml" if name else text
     file = Path(path)
@@ -178,11 +158,11 @@ def resolve_model(text: str) -> tuple[ModelConfig, list[str]]:
         if name:
             if name not in found:
                 raise InputError(f"{file} has no model {name!r}; it has {', '.join(found)}")
-            return found[name], []
+            return found[name], [], None
         if len(found) > 1:
             raise InputError(f"{file} holds {', '.join(found)}: pick one as {file}:NAME")
-        return next(iter(found.values())), []
-    return read_hf_config(file)
+        return next(iter(found.values())), [], None
+    return read_checkpoint(file)
 
 
 def load_chip_file(path: str | None) -> list[str]:
@@ -201,23 +181,6 @@ def load_chip_file(path: str | None) -> list[str]:
     return list(chips)
 
 
-def parse_dtype(text: str, flag: str) -> str:
-    """A number format the package knows (``bf16``, ``fp8``, ``nvfp4``, ...)."""
-    if text not in BYTES_PER_ELEMENT:
-        known = list(BYTES_PER_ELEMENT)
-        raise InputError(
-            f"{flag} {text!r} is not a number format{did_you_mean(text, known)} "
-            f"(known: {', '.join(known)})"
-        )
-    return text
-
-
-def parse_price(value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise InputError(f"--price must be > 0 USD per chip-hour; got {value}")
-    return value
-
-
 def checked_layout(text: str, n_chips: int, model: ModelConfig) -> Layout:
     """:func:`parse_layout`, validated against ``model``, with the CLI's spelling of hints."""
     layout = parse_layout(text, n_chips)
@@ -229,13 +192,33 @@ def checked_layout(text: str, n_chips: int, model: ModelConfig) -> Layout:
     return layout
 
 
-def build_deployment(args: argparse.Namespace, model: ModelConfig) -> Deployment:
+def weight_format(args: argparse.Namespace, checkpoint: WeightFormat | None) -> WeightFormat:
+    """Each part's format: the dtype options where given (embeddings bf16 unless
+    ``--embedding-dtype``), else the checkpoint's ``quantization_config``, else bf16."""
+    flags = (args.dtype, args.expert_dtype, args.embedding_dtype)
+    if checkpoint is not None and flags == (None, None, None):
+        return checkpoint
+    dtype = parse_dtype(args.dtype or "bf16", "--dtype")
+    return WeightFormat.of(
+        embeddings=parse_dtype(args.embedding_dtype or "bf16", "--embedding-dtype"),
+        attention=dtype,
+        mlp=dtype,
+        experts=parse_dtype(args.expert_dtype or dtype, "--expert-dtype"),
+    )
+
+
+def build_deployment(
+    args: argparse.Namespace, model: ModelConfig, checkpoint: WeightFormat | None = None
+) -> Deployment:
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
     layout_text = getattr(args, "layout", None)
     layout = checked_layout(layout_text, n, model) if layout_text else None
-    dtype = parse_dtype(args.dtype, "--dtype")
-    compute = dtype if dtype in chip.peak_flop_per_s else "bf16"
+    fmt = weight_format(args, checkpoint)
+    compute = fmt.main if fmt.main in chip.peak_flop_per_s else "bf16"
+    attention = parse_dtype(getattr(args, "attention_dtype", "bf16"), "--attention-dtype")
+    if attention not in chip.peak_flop_per_s:
+        raise InputError(f"--attention-dtype {attention}: {chip.name} has no peak for it")
     flops, bandwidth = _efficiency(getattr(args, "efficiency", "1"))
     return Deployment(
         model,
@@ -243,11 +226,13 @@ def build_deployment(args: argparse.Namespace, model: ModelConfig) -> Deployment
         n,
         layout=layout,
         compute_dtype=compute,
-        weight_dtype=dtype,
-        kv_dtype=parse_dtype(args.kv_dtype or dtype, "--kv-dtype"),
+        weight_dtype=fmt.main,
+        kv_dtype=parse_dtype(args.kv_dtype or args.dtype or "bf16", "--kv-dtype"),
         flops_efficiency=flops,
         bandwidth_efficiency=bandwidth,
         usd_per_chip_hour=parse_price(getattr(args, "price", None)),
+        weight_format=fmt,
+        attention_dtype=attention,
     )
 
 
@@ -342,10 +327,16 @@ def _serving_options(
     if layout:
         sub.add_argument("--layout", help="e.g. tp8, tp4,pp2 or tp2,ep4; DP fills the rest "
                          "(default: an even split with no communication)")  # fmt: skip
-    sub.add_argument("--dtype", default="bf16", help="weights, and matmuls where the chip has "
-                     f"peaks for it ({', '.join(BYTES_PER_ELEMENT)})")  # fmt: skip
-    sub.add_argument("--kv-dtype", help="KV cache (default: --dtype)")
+    sub.add_argument("--dtype", help="attention, MLP and expert weights, and matmuls where the "
+                     f"chip has peaks for it ({', '.join(BYTES_PER_ELEMENT)}; default: a "
+                     "config.json's quantization_config, else bf16)")  # fmt: skip
+    sub.add_argument("--expert-dtype", help="routed experts' weights (default: --dtype)")
+    sub.add_argument("--embedding-dtype", help="input embedding and output layer (default: "
+                     "bf16, as quantized checkpoints keep them)")  # fmt: skip
+    sub.add_argument("--kv-dtype", help="KV cache (default: --dtype, else bf16)")
     if timed:
+        sub.add_argument("--attention-dtype", default="bf16",
+                         help="the format attention's QK^T and AV compute in")  # fmt: skip
         sub.add_argument("--efficiency", default="1.0", help="share of peak FLOP/s[,of HBM "
                          "bandwidth], each in (0, 1]; one value sets both")  # fmt: skip
         sub.add_argument("--overlap", choices=OVERLAP_RULES, default="perfect",
@@ -434,13 +425,14 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
         return cli_training.chips({n: hardware.get_chip(n) for n in names}), []
     if args.command == "models":
         resolved = [resolve_model(m) for m in args.model or list_models()]
-        notes = [f"{m.name}: {note}" for m, ns in resolved for note in ns]
-        return cli_training.models([m for m, _ in resolved]), notes
-    model, notes = resolve_model(args.model)
+        notes = [f"{m.name}: {note}" for m, ns, _ in resolved for note in ns]
+        held = [fmt.description if fmt else None for _, _, fmt in resolved]
+        return cli_training.models([m for m, _, _ in resolved], held), notes
+    model, notes, checkpoint = resolve_model(args.model)
     if args.command == "train":
         return _train(args, model), notes
     commands = {"serve": _serve, "fit": _fit, "best": _best}
-    return commands[args.command](args, build_deployment(args, model)), notes
+    return commands[args.command](args, build_deployment(args, model, checkpoint)), notes
 
 
 def flag_message(message: str, args: argparse.Namespace) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import batching, kv_cache
+from . import kv_cache
 from .chip_prices import cost_per_million_tokens_usd, list_example_prices
 from .cli_format import FLOOR_NOTE, LINK_NAMES, Report, count, ms, params, si, sig, table, usd
 from .deployment import Deployment
@@ -37,8 +37,10 @@ def settings(dep: Deployment, overlap: str) -> dict[str, Any]:
         "n_chips": dep.n_chips,
         "layout": layout,
         "weight_dtype": dep.weight_dtype,
+        "weights_held_as": held_as(dep),
         "kv_dtype": dep.kv_dtype,
         "compute_dtype": dep.compute_dtype,
+        "attention_dtype": dep.attention_compute_dtype,
         "flops_efficiency": dep.flops_efficiency,
         "bandwidth_efficiency": dep.bandwidth_efficiency,
         "usd_per_chip_hour": price_of(dep),
@@ -46,11 +48,37 @@ def settings(dep: Deployment, overlap: str) -> dict[str, Any]:
     }
 
 
-def heading(report: Report, dep: Deployment, *, layout: bool = True, price: bool = True) -> None:
+def held_as(dep: Deployment) -> str:
+    """Which format holds each part of the weights, in words."""
+    fmt = dep.weight_format
+    return fmt.description if fmt is not None else f"all {dep.weight_dtype}"
+
+
+def kv_line(dep: Deployment, context: float | None) -> str:
+    """KV bytes per token, exact at ``context`` where sliding-window layers hold less."""
+    full = si(dep.kv_bytes_per_token, "B")
+    model = dep.model
+    if context is None or not model.sliding_window:
+        return f"{full} per token"
+    at = float(model.kv_bytes_per_token(dep.kv_dtype, context))
+    windows = (
+        f"{model.n_local_layers} of {model.n_layers} layers hold {count(model.sliding_window)}"
+    )
+    return f"{si(at, 'B')} per token at {count(context)} tokens ({windows}; {full} at full)"
+
+
+def heading(
+    report: Report,
+    dep: Deployment,
+    *,
+    layout: bool = True,
+    price: bool = True,
+    context: float | None = None,
+) -> None:
     model = dep.model
     size = params(model.total_params)
     if model.is_moe:
-        size += f", {params(model.active_params)} active"
+        size += f", {params(model.matmul_params_per_token)} active*"
     split = (
         str(dep.layout)
         if dep.layout is not None
@@ -66,8 +94,9 @@ def heading(report: Report, dep: Deployment, *, layout: bool = True, price: bool
     report.add(
         f"{model.name} ({size} parameters) on {dep.n_chips} x {dep.chip.full_name}",
         *([f"  layout   {split}"] if layout else []),
-        f"  weights  {dep.weight_dtype}, {weights}; matmuls in {dep.compute_dtype}",
-        f"  KV cache {dep.kv_dtype}, {si(dep.kv_bytes_per_token, 'B')} per token",
+        f"  weights  {held_as(dep)}: {weights}",
+        f"  compute  matmuls in {dep.compute_dtype}, attention in {dep.attention_compute_dtype}",
+        f"  KV cache {dep.kv_dtype}, {kv_line(dep, context)}",
         *(
             []
             if not price
@@ -137,7 +166,7 @@ def serve(
         "rows": rows,
     }
     report = Report(data)
-    heading(report, dep)
+    heading(report, dep, context=context)
     rule = "floor" if overlap == "perfect" else "serial estimate"
     report.add(
         f"  context  {count(context)} tokens cached per sequence",
@@ -183,7 +212,9 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
     """The most sequences at each context, and the longest context at each batch."""
     T = np.asarray(contexts, dtype=np.float64)
     B = np.asarray(batches, dtype=np.float64)
-    most = np.atleast_1d(np.asarray(batching.max_batch(dep, T), dtype=np.float64))
+    most = np.atleast_1d(np.asarray(kv_cache.max_batch(dep, T), dtype=np.float64))
+    exact = np.asarray(dep.model.kv_bytes_per_token(dep.kv_dtype, T)) / dep.kv_bytes_per_token
+    held_at = dep.kv_bytes_held_per_token * np.broadcast_to(exact, T.shape)
     longest = np.atleast_1d(np.asarray(kv_cache.max_context(dep, B), dtype=np.float64))
     data = {
         "command": "fit",
@@ -209,7 +240,10 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         "",
         table(
             ["context", "max batch", "KV at it"],
-            [[count(t), count(m), si(m * t * held, "B")] for t, m in zip(T, most, strict=True)],
+            [
+                [count(t), count(m), si(m * t * h, "B")]
+                for t, m, h in zip(T, most, held_at, strict=True)
+            ],
         ),
         "",
         table(
@@ -220,14 +254,20 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
             ],
         ),
         "",
-        "Weights and KV caches only: activations and fragmentation take more.",
+        "Weights and KV caches only: activations and fragmentation take more."
+        + (
+            f"\nSliding-window layers ({dep.model.n_local_layers} of {dep.model.n_layers}) hold "
+            f"at most {count(dep.model.sliding_window)} tokens each: counted exactly."
+            if dep.model.sliding_window
+            else ""
+        ),
         f"The model's own context limit is {count(dep.model.max_context)} tokens.",
     )
     return report
 
 
 #: The settings ``fit`` depends on (no times, no prices).
-_FIT_SETTINGS = ("model", "chip", "n_chips", "layout", "weight_dtype", "kv_dtype")
+_FIT_SETTINGS = ("model", "chip", "n_chips", "layout", "weight_dtype", "weights_held_as", "kv_dtype")
 
 
 def links(layout: Layout, dep: Deployment) -> str:

@@ -23,6 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .dtypes import BYTES_PER_ELEMENT
+from .models import ModelConfig
+
 #: Said under every table of times: the model's numbers are lower bounds.
 FLOOR_NOTE = (
     "Floors, not promises: at {flops:.0%} of the datasheet FLOP/s and {bandwidth:.0%} of its "
@@ -230,6 +233,48 @@ def parse_latency(text: str) -> float:
     return value
 
 
+def parse_tokens(text: str, name: str, model: ModelConfig) -> list[float]:
+    """Context or prompt lengths: whole numbers from 1 to the model's ``max_context``."""
+    values = parse_values(text, name, whole=True, low=1)
+    worst = max(values)
+    if worst > model.max_context:
+        raise InputError(
+            f"{name} must be <= {model.name}'s max_context={model.max_context:,} tokens; "
+            f"got {worst:,.0f}"
+        )
+    return values
+
+
+def parse_length(text: str, name: str, model: ModelConfig) -> float:
+    """One context or prompt length (:func:`parse_tokens` of a single value)."""
+    values = parse_tokens(text, name, model)
+    if len(values) != 1 or re.search(r"[,:]", text):
+        raise InputError(f"{name} takes one length here; got {text!r}")
+    return values[0]
+
+
+def _plain(message: str) -> str:
+    """A package error without the function it came from (``serving.decode_step(): ``)."""
+    return re.sub(r"^[\w.]+\(\): ", "", message)
+
+
+def parse_dtype(text: str, flag: str) -> str:
+    """A number format the package knows (``bf16``, ``fp8``, ``nvfp4``, ...)."""
+    if text not in BYTES_PER_ELEMENT:
+        known = list(BYTES_PER_ELEMENT)
+        raise InputError(
+            f"{flag} {text!r} is not a number format{did_you_mean(text, known)} "
+            f"(known: {', '.join(known)})"
+        )
+    return text
+
+
+def parse_price(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InputError(f"--price must be > 0 USD per chip-hour; got {value}")
+    return value
+
+
 __all__ = [
     "FLOOR_NOTE",
     "LINK_NAMES",
@@ -242,9 +287,13 @@ __all__ = [
     "did_you_mean",
     "ms",
     "params",
+    "parse_dtype",
     "parse_latency",
+    "parse_length",
     "parse_number",
+    "parse_price",
     "parse_share",
+    "parse_tokens",
     "parse_values",
     "percent",
     "plain",

@@ -189,16 +189,18 @@ def chips(listed: dict[str, Chip]) -> Report:
     return report
 
 
-def models(listed: list[ModelConfig]) -> Report:
-    """Every model with its shape, parameters and KV bytes per token, then the sources."""
+def models(listed: list[ModelConfig], held: list[str | None] | None = None) -> Report:
+    """Every model with its shape, parameters and KV bytes per token, then the sources.
+    ``held``: how each model's checkpoint holds its weights (None: not quantized)."""
     rows: list[list[str]] = []
     data: list[dict[str, object]] = []
-    for spec in listed:
+    formats = held or [None] * len(listed)
+    for spec, fmt in zip(listed, formats, strict=True):
         rows.append(
             [
                 spec.name,
                 params(spec.total_params),
-                params(spec.active_params),
+                params(spec.matmul_params_per_token),
                 count(spec.n_layers),
                 count(spec.d_model),
                 f"{spec.n_heads}/{spec.n_kv_heads}",
@@ -212,7 +214,11 @@ def models(listed: list[ModelConfig]) -> Report:
             {
                 "name": spec.name,
                 "total_params": spec.total_params,
-                "active_params": spec.active_params,
+                "active_params": spec.matmul_params_per_token,
+                "active_params_with_input_embedding": spec.active_params,
+                "weights_held_as": fmt,
+                "sliding_window": spec.sliding_window,
+                "global_layers": spec.n_global_layers,
                 "kv_bytes_per_token_bf16": spec.kv_bytes_per_token("bf16"),
                 "shape": {
                     f: getattr(spec, f)
@@ -226,7 +232,7 @@ def models(listed: list[ModelConfig]) -> Report:
     header = [
         "model",
         "params",
-        "active",
+        "active*",
         "layers",
         "d_model",
         "heads N/K",
@@ -239,7 +245,11 @@ def models(listed: list[ModelConfig]) -> Report:
     report.add(
         table(header, rows),
         "",
-        "Parameters from the shape (embeddings, norms, routers included). Sources:",
+        "Parameters from the shape (embeddings, norms, routers included). *active: the",
+        "weights one token multiplies by, without the input embedding (a lookup), as OpenAI",
+        "and DeepSeek count; Qwen and Meta count it too (--json: with_input_embedding).",
+        *(f"  {m.name}: checkpoint holds {f}" for m, f in zip(listed, formats, strict=True) if f),
+        "Sources:",
         *(
             f"  {m.name}: {m.source}" + (f" ({m.source_date})" if m.source_date else "")
             for m in listed

@@ -36,12 +36,13 @@ from .contracts import (
     each,
     vocabulary,
 )
-from .dtypes import bytes_per_element
+from .dtypes import DTYPE, WeightFormat, bytes_per_element
 from .hardware import Chip, get_chip
 from .models import ModelConfig, check_context, get_model, weight_params_read
 from .placement import (
     DoesNotFitError,
     Layout,
+    expert_params,
     groups,
     kv_shards,
     layers_per_stage,
@@ -56,6 +57,8 @@ from .placement import (
     flops_efficiency=SCALAR_FRACTION,
     bandwidth_efficiency=SCALAR_FRACTION,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+    weight_format=Optional(Instance(WeightFormat)),
+    attention_dtype=Optional(DTYPE),
 )
 class Deployment:
     """``model`` served on ``n_chips`` chips of one kind.
@@ -68,6 +71,11 @@ class Deployment:
     bytes are missing, when the weights alone do not fit, unless ``allow_overflow`` (a
     what-if, such as the roofline chapter's 70B model on one chip: its steps say ``fits``
     False).
+
+    ``weight_format`` holds each part of the weights in its own format (a quantized
+    checkpoint's experts in MXFP4 beside bf16 attention, say); without one every weight is in
+    ``weight_dtype``. ``attention_dtype`` is the format attention's QK^T and AV compute in;
+    without one, ``compute_dtype`` (the matmuls').
     """
 
     model: ModelConfig
@@ -82,6 +90,8 @@ class Deployment:
     bandwidth_efficiency: float = 1.0
     usd_per_chip_hour: float | None = None
     allow_overflow: bool = False
+    weight_format: WeightFormat | None = None
+    attention_dtype: str | None = None
 
     def __post_init__(self) -> None:
         # Each field was checked by @checked (inside a checked call too); what is left are
@@ -89,6 +99,7 @@ class Deployment:
         object.__setattr__(self, "model", get_model(self.model))
         object.__setattr__(self, "chip", get_chip(self.chip))
         self.chip.peak(self.compute_dtype)  # the chip must have FLOPs in this dtype
+        self.chip.peak(self.attention_compute_dtype)
         for knob in ("flops_efficiency", "bandwidth_efficiency"):
             object.__setattr__(self, knob, float(getattr(self, knob)))
         if self.usd_per_chip_hour is not None:
@@ -148,13 +159,39 @@ class Deployment:
     @property
     def weight_bytes(self) -> float:
         """Every weight once, as stored (the input embedding too: it is read by lookup only)."""
-        return self.model.weight_bytes(self.weight_dtype)
+        if self.weight_format is None:
+            return self.model.weight_bytes(self.weight_dtype)
+        dense, experts = self._part_bytes()
+        return dense + experts
+
+    def _part_bytes(self) -> tuple[float, float]:
+        """Bytes of the weights every chip of a model-parallel group shares out (attention,
+        embeddings, dense MLPs), and of the routed experts, under :attr:`weight_format`."""
+        model, fmt = self.model, self.weight_format
+        assert fmt is not None
+        experts = expert_params(model)
+        rest = model.total_params - experts - model.attention_params - model.embedding_params
+        dense = (
+            model.embedding_params * fmt.embeddings
+            + model.attention_params * fmt.attention
+            + rest * fmt.mlp
+        )
+        return dense, experts * fmt.experts
+
+    @property
+    def attention_compute_dtype(self) -> str:
+        """The format attention computes in: ``attention_dtype``, else ``compute_dtype``."""
+        return self.attention_dtype or self.compute_dtype
 
     @property
     def weight_bytes_per_chip(self) -> float:
         """Weights each chip holds: ``1/n`` of them, or its shard under the layout."""
         if self.layout is None:
             return self.weight_bytes / self.n_chips
+        if self.weight_format is not None:
+            dense, experts = self._part_bytes()
+            split = self.layout.tp * self.layout.pp
+            return dense / split + experts / (split * self.layout.ep)
         return params_per_gpu(self.model, self.layout) * bytes_per_element(self.weight_dtype)
 
     @property
@@ -213,13 +250,15 @@ vocabulary(deployment=DEPLOYMENT, dep=DEPLOYMENT)
 @contract(batch=Real(ndarray=True), tokens=Real(low_open=False, ndarray=True))
 def check_capacity(dep: Deployment, batch: FloatArray, tokens: FloatArray) -> None:
     """Raise unless ``batch`` sequences of ``tokens`` cached tokens fit beside the weights."""
-    kv = batch * tokens * dep.kv_bytes_held_per_token
+    model = dep.model  # a sliding-window layer holds at most its window (exact at each T)
+    share = np.asarray(model.kv_bytes_per_token(dep.kv_dtype, tokens)) / dep.kv_bytes_per_token
+    kv = batch * tokens * dep.kv_bytes_held_per_token * share
     over = kv > dep.kv_budget_bytes
     if np.any(over):
         i = np.unravel_index(np.argmax(np.where(over, kv, -1.0)), kv.shape)
         b, t, cache = float(batch[i]), float(tokens[i]), float(kv[i])
         missing = cache - dep.kv_budget_bytes
-        room = math.floor(dep.kv_budget_bytes / (t * dep.kv_bytes_held_per_token))
+        room = math.floor(dep.kv_budget_bytes * b / cache)
         held = dep.hbm_bytes - dep.kv_budget_bytes
         raise DoesNotFitError(
             f"{dep.model.name} at batch {b:g} and context {t:g} needs "
@@ -272,8 +311,16 @@ def weight_bytes_read_per_chip(
     shared = model.matmul_params_per_token - routed
     per_group = tokens * split.experts / split.replicas  # tokens an EP group routes
     experts = np.asarray(weight_params_read(model, per_group)) - shared
-    params = shared / split.weights + experts / (split.weights * split.experts)
-    return params * bytes_per_element(dep.weight_dtype)
+    fmt = dep.weight_format
+    if fmt is None:
+        params = shared / split.weights + experts / (split.weights * split.experts)
+        return params * bytes_per_element(dep.weight_dtype)
+    unembedding = model.vocab_size * model.d_model  # read by the output layer's matmul
+    mlp = shared - model.attention_params - unembedding
+    shared_bytes = (
+        model.attention_params * fmt.attention + unembedding * fmt.embeddings + mlp * fmt.mlp
+    )
+    return shared_bytes / split.weights + experts * fmt.experts / (split.weights * split.experts)
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,8 @@ def decode_step(
     matmul_flops = B * 2.0 * model.matmul_params_per_token
     attention_flops = B * np.asarray(model.attention_flops_per_token(T, decode=True))
     weight_bytes = weight_bytes_read_per_chip(dep, split, B)
-    kv_bytes = B / split.replicas * T * dep.kv_bytes_per_token / split.kv_read
+    kv_per_token = np.asarray(model.kv_bytes_per_token(dep.kv_dtype, T))  # window-exact
+    kv_bytes = B / split.replicas * T * kv_per_token / split.kv_read
     knobs = {
         "flops_efficiency": dep.flops_efficiency,
         "bandwidth_efficiency": dep.bandwidth_efficiency,
@@ -252,10 +253,10 @@ def decode_step(
         matmul_flops / split.flops, weight_bytes, dep.chip, dep.compute_dtype, **knobs
     )
     attention = roofline_time(
-        attention_flops / split.flops, kv_bytes, dep.chip, dep.compute_dtype, **knobs
+        attention_flops / split.flops, kv_bytes, dep.chip, dep.attention_compute_dtype, **knobs
     )
     traffic = step_traffic(dep, B / split.replicas)
-    kv_held = B * T * dep.kv_bytes_held_per_token
+    kv_held = B * T * dep.kv_bytes_held_per_token * (kv_per_token / dep.kv_bytes_per_token)
     return DecodeStep(
         deployment=dep,
         batch=B,
@@ -349,10 +350,15 @@ def prefill(
     split = chip_shares(dep)
     tokens = B * P
     flops = tokens * np.asarray(model.forward_flops_per_token((P - 1.0) / 2.0))
+    timed = flops  # FLOPs at the matmuls' peak: attention's scaled to its own format's peak
+    if dep.attention_compute_dtype != dep.compute_dtype:
+        attention = tokens * np.asarray(model.attention_flops_per_token((P - 1.0) / 2.0))
+        speed = dep.chip.peak(dep.compute_dtype) / dep.chip.peak(dep.attention_compute_dtype)
+        timed = flops + attention * (speed - 1.0)
     weight_bytes = weight_bytes_read_per_chip(dep, split, tokens)
     kv_written = tokens / split.replicas * dep.kv_bytes_per_token / split.kv_read
     t = roofline_time(
-        flops / split.flops,
+        timed / split.flops,
         weight_bytes + kv_written,
         dep.chip,
         dep.compute_dtype,
