@@ -267,7 +267,15 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
 
 
 #: The settings ``fit`` depends on (no times, no prices).
-_FIT_SETTINGS = ("model", "chip", "n_chips", "layout", "weight_dtype", "weights_held_as", "kv_dtype")
+_FIT_SETTINGS = (
+    "model",
+    "chip",
+    "n_chips",
+    "layout",
+    "weight_dtype",
+    "weights_held_as",
+    "kv_dtype",
+)
 
 
 def links(layout: Layout, dep: Deployment) -> str:

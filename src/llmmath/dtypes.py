@@ -46,9 +46,7 @@ WEIGHT_PARTS = ("embeddings", "attention", "mlp", "experts")
 
 
 @dataclass(frozen=True)
-@checked(
-    **each(Real(high=8.0, scalar=True), " ".join(WEIGHT_PARTS)), description=NAME, main=DTYPE
-)
+@checked(**each(Real(high=8.0, scalar=True), " ".join(WEIGHT_PARTS)), description=NAME, main=DTYPE)
 class WeightFormat:
     """Bytes per parameter of each part of a model's weights: ``embeddings`` (input and
     output), ``attention`` (its projections), ``mlp`` (dense MLPs, shared experts, routers,
