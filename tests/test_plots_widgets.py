@@ -4,6 +4,7 @@ static explorer's controls are wired to its Stacks, and the live one redraws."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -427,6 +428,20 @@ def test_live_flavour_starts_where_the_static_one_does(name: str) -> None:
     for control in spec.controls:
         if control.in_live and control.in_static:
             assert box.controls[control.name].value == control.start
+
+
+@pytest.mark.parametrize("name", DECLARATIONS)
+def test_no_live_slider_reads_out_an_exponent(name: str) -> None:
+    """#36 item 7: a log slider's default readout ('.3g') shows 1e+13 or 3.6e+03; each says how
+    it reads (three significant figures, or labelled stops such as 10^13 in superscripts)."""
+    spec = recorded(DECLARATIONS[name]())
+    box = widgets.common.live_explorer(spec)
+    for control, widget in box.controls.items():
+        if isinstance(widget, w.FloatLogSlider):
+            assert "e" not in widget.readout_format and "g" not in widget.readout_format, control
+        if isinstance(widget, w.SelectionSlider):
+            labels = [str(o[0] if isinstance(o, tuple) else o) for o in widget.options]
+            assert not any(re.search(r"\de[+-]", label) for label in labels), (control, labels)
 
 
 def pixels(png: bytes | memoryview) -> bytes:

@@ -27,9 +27,21 @@ _BATCH_SWEEP = np.unique(np.round(np.logspace(0, np.log10(1024), 80)))
 _DEMAND_COLOURS = (FLOOR_COLOUR, MEMORY_COLOUR, COMPUTE_COLOUR, "#7570b3", "#e7298a")
 _REFERENCE_GREY = "#bbbbbb"
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def tokens_label(tokens: float) -> str:
+    """A token count as the lesson writes it: ``10¹³``, ``3×10¹³``, ``0``."""
+    if tokens == 0:
+        return "0"
+    exponent = f"{tokens:.0e}".split("e")
+    mantissa, power = int(exponent[0]), int(exponent[1])
+    scale = f"10{str(power).translate(_SUPERSCRIPT)}"
+    return scale if mantissa == 1 else f"{mantissa}×{scale}"
+
 
 def _demand_label(tokens: float) -> str:
-    return "training only" if tokens == 0 else f"+ {tokens:.0e} inference tokens"
+    return "training only" if tokens == 0 else f"+ {tokens_label(tokens)} inference tokens"
 
 
 class LifetimePanel:
@@ -162,7 +174,8 @@ class OvertrainingExplorer(FastFigure):
     def _draw_scene(self, target_loss: float) -> None:
         self.reference.show([scaling.lifetime_curve(target_loss, t) for t in _DEMAND_CURVES])
         self.ax_cost.set_title(
-            f"loss {target_loss:g}; grey: 0 (training only), 1e12, 1e13, 1e14 tokens",
+            f"loss {target_loss:g}; grey: 0 (training only), "
+            f"{', '.join(tokens_label(t) for t in _DEMAND_CURVES[1:])} tokens",
             fontsize=9,
         )
         self.ratios.show(scaling.tokens_per_param_curve(target_loss))

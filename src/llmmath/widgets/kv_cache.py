@@ -36,6 +36,9 @@ STATIC_CONTEXTS = (1024, 4096, 8192, 32768, 131072)
 STATIC_PREFIXES = (1024, 8192, 65536)
 STATIC_REUSES = (1, 10, 100)
 STATIC_HOLDS_S = (1, 60, 600, 3600, 86400)
+#: A log slider's readout (d3-format): three significant figures, never an exponent (3,600 s,
+#: not 3.6e+3; ipywidgets refuses d3's "~" that would trim 60.0 to 60).
+READABLE = ",.3r"
 
 
 def _settings(values: Settings) -> Settings:
@@ -119,10 +122,19 @@ def tier_declaration(model: str = "Llama-3-70B") -> Explorer:
                 log_range(128, get_model(model).max_context),
             ),
             Control(
-                "reuses", "reuses", 10, STATIC_REUSES, "buttons", Range(0.1, 1000, 0.1, log_base=10)
+                "reuses",
+                "reuses",
+                10,
+                STATIC_REUSES,
+                "buttons",
+                Range(0.1, 1000, 0.1, log_base=10, readout_format=READABLE),
             ),
             Control(
-                "hold_s", "hold (s)", 60, STATIC_HOLDS_S, live=Range(0.1, 1e7, 0.1, log_base=10)
+                "hold_s",
+                "hold (s)",
+                60,
+                STATIC_HOLDS_S,
+                live=Range(0.1, 1e7, 0.1, log_base=10, readout_format=READABLE),
             ),
         ),
         rows=(("model", "n_chips"), ("dtype",), ("prefix_tokens", "reuses"), ("hold_s",)),

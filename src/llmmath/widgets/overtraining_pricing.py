@@ -11,13 +11,22 @@ from .. import pricing
 from ..batching import Deployment
 from ..hardware import get_chip
 from ..models import get_model
-from ..plots.overtraining_pricing import OvertrainingExplorer, ServingExplorer
+from ..plots.overtraining_pricing import OvertrainingExplorer, ServingExplorer, tokens_label
 from .common import Control, Explorer, Options, Range, Settings, explorer, log_range
 
 #: The over-training explorer's stops: target losses (Chinchilla 70B / 1.4T is 1.937 under the
 #: fit) and lifetime inference tokens (0, then 1e11 ... 1e15).
 TARGET_LOSSES = (1.9, 1.937, 2.0)
 DEMANDS = (0.0, 1e11, 3e11, 1e12, 3e12, 1e13, 3e13, 1e14, 3e14, 1e15)
+#: The live sliders' token counts, 1 and 3 per decade (a readout of 1e+13 read as raw output).
+LIVE_DEMANDS = tuple(m * 10.0**e for e in range(10, 17) for m in (1, 3) if m * 10.0**e <= 1e16)
+LIVE_RL_TOKENS = tuple(t for t in LIVE_DEMANDS if t <= 1e15)
+
+
+def _token_options(values: tuple[float, ...]) -> Options:
+    return Options([(tokens_label(t), t) for t in values], "slider")
+
+
 #: The serving explorer's stops: USD per chip-hour, utilisation and decode batch.
 STATIC_PRICES = (2.0, 4.0, 8.0)
 STATIC_UTILISATIONS = (0.3, 0.6, 1.0)
@@ -45,10 +54,10 @@ def overtraining_declaration() -> Explorer:
                 "lifetime tok",
                 1e13,
                 DEMANDS,
-                live=Range(1e10, 1e16, log_base=10),
-                labels=[f"{t:.0e}" if t else "0" for t in DEMANDS],
+                live=_token_options(LIVE_DEMANDS),
+                labels=[tokens_label(t) for t in DEMANDS],
             ),
-            Control("rl_rollout_tokens", "RL tok", 1e10, live=Range(1e10, 1e15, log_base=10)),
+            Control("rl_rollout_tokens", "RL tok", 1e10, live=_token_options(LIVE_RL_TOKENS)),
         ),
         rows=(("target_loss", "inference_tokens", "rl_rollout_tokens"),),
         static_rows=(("target_loss",), ("inference_tokens",)),
