@@ -515,3 +515,69 @@ def test_models_lists_config_files_with_their_notes(capsys: pytest.CaptureFixtur
     assert "9.24B" in gemma and "Sources:" in out
     data = as_json(capsys, "models", *files)
     assert [m["total_params"] for m in data["models"]] == [9_241_404_928, 46_702_792_704]
+
+
+# ---- deployments the engines run (#34 section 2) -----------------------------------------------
+def test_uneven_expert_parallelism_places_redundant_experts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["fit", "DeepSeek-V3", "H100x72", "--layout", "ep72", "--dtype", "fp8"]
+    code, _, err = run(capsys, *argv, "--context", "4096")
+    assert code == 0 and "ep72 holds 256 experts and 32 redundant copies, 4 a GPU" in err
+    data = as_json(capsys, *argv, "--redundant-experts", "104", "--context", "4096")
+    assert data["model"] == "DeepSeek-V3 +104 redundant experts"
+    # 360 experts of 3 D F_e in fp8 over 72 GPUs; each EP rank holds the dense weights whole
+    spec = get_model("DeepSeek-V3")
+    per_expert = spec.n_moe_layers * spec.mlp_params_per_expert
+    rest = spec.total_params - spec.n_experts * per_expert - spec.embedding_params
+    expected = 5 * per_expert * 1.0 + rest * 1.0 + spec.embedding_params * 2.0  # EP: dense whole
+    expected += 104 * spec.d_model * spec.n_moe_layers  # a router column per copy (0.1%)
+    assert data["weight_bytes_per_chip"] == pytest.approx(expected, rel=1e-9)
+    code, _, err = run(capsys, *argv, "--redundant-experts", "10")
+    assert code == 2 and "do not split evenly over ep72; 32" in err
+
+
+def test_uneven_pipelines_pad_to_the_largest_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["fit", "DeepSeek-V3", "H200x16", "--layout", "pp8,tp2", "--dtype", "fp8"]
+    code, _, err = run(capsys, *argv, "--context", "4096")
+    assert code == 0 and "stages hold 8 or fewer; timed and sized as 64 layers" in err
+    # Llama 3 405B's 126 layers on pp16 still asks for emb (126 + 2 = 16 x 8), as Meta did.
+    code, _, err = run(capsys, "train", "Llama-3.1-405B", "H100x8192", "--layout", "tp8,pp16",
+                       "--tokens", "1T")  # fmt: skip
+    assert code == 2 and "add emb to --layout" in err
+
+
+def test_the_engines_tp_and_ep_on_the_same_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "serve", "Mixtral-8x7B", "H100x8", "--layout", "tp8,ep8")
+    assert code == 0 and "is read as ep8" in err and "vLLM" in err
+    engines = as_json(capsys, "serve", "Mixtral-8x7B", "H100x8", "--layout", "tp8,ep8")
+    ours = as_json(capsys, "serve", "Mixtral-8x7B", "H100x8", "--layout", "ep8")
+    assert engines["layout"] == ours["layout"] == "EP8 DP1"
+    assert engines["rows"] == ours["rows"]
+    code, _, err = run(capsys, "serve", "Mixtral-8x7B", "H100x8", "--layout", "tp4,ep8")
+    assert code == 2 and "--layout" in err
+
+
+def test_pipelines_show_the_sequences_in_flight(capsys: pytest.CaptureFixture[str]) -> None:
+    pp8 = as_json(capsys, "fit", "Llama-3-70B", "H100x8", "--layout", "pp8", "--context", "8192")
+    tp8 = as_json(capsys, "fit", "Llama-3-70B", "H100x8", "--layout", "tp8", "--context", "8192")
+    row = pp8["max_batch"][0]
+    assert row["sequences_in_flight"] == 8 * row["max_batch"]
+    # 8 microbatches in flight hold about what TP8 holds in one batch (KV is not split by PP)
+    assert row["sequences_in_flight"] == pytest.approx(tp8["max_batch"][0]["max_batch"], rel=0.02)
+    _, out, _ = run(capsys, "fit", "Llama-3-70B", "H100x8", "--layout", "pp8", "--context", "8192")
+    assert "in flight" in out and "passes all 8 stages in turn" in out
+
+
+def test_memory_utilization_and_reserve_shrink_the_room(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["fit", "Llama-3-70B", "H100x8", "--layout", "tp8", "--context", "8192"]
+    full = as_json(capsys, *argv)
+    vllm = as_json(capsys, *argv, "--memory-utilization", "0.9", "--reserve", "4G")
+    assert full["hbm_utilization"] == 1.0 and full["reserve_bytes_per_chip"] == 0
+    weights = full["weight_bytes_per_chip"]
+    assert vllm["kv_budget_bytes"] == pytest.approx(8 * (0.9 * 80e9 - 4e9 - weights), rel=1e-12)
+    assert vllm["max_batch"][0]["max_batch"] < full["max_batch"][0]["max_batch"]
+    code, _, err = run(capsys, *argv, "--reserve", "90G")
+    assert code == 2 and "leaves no HBM" in err
+    code, _, err = run(capsys, *argv, "--memory-utilization", "1.2")
+    assert code == 2 and "--memory-utilization values must be in (0, 1]" in err

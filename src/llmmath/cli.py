@@ -34,6 +34,7 @@ from .cli_format import (
     Report,
     _plain,
     did_you_mean,
+    parse_cluster,
     parse_dtype,
     parse_latency,
     parse_length,
@@ -42,12 +43,14 @@ from .cli_format import (
     parse_share,
     parse_tokens,
     parse_values,
+    place,
 )
+from .cli_format import parse_layout as parse_layout  # for scripts and the example above
 from .deployment import Deployment
 from .dtypes import BYTES_PER_ELEMENT, WeightFormat
 from .hf_config import read_checkpoint
 from .models import ModelConfig, get_model, list_models, load_models
-from .placement import DoesNotFitError, Layout
+from .placement import DoesNotFitError
 from .serving import OVERLAP_RULES
 from .training_memory import ACTIVATION_MODES
 
@@ -81,58 +84,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ---- reading the inputs ---------------------------------------------------------------------
-def parse_cluster(text: str) -> tuple[str, int]:
-    """``"H100x8"`` -> ``("H100", 8)``; a bare chip name is one chip."""
-    if text in hardware.list_chips():
-        return text, 1
-    match = re.fullmatch(r"(.+?)[x×](\d+)", text.strip())
-    if not match or int(match.group(2)) < 1:
-        raise InputError(f"cluster {text!r} is not CHIPxN, e.g. H100x8")
-    chip = match.group(1)
-    if chip not in hardware.list_chips():
-        chips = hardware.list_chips()
-        raise InputError(
-            f"unknown chip {chip!r}{did_you_mean(chip, chips)} (known: {', '.join(chips)}; "
-            "add one with --chip-file)"
-        )
-    return chip, int(match.group(2))
-
-
-def parse_layout(text: str, n_chips: int) -> Layout:
-    """``"tp8,pp2"`` -> the layout on ``n_chips`` with DP filling the rest; ``zero1`` sets
-    ZeRO, ``emb`` counts the embedding and output layers as pipeline slots (as Llama 3 did).
-    Each axis may be named once."""
-    degrees: dict[str, int] = {}
-    parts = [p for p in re.split(r"[,\s]+", text.strip().lower()) if p]
-    emb = "emb" in parts
-    for part in parts:
-        if part == "emb":
-            continue
-        match = re.fullmatch(r"(tp|pp|ep|dp|zero)(\d+)", part)
-        if not match:
-            raise InputError(
-                f"--layout part {part!r} is not tpN, ppN, epN, dpN, zeroN or emb"
-                + did_you_mean(re.sub(r"\d+", "", part), ("tp", "pp", "ep", "dp", "zero", "emb"))
-            )
-        axis, degree = match.group(1), int(match.group(2))
-        if axis in degrees:
-            raise InputError(f"--layout {text!r} names {axis} twice: give each axis once")
-        if degree < (0 if axis == "zero" else 1):
-            raise InputError(f"--layout part {part!r}: a degree must be >= 1")
-        degrees[axis] = degree
-    zero = degrees.pop("zero", 0)
-    if zero > 3:
-        raise InputError(f"--layout part 'zero{zero}': ZeRO stages are 0 to 3")
-    dp = degrees.pop("dp", None)
-    try:
-        layout = Layout.for_cluster(n_chips, zero_stage=zero, embedding_as_layers=emb, **degrees)
-    except ValueError as error:
-        raise InputError(f"--layout {text!r}: {_plain(str(error))}") from None
-    if dp is not None and dp != layout.dp:
-        raise InputError(f"--layout {text!r} on {n_chips} chips leaves dp={layout.dp}, not dp={dp}")
-    return layout
-
-
 def resolve_model(text: str) -> tuple[ModelConfig, list[str], WeightFormat | None]:
     """A preset, a Hugging Face config.json (or its folder), or ``file.toml[:NAME]``; notes on
     what a config leaves out, and a quantized checkpoint's weight format."""
@@ -181,17 +132,6 @@ def load_chip_file(path: str | None) -> list[str]:
     return list(chips)
 
 
-def checked_layout(text: str, n_chips: int, model: ModelConfig) -> Layout:
-    """:func:`parse_layout`, validated against ``model``, with the CLI's spelling of hints."""
-    layout = parse_layout(text, n_chips)
-    try:
-        layout.validate(model)
-    except ValueError as error:
-        message = str(error).replace("(embedding_as_layers=True, ", "(add emb to --layout, ")
-        raise InputError(f"--layout {text!r}: {_plain(message)}") from None
-    return layout
-
-
 def weight_format(args: argparse.Namespace, checkpoint: WeightFormat | None) -> WeightFormat:
     """Each part's format: the dtype options where given (embeddings bf16 unless
     ``--embedding-dtype``), else the checkpoint's ``quantization_config``, else bf16."""
@@ -209,11 +149,19 @@ def weight_format(args: argparse.Namespace, checkpoint: WeightFormat | None) -> 
 
 def build_deployment(
     args: argparse.Namespace, model: ModelConfig, checkpoint: WeightFormat | None = None
-) -> Deployment:
+) -> tuple[Deployment, list[str]]:
+    """The deployment the options describe, and notes on how its layout was read."""
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
     layout_text = getattr(args, "layout", None)
-    layout = checked_layout(layout_text, n, model) if layout_text else None
+    layout, notes = None, list[str]()
+    redundant = getattr(args, "redundant_experts", None)
+    if layout_text:
+        layout, model, notes = place(layout_text, n, model, redundant)
+    elif redundant is not None:
+        raise InputError("--redundant-experts needs an ep degree in --layout")
+    utilization = parse_share(args.memory_utilization, "--memory-utilization")[0]
+    reserve = parse_number(args.reserve, "--reserve", low=0)
     fmt = weight_format(args, checkpoint)
     compute = fmt.main if fmt.main in chip.peak_flop_per_s else "bf16"
     attention = parse_dtype(getattr(args, "attention_dtype", "bf16"), "--attention-dtype")
@@ -225,6 +173,8 @@ def build_deployment(
         chip,
         n,
         layout=layout,
+        hbm_utilization=utilization,
+        reserve_bytes_per_chip=reserve,
         compute_dtype=compute,
         weight_dtype=fmt.main,
         kv_dtype=parse_dtype(args.kv_dtype or args.dtype or "bf16", "--kv-dtype"),
@@ -233,7 +183,7 @@ def build_deployment(
         usd_per_chip_hour=parse_price(getattr(args, "price", None)),
         weight_format=fmt,
         attention_dtype=attention,
-    )
+    ), notes
 
 
 def _efficiency(text: str) -> tuple[float, float]:
@@ -269,7 +219,7 @@ def _best(args: argparse.Namespace, dep: Deployment) -> Report:
 def _train(args: argparse.Namespace, model: ModelConfig) -> Report:
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
-    layout = checked_layout(args.layout or "", n, model)
+    layout, model, _ = place(args.layout or "", n, model)
     if args.microbatches is not None and args.microbatches < 1:
         raise InputError(f"--microbatches must be >= 1; got {args.microbatches}")
     micro = args.microbatches or (1 if layout.pp == 1 else 2 * layout.pp)
@@ -325,8 +275,11 @@ def _serving_options(
     sub: argparse.ArgumentParser, *, layout: bool = True, timed: bool = True
 ) -> None:
     if layout:
-        sub.add_argument("--layout", help="e.g. tp8, tp4,pp2 or tp2,ep4; DP fills the rest "
-                         "(default: an even split with no communication)")  # fmt: skip
+        sub.add_argument("--layout", help="e.g. tp8, tp4,pp2 or tp2,ep4; DP fills the rest; "
+                         "tpN,epN as the engines write it (default: an even split, no "
+                         "communication)")  # fmt: skip
+        sub.add_argument("--redundant-experts", type=int, help="expert copies beside the E "
+                         "experts under ep (default: the fewest that split evenly)")  # fmt: skip
     sub.add_argument("--dtype", help="attention, MLP and expert weights, and matmuls where the "
                      f"chip has peaks for it ({', '.join(BYTES_PER_ELEMENT)}; default: a "
                      "config.json's quantization_config, else bf16)")  # fmt: skip
@@ -334,6 +287,10 @@ def _serving_options(
     sub.add_argument("--embedding-dtype", help="input embedding and output layer (default: "
                      "bf16, as quantized checkpoints keep them)")  # fmt: skip
     sub.add_argument("--kv-dtype", help="KV cache (default: --dtype, else bf16)")
+    sub.add_argument("--memory-utilization", default="1.0", help="share of each chip's HBM "
+                     "weights and KV may fill, in (0, 1]; vLLM's default is 0.9")  # fmt: skip
+    sub.add_argument("--reserve", default="0", help="bytes per chip kept for activations, "
+                     "CUDA graphs and the runtime, e.g. 4G")  # fmt: skip
     if timed:
         sub.add_argument("--attention-dtype", default="bf16",
                          help="the format attention's QK^T and AV compute in")  # fmt: skip
@@ -432,7 +389,8 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
     if args.command == "train":
         return _train(args, model), notes
     commands = {"serve": _serve, "fit": _fit, "best": _best}
-    return commands[args.command](args, build_deployment(args, model, checkpoint)), notes
+    dep, placed = build_deployment(args, model, checkpoint)
+    return commands[args.command](args, dep), [*notes, *placed]
 
 
 def flag_message(message: str, args: argparse.Namespace) -> str:

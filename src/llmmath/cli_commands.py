@@ -213,6 +213,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
     T = np.asarray(contexts, dtype=np.float64)
     B = np.asarray(batches, dtype=np.float64)
     most = np.atleast_1d(np.asarray(kv_cache.max_batch(dep, T), dtype=np.float64))
+    pp = dep.layout.pp if dep.layout is not None else 1
     exact = np.asarray(dep.model.kv_bytes_per_token(dep.kv_dtype, T)) / dep.kv_bytes_per_token
     held_at = dep.kv_bytes_held_per_token * np.broadcast_to(exact, T.shape)
     longest = np.atleast_1d(np.asarray(kv_cache.max_context(dep, B), dtype=np.float64))
@@ -223,15 +224,26 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         "kv_budget_bytes": dep.kv_budget_bytes,
         "kv_bytes_per_token": dep.kv_bytes_per_token,
         "kv_bytes_held_per_token": dep.kv_bytes_held_per_token,
-        "max_batch": [{"context": t, "max_batch": m} for t, m in zip(T, most, strict=True)],
+        "hbm_utilization": dep.hbm_utilization,
+        "reserve_bytes_per_chip": dep.reserve_bytes_per_chip,
+        "max_batch": [
+            {"context": t, "max_batch": m, "sequences_in_flight": m * pp}
+            for t, m in zip(T, most, strict=True)
+        ],
         "max_context": [{"batch": b, "max_context": c} for b, c in zip(B, longest, strict=True)],
     }
     report = Report(data)
     heading(report, dep, price=False)
     held = dep.kv_bytes_held_per_token
+    budget = ""
+    if dep.hbm_utilization != 1.0 or dep.reserve_bytes_per_chip:
+        budget = (
+            f"\n           ({dep.hbm_utilization:.0%} of each chip's "
+            f"{si(dep.chip.hbm_bytes, 'B')}, less {si(dep.reserve_bytes_per_chip, 'B')} reserved)"
+        )
     report.add(
-        f"  room     {si(dep.kv_budget_bytes, 'B')} of HBM left for KV caches; a cached token "
-        f"holds {si(held, 'B')}"
+        f"  room     {si(dep.kv_budget_bytes, 'B')} of HBM left for KV caches{budget};\n"
+        f"           a cached token holds {si(held, 'B')}"
         + (
             "\n           (with the KV copies and the pipeline's batches in flight)"
             if held != dep.kv_bytes_per_token
@@ -239,11 +251,22 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         ),
         "",
         table(
-            ["context", "max batch", "KV at it"],
+            ["context", "max batch", *(["in flight"] if pp > 1 else []), "KV at it"],
             [
-                [count(t), count(m), si(m * t * h, "B")]
+                [count(t), count(m), *([count(m * pp)] if pp > 1 else []), si(m * t * h, "B")]
                 for t, m, h in zip(T, most, held_at, strict=True)
             ],
+        ),
+        *(
+            [
+                "",
+                f"Under PP{pp} the max batch is per microbatch: {pp} microbatches are in flight,",
+                f"so the chips hold {pp} x as many sequences; each token passes all {pp} "
+                "stages in turn,",
+                f"so a sequence gets one token per {pp} stage times (serve shows the step).",
+            ]
+            if pp > 1
+            else []
         ),
         "",
         table(

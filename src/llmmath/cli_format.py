@@ -15,6 +15,7 @@ batch  step ms
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
@@ -23,8 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import hardware
 from .dtypes import BYTES_PER_ELEMENT
 from .models import ModelConfig
+from .placement import Layout
 
 #: Said under every table of times: the model's numbers are lower bounds.
 FLOOR_NOTE = (
@@ -275,6 +278,133 @@ def parse_price(value: float | None) -> float | None:
     return value
 
 
+def parse_cluster(text: str) -> tuple[str, int]:
+    """``"H100x8"`` -> ``("H100", 8)``; a bare chip name is one chip."""
+    if text in hardware.list_chips():
+        return text, 1
+    match = re.fullmatch(r"(.+?)[x×](\d+)", text.strip())
+    if not match or int(match.group(2)) < 1:
+        raise InputError(f"cluster {text!r} is not CHIPxN, e.g. H100x8")
+    chip = match.group(1)
+    if chip not in hardware.list_chips():
+        chips = hardware.list_chips()
+        raise InputError(
+            f"unknown chip {chip!r}{did_you_mean(chip, chips)} (known: {', '.join(chips)}; "
+            "add one with --chip-file)"
+        )
+    return chip, int(match.group(2))
+
+
+def _degrees(text: str) -> tuple[dict[str, int], bool]:
+    """The degrees a ``--layout`` names (each axis once), and whether it says ``emb``."""
+    degrees: dict[str, int] = {}
+    parts = [p for p in re.split(r"[,\s]+", text.strip().lower()) if p]
+    for part in parts:
+        if part == "emb":
+            continue
+        match = re.fullmatch(r"(tp|pp|ep|dp|zero)(\d+)", part)
+        if not match:
+            raise InputError(
+                f"--layout part {part!r} is not tpN, ppN, epN, dpN, zeroN or emb"
+                + did_you_mean(re.sub(r"\d+", "", part), ("tp", "pp", "ep", "dp", "zero", "emb"))
+            )
+        axis, degree = match.group(1), int(match.group(2))
+        if axis in degrees:
+            raise InputError(f"--layout {text!r} names {axis} twice: give each axis once")
+        if degree < (0 if axis == "zero" else 1):
+            raise InputError(f"--layout part {part!r}: a degree must be >= 1")
+        degrees[axis] = degree
+    if degrees.get("zero", 0) > 3:
+        raise InputError(f"--layout part 'zero{degrees['zero']}': ZeRO stages are 0 to 3")
+    return degrees, "emb" in parts
+
+
+def parse_layout(text: str, n_chips: int) -> Layout:
+    """``"tp8,pp2"`` -> the layout on ``n_chips`` with DP filling the rest; ``zero1`` sets
+    ZeRO, ``emb`` counts the embedding and output layers as pipeline slots (as Llama 3 did).
+    Each axis may be named once."""
+    degrees, emb = _degrees(text)
+    zero = degrees.pop("zero", 0)
+    dp = degrees.pop("dp", None)
+    try:
+        layout = Layout.for_cluster(n_chips, zero_stage=zero, embedding_as_layers=emb, **degrees)
+    except ValueError as error:
+        raise InputError(f"--layout {text!r}: {_plain(str(error))}") from None
+    if dp is not None and dp != layout.dp:
+        raise InputError(f"--layout {text!r} on {n_chips} chips leaves dp={layout.dp}, not dp={dp}")
+    return layout
+
+
+def engine_layout(text: str, n_chips: int) -> tuple[str, list[str]]:
+    """The engines' ``tpN,epN`` (TP and EP on the same N GPUs: vLLM's
+    ``--tensor-parallel-size N --enable-expert-parallel``, SGLang's ``--tp N --ep N``) in the
+    course's notation, where ranks multiply: ``epN`` with attention data-parallel on the N
+    (DP-attention + EP). Anything else comes back as given."""
+    degrees, _ = _degrees(text)
+    tp, ep = degrees.get("tp", 1), degrees.get("ep", 1)
+    if tp == 1 or ep == 1 or tp * ep * degrees.get("pp", 1) <= n_chips or tp != ep:
+        return text, []
+    rest = [p for p in re.split(r"[,\s]+", text.strip().lower()) if p and p[:2] not in ("tp", "ep")]
+    mapped = ",".join([f"ep{ep}", *rest])
+    return mapped, [
+        f"--layout {text}: TP and EP on the same {ep} GPUs, as the engines write it, is read "
+        f"as {mapped}: experts split {ep} ways and attention data-parallel across them "
+        "(SGLang's --enable-dp-attention); vLLM's --enable-expert-parallel keeps attention "
+        f"tensor-parallel (--layout tp{tp} models that side: experts split by TP)"
+    ]
+
+
+def place(
+    text: str, n_chips: int, model: ModelConfig, redundant: int | None = None
+) -> tuple[Layout, ModelConfig, list[str]]:
+    """``--layout`` on ``model``: the layout, the model as placed, and notes on how it mapped.
+
+    A pipeline that does not divide the layers gives its first stages one layer more: the
+    model is placed as padded to ``pp ceil(L / pp)`` layers, so each stage's time and memory
+    are the largest stage's. Expert parallelism that does not divide the experts places
+    ``redundant`` copies beside them (the fewest that make ``E + R`` divide, by default), as
+    DeepSeek's EPLB does with its hot experts (:mod:`llmmath.moe_balance`); the placed model
+    counts a router column per copy too (0.1% of DeepSeek-V3's bytes with 104 copies).
+    """
+    text, notes = engine_layout(text, n_chips)
+    layout = parse_layout(text, n_chips)
+    placed = model
+    slots = model.n_layers + (2 if layout.embedding_as_layers else 0)
+    chunks = layout.pp * layout.virtual_stages
+    if slots % chunks and not (not layout.embedding_as_layers and (slots + 2) % chunks == 0):
+        most = -(-slots // chunks)
+        placed = dataclasses.replace(
+            placed,
+            n_layers=placed.n_layers + most * chunks - slots,
+            name=f"{placed.name} padded to {placed.n_layers + most * chunks - slots} layers",
+        )
+        notes.append(
+            f"pp{layout.pp} does not divide {model.name}'s {slots} layers: stages hold {most} "
+            f"or fewer; timed and sized as {placed.n_layers} layers (the largest stage's)"
+        )
+    if model.is_moe and layout.ep > 1 and (model.n_experts % layout.ep or redundant):
+        E = model.n_experts
+        extra = (-E) % layout.ep if redundant is None else redundant
+        if (E + extra) % layout.ep:
+            raise InputError(
+                f"--redundant-experts {extra}: {E} + {extra} experts do not split evenly over "
+                f"ep{layout.ep}; {(-E) % layout.ep} (plus any multiple of {layout.ep}) would"
+            )
+        placed = dataclasses.replace(
+            placed, n_experts=E + extra, name=f"{placed.name} +{extra} redundant experts"
+        )
+        notes.append(
+            f"ep{layout.ep} holds {E} experts and {extra} redundant copies, "
+            f"{(E + extra) // layout.ep} a GPU (copies take a hot expert's load, as EPLB does)"
+        )
+    try:
+        layout.validate(placed)
+    except ValueError as error:
+        message = str(error).replace("(embedding_as_layers=True, ", "(add emb to --layout, ")
+        raise InputError(f"--layout {text!r}: {_plain(message)}") from None
+    return layout, placed, notes
+
+
 __all__ = [
     "FLOOR_NOTE",
     "LINK_NAMES",
@@ -285,10 +415,13 @@ __all__ = [
     "Report",
     "count",
     "did_you_mean",
+    "engine_layout",
     "ms",
     "params",
+    "parse_cluster",
     "parse_dtype",
     "parse_latency",
+    "parse_layout",
     "parse_length",
     "parse_number",
     "parse_price",
@@ -296,6 +429,7 @@ __all__ = [
     "parse_tokens",
     "parse_values",
     "percent",
+    "place",
     "plain",
     "short",
     "si",

@@ -57,6 +57,8 @@ from .placement import (
     flops_efficiency=SCALAR_FRACTION,
     bandwidth_efficiency=SCALAR_FRACTION,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+    hbm_utilization=SCALAR_FRACTION,
+    reserve_bytes_per_chip=Real(low_open=False, scalar=True),
     weight_format=Optional(Instance(WeightFormat)),
     attention_dtype=Optional(DTYPE),
 )
@@ -75,7 +77,10 @@ class Deployment:
     ``weight_format`` holds each part of the weights in its own format (a quantized
     checkpoint's experts in MXFP4 beside bf16 attention, say); without one every weight is in
     ``weight_dtype``. ``attention_dtype`` is the format attention's QK^T and AV compute in;
-    without one, ``compute_dtype`` (the matmuls').
+    without one, ``compute_dtype`` (the matmuls'). ``hbm_utilization`` (the share of each
+    chip's HBM the deployment may fill, as vLLM's ``gpu_memory_utilization``) and
+    ``reserve_bytes_per_chip`` (activations, CUDA graphs, the runtime) shrink the HBM that
+    weights and KV caches share: :attr:`usable_hbm_bytes_per_chip`. By default every byte.
     """
 
     model: ModelConfig
@@ -92,6 +97,8 @@ class Deployment:
     allow_overflow: bool = False
     weight_format: WeightFormat | None = None
     attention_dtype: str | None = None
+    hbm_utilization: float = 1.0
+    reserve_bytes_per_chip: float = 0.0
 
     def __post_init__(self) -> None:
         # Each field was checked by @checked (inside a checked call too); what is left are
@@ -100,10 +107,16 @@ class Deployment:
         object.__setattr__(self, "chip", get_chip(self.chip))
         self.chip.peak(self.compute_dtype)  # the chip must have FLOPs in this dtype
         self.chip.peak(self.attention_compute_dtype)
-        for knob in ("flops_efficiency", "bandwidth_efficiency"):
+        for knob in ("flops_efficiency", "bandwidth_efficiency", "hbm_utilization"):
             object.__setattr__(self, knob, float(getattr(self, knob)))
         if self.usd_per_chip_hour is not None:
             object.__setattr__(self, "usd_per_chip_hour", float(self.usd_per_chip_hour))
+        if self.usable_hbm_bytes_per_chip <= 0:
+            raise ValueError(
+                f"reserve_bytes_per_chip={self.reserve_bytes_per_chip:.4g} leaves no HBM of "
+                f"{self.chip.name}'s {self.chip.hbm_bytes:.4g} B at hbm_utilization="
+                f"{self.hbm_utilization:g}"
+            )
         self._check_layout()
         if not self.allow_overflow:
             self._check_weights_fit()
@@ -126,11 +139,11 @@ class Deployment:
             )
 
     def _check_weights_fit(self) -> None:
-        missing = self.n_chips * (self.weight_bytes_per_chip - self.chip.hbm_bytes)
+        missing = self.n_chips * (self.weight_bytes_per_chip - self.usable_hbm_bytes_per_chip)
         if missing <= 0:
             return
         if self.layout is None:
-            need = math.ceil(self.weight_bytes / self.chip.hbm_bytes)
+            need = math.ceil(self.weight_bytes / self.usable_hbm_bytes_per_chip)
             raise DoesNotFitError(
                 f"{self.model.name} weights in {self.weight_dtype} need "
                 f"{self.weight_bytes:.4g} B but {self._where} hold {self.hbm_bytes:.4g} B: "
@@ -141,7 +154,8 @@ class Deployment:
         raise DoesNotFitError(
             f"{self.model.name} weights in {self.weight_dtype} need "
             f"{self.weight_bytes_per_chip:.4g} B per chip on {self._where} but one "
-            f"{self.chip.name} holds {self.chip.hbm_bytes:.4g} B: {missing:.4g} B missing "
+            f"{self.chip.name} holds {self.usable_hbm_bytes_per_chip:.4g} B: "
+            f"{missing:.4g} B missing "
             f"in all; {hint}",
             missing,
         )
@@ -195,13 +209,21 @@ class Deployment:
         return params_per_gpu(self.model, self.layout) * bytes_per_element(self.weight_dtype)
 
     @property
+    def usable_hbm_bytes_per_chip(self) -> float:
+        """HBM weights and KV caches may fill on one chip: ``HBM u - reserve``."""
+        if self.hbm_utilization == 1.0 and not self.reserve_bytes_per_chip:
+            return self.chip.hbm_bytes
+        return self.chip.hbm_bytes * self.hbm_utilization - self.reserve_bytes_per_chip
+
+    @property
     def hbm_bytes(self) -> float:
-        return self.n_chips * self.chip.hbm_bytes
+        """HBM weights and KV caches may fill on all the chips together."""
+        return self.n_chips * self.usable_hbm_bytes_per_chip
 
     @property
     def kv_budget_bytes(self) -> float:
         """HBM left for KV caches once every chip holds its weights."""
-        return self.n_chips * (self.chip.hbm_bytes - self.weight_bytes_per_chip)
+        return self.n_chips * (self.usable_hbm_bytes_per_chip - self.weight_bytes_per_chip)
 
     @property
     def kv_bytes_per_token(self) -> float:
