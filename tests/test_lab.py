@@ -77,8 +77,8 @@ STARTUP_S = 300  # a cold start on 2 cores while the other test worker loads a h
 RUN_ALL_S = 300  # the lesson's own measure-your-machine cell takes a few seconds
 
 #: A wrong answer per exercise and the message its visible test must print. Exercises not
-#: listed here use the release's stub, whose test fails with an error (NotImplementedError,
-#: or NameError when the stub raises before defining anything).
+#: listed here use the release's stub, whose test cell says the part is "not answered yet"
+#: (#36 item 3: it said NotImplementedError or NameError in a traceback).
 WRONG = {
     "roofline": (
         "def matmul_intensity(batch, d_in, d_out, bytes_per_element):\n"
@@ -805,7 +805,7 @@ def test_exercise_wrong_answer_shows_the_message_and_a_correct_one_passes(
     name, answer_index, test_index, correct = first_answer(assignment)
     stub = nbformat.read(ROOT / "exercises" / assignment / name, as_version=4)
     # Wrong first, so that no name a correct answer defined is left in the kernel.
-    wrong, message = WRONG.get(assignment, (stub.cells[answer_index].source, "Error"))
+    wrong, message = WRONG.get(assignment, (stub.cells[answer_index].source, "not answered yet"))
     learner = Learner(browser, lab, f"exercise-{assignment}")
     learner.open(f"{LEARNER}/{assignment}/{name}")
     learner.wait_for_kernel()
@@ -823,6 +823,7 @@ def test_exercise_wrong_answer_shows_the_message_and_a_correct_one_passes(
     learner.shot("wrong")
     shown = "\n".join(error_texts(test))
     assert message in shown, f"the visible test should say {message!r}, showed:\n{shown}"
+    assert "Traceback" not in shown and "\n" not in shown.strip(), f"not one line:\n{shown}"
 
     # nbgrader's Validate button runs the saved notebook and lists the failing tests.
     if assignment == FULL:  # once is enough: it runs the whole notebook on the server
