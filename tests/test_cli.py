@@ -394,8 +394,8 @@ def test_a_package_error_names_the_option() -> None:
 
 def test_every_option_says_what_it_does_and_its_default() -> None:
     parser = cli.build_parser()
-    assert parser.flags and set(parser.flags) == {"serve", "fit", "best", "train", "chips",
-                                                  "models"}  # fmt: skip
+    assert parser.flags and set(parser.flags) == {"serve", "fit", "best", "workload", "train",
+                                                  "chips", "models"}  # fmt: skip
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name, sub in subs.choices.items():
         formatter = sub._get_formatter()
@@ -581,3 +581,39 @@ def test_memory_utilization_and_reserve_shrink_the_room(capsys: pytest.CaptureFi
     assert code == 2 and "leaves no HBM" in err
     code, _, err = run(capsys, *argv, "--memory-utilization", "1.2")
     assert code == 2 and "--memory-utilization values must be in (0, 1]" in err
+
+
+# ---- the workload view (#34 section 3) ---------------------------------------------------------
+def test_workload_json_is_the_package_s_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    from llmmath.layout_search import workload
+
+    argv = ["workload", "Llama-3-70B", "H100x8", "--layout", "tp8", "--input", "2k",
+            "--output", "500", "--concurrency", "64", "--cache-hit", "0.25"]  # fmt: skip
+    data = as_json(capsys, *argv)
+    dep = Deployment(get_model("Llama-3-70B"), "H100", 8, layout=Layout(tp=8),
+                     attention_dtype="bf16")  # fmt: skip
+    view = workload(dep, 2000, 500, 64, cache_hit_fraction=0.25)
+    assert data["tpot_s"] == pytest.approx(view.tpot_s, rel=1e-12)
+    assert data["ttft_s"] == pytest.approx(view.ttft_s, rel=1e-12)
+    assert data["output_tokens_per_s_per_chip"] == pytest.approx(
+        view.output_tokens_per_s_per_chip, rel=1e-12
+    )
+    assert data["usd_per_million_output"] == pytest.approx(view.usd_per_million()[1], rel=1e-12)
+    rate = as_json(capsys, *argv[:-4], "--rate", "3")
+    assert rate["requests_per_s"] == pytest.approx(3.0, rel=1e-6)
+
+
+def test_workload_calibrates_to_a_measurement(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["workload", "Llama-3-70B", "H100x8", "--layout", "tp8", "--concurrency", "128"]
+    floor = as_json(capsys, *argv)["output_tokens_per_s_per_chip"]
+    data = as_json(capsys, *argv, "--calibrate", str(0.4 * floor))
+    assert data["output_tokens_per_s_per_chip"] == pytest.approx(0.4 * floor, rel=1e-9)
+    assert data["measured_over_floor"] == pytest.approx(0.4, rel=1e-9)
+    assert 0 < data["fitted_efficiency"] <= 1
+    code, _, err = run(capsys, *argv, "--calibrate", str(2 * floor))
+    assert code == 2 and "beats the floor" in err
+    code, _, err = run(capsys, *argv, "--rate", "1")
+    assert code == 2 and "--rate or --concurrency" in err
+    code, _, err = run(capsys, "workload", "Llama-3-70B", "H100x8", "--input", "8000",
+                       "--output", "500")  # fmt: skip
+    assert code == 2 and "--input + --output must be <=" in err

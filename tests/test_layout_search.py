@@ -7,15 +7,18 @@ import dataclasses
 import numpy as np
 import pytest
 
-from llmmath import batching, serving
+from llmmath import batching, kv_cache, serving
 from llmmath.deployment import Deployment
 from llmmath.layout_search import (
     best_layouts,
+    calibrate,
+    concurrency_for_rate,
     divisors,
     largest_batch_within,
     serving_layouts,
+    workload,
 )
-from llmmath.placement import Layout
+from llmmath.placement import DoesNotFitError, Layout
 
 
 def test_divisors() -> None:
@@ -97,3 +100,71 @@ def test_the_serial_estimate_allows_smaller_batches() -> None:
         assert float(candidate.step.serial_s) <= 0.020
         assert candidate.batch <= by_layout[str(candidate.layout)]
     assert any(c.batch < by_layout[str(c.layout)] for c in serial.candidates)
+
+
+# ---- a workload in steady state ----------------------------------------------------------------
+def test_a_colocated_workload_interleaves_prefill_with_decode() -> None:
+    dep = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
+    view = workload(dep, 2000, 500, 64)
+    step = float(serving.decode_step(dep, 64, 2000 + 250).time_s)
+    per_pass = np.ceil(batching.step_critical_batch(dep) / 2000)
+    fill = float(serving.prefill(dep, 2000, per_pass).time_s) / per_pass
+    assert view.decode_step_s == pytest.approx(step, rel=1e-12)
+    assert view.prefill_s_per_request == pytest.approx(fill, rel=1e-12)
+    # 64 sequences, each replaced every 500 steps: 64/500 prompts prefilled per step
+    assert view.tpot_s == pytest.approx(step + 64 / 500 * fill, rel=1e-12)
+    assert view.output_tokens_per_s_per_chip == pytest.approx(64 / (8 * view.tpot_s), rel=1e-12)
+    usd_in, usd_out = view.usd_per_million()
+    per_chip_s = dep.chip_hour_usd / 3600
+    assert usd_out == pytest.approx(8 * step / 64 * per_chip_s * 1e6, rel=1e-12)
+    assert usd_in == pytest.approx(8 * fill / 2000 * per_chip_s * 1e6, rel=1e-12)
+    # Disaggregated: no interference in TPOT; the same chip-seconds a token in all
+    apart = workload(dep, 2000, 500, 64, disaggregated=True)
+    assert apart.tpot_s == pytest.approx(step, rel=1e-12) and apart.tpot_s < view.tpot_s
+    assert apart.output_tokens_per_s_per_chip == pytest.approx(
+        view.output_tokens_per_s_per_chip, rel=1e-12
+    )
+
+
+def test_cache_hits_and_mtp_change_what_they_should() -> None:
+    dep = Deployment("DeepSeek-V3", "H200", 16, layout=Layout(ep=16), weight_dtype="fp8",
+                     compute_dtype="fp8")  # fmt: skip
+    plain = workload(dep, 4000, 1000, 128)
+    cached = workload(dep, 4000, 1000, 128, cache_hit_fraction=0.5)
+    assert cached.prefill_s_per_request < plain.prefill_s_per_request
+    assert cached.decode_step_s == pytest.approx(plain.decode_step_s, rel=1e-12)
+    mtp = workload(dep, 4000, 1000, 128, mtp_acceptance=0.8)
+    assert mtp.mtp_tokens_per_step == pytest.approx(1.8, rel=1e-12)
+    assert mtp.tpot_s < plain.tpot_s  # a verify step yields 1.8 tokens at a step's cost
+
+
+def test_the_most_that_fit_is_the_default_concurrency() -> None:
+    dep = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
+    view = workload(dep, 1000, 1000)
+    assert view.concurrency == float(kv_cache.max_batch(dep, 2000))
+    with pytest.raises(DoesNotFitError, match="at most"):
+        workload(dep, 1000, 1000, view.concurrency + 1)
+
+
+def test_calibration_reproduces_the_measurement() -> None:
+    dep = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
+    floor = workload(dep, 1000, 1000, 128)
+    fitted, efficiency = calibrate(floor, 0.3 * floor.output_tokens_per_s_per_chip)
+    assert fitted.output_tokens_per_s_per_chip == pytest.approx(
+        0.3 * floor.output_tokens_per_s_per_chip, rel=1e-9
+    )
+    assert 0.25 < efficiency < 0.35  # near measured/floor where communication is small
+    assert fitted.deployment.flops_efficiency == fitted.deployment.bandwidth_efficiency
+    with pytest.raises(ValueError, match="beats the floor"):
+        calibrate(floor, 2 * floor.output_tokens_per_s_per_chip)
+
+
+def test_a_rate_finds_its_concurrency_by_littles_law() -> None:
+    dep = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
+    view = concurrency_for_rate(dep, 2.0, 1000, 500)
+    assert view.requests_per_s == pytest.approx(2.0, rel=1e-6)
+    # C sequences decoding, each for O tokens of TPOT: C = R O TPOT
+    assert view.concurrency == pytest.approx(2.0 * 500 * view.tpot_s, rel=1e-6)
+    most = workload(dep, 1000, 500)
+    with pytest.raises(DoesNotFitError, match="requests/s needs more"):
+        concurrency_for_rate(dep, 2 * most.requests_per_s, 1000, 500)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, cli_commands, cli_training, hardware
+from . import __version__, cli_commands, cli_training, hardware, layout_search
 from .chip_prices import example_price, list_example_prices
 from .cli_format import (
     NUMBERS,
@@ -216,6 +216,39 @@ def _best(args: argparse.Namespace, dep: Deployment) -> Report:
     return cli_commands.best(dep, latency, context, args.top, args.overlap)
 
 
+def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
+    I = parse_number(args.input, "--input", whole=True, low=1)  # noqa: E741
+    O = parse_number(args.output, "--output", whole=True, low=1)  # noqa: E741
+    if dep.model.max_context < I + O:
+        raise InputError(f"--input + --output must be <= {dep.model.name}'s max_context="
+                         f"{dep.model.max_context:,}; got {I + O:,.0f}")  # fmt: skip
+    options = {
+        "cache_hit_fraction": parse_share(args.cache_hit, "--cache-hit")[0] if args.cache_hit
+        else 0.0,
+        "disaggregated": args.disaggregate,
+        "mtp_acceptance": parse_share(args.mtp, "--mtp")[0] if args.mtp else None,
+    }  # fmt: skip
+    if args.rate and args.concurrency:
+        raise InputError("give --rate or --concurrency, not both")
+    if args.rate:
+        rate = parse_number(args.rate, "--rate")
+        if not rate > 0:
+            raise InputError(f"--rate must be > 0 requests/s; got {args.rate!r}")
+        view = layout_search.concurrency_for_rate(dep, rate, I, O, **options)
+    else:
+        C = parse_number(args.concurrency, "--concurrency", whole=True, low=1) if (
+            args.concurrency) else None  # fmt: skip
+        view = layout_search.workload(dep, I, O, C, **options)
+    measured = efficiency = None
+    at_floor = view
+    if args.calibrate:
+        measured = parse_number(args.calibrate, "--calibrate")
+        if not measured > 0:
+            raise InputError(f"--calibrate must be > 0 output tokens/s per chip; got {measured}")
+        view, efficiency = layout_search.calibrate(view, measured)
+    return cli_training.workload_report(view, args.overlap, measured, efficiency, at_floor)
+
+
 def _train(args: argparse.Namespace, model: ModelConfig) -> Report:
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
@@ -350,6 +383,22 @@ def build_parser() -> _Parser:
     best.add_argument("--latency", required=True, help="time per output token, e.g. 30ms")
     best.add_argument("--context", default="4096", help=f"tokens cached per sequence ({_LENGTHS})")
     best.add_argument("--top", type=int, default=8, help="rows to show")
+    work = command("workload", "a stream of requests: throughput, TTFT, TPOT, cost per token")
+    _common(work)
+    _serving_options(work)
+    work.add_argument("--input", default="1000", help="prompt tokens per request")
+    work.add_argument("--output", default="1000", help="output tokens per request")
+    work.add_argument("--concurrency", help="requests decoding at once (default: the most "
+                      "that fit at --input + --output)")  # fmt: skip
+    work.add_argument("--rate", help="requests per second instead (default: none)")
+    work.add_argument("--cache-hit", help="share of prompt tokens from the prefix cache, "
+                      "not recomputed (default: 0)")  # fmt: skip
+    work.add_argument("--disaggregate", action="store_true",
+                      help="prefill and decode on separate copies of the chips")  # fmt: skip
+    work.add_argument("--mtp", help="one multi-token-prediction draft a step, accepted with "
+                      "this probability (default: none)")  # fmt: skip
+    work.add_argument("--calibrate", help="measured output tok/s per chip: fit the efficiency "
+                      "that gives it (default: none, the floor)")  # fmt: skip
     train = command("train", "days, chip-hours, memory, bubble, communication")
     _common(train)
     train.add_argument("--tokens", required=True, help="training tokens, e.g. 15e12 or 15T")
@@ -388,7 +437,7 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
     model, notes, checkpoint = resolve_model(args.model)
     if args.command == "train":
         return _train(args, model), notes
-    commands = {"serve": _serve, "fit": _fit, "best": _best}
+    commands = {"serve": _serve, "fit": _fit, "best": _best, "workload": _workload}
     dep, placed = build_deployment(args, model, checkpoint)
     return commands[args.command](args, dep), [*notes, *placed]
 

@@ -14,7 +14,18 @@ import numpy as np
 
 from . import kv_cache
 from .chip_prices import cost_per_million_tokens_usd, list_example_prices
-from .cli_format import FLOOR_NOTE, LINK_NAMES, Report, count, ms, params, si, sig, table, usd
+from .cli_format import (
+    FLOOR_NOTE,
+    LINK_NAMES,
+    Report,
+    count,
+    ms,
+    params,
+    si,
+    sig,
+    table,
+    usd,
+)
 from .deployment import Deployment
 from .layout_search import best_layouts
 from .placement import Layout, groups
@@ -398,4 +409,12 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
     return report
 
 
-__all__ = ["best", "fit", "floor_note", "heading", "price_of", "serve", "settings"]
+__all__ = [
+    "best",
+    "fit",
+    "floor_note",
+    "heading",
+    "price_of",
+    "serve",
+    "settings",
+]

@@ -1,4 +1,4 @@
-"""The ``llmmath train``, ``chips`` and ``models`` subcommands, as reports.
+"""The ``llmmath train``, ``workload``, ``chips`` and ``models`` subcommands, as reports.
 
 ``train`` times a whole run from :func:`llmmath.training.training_step` (steps of
 ``batch_tokens`` until ``tokens`` are seen) and :func:`llmmath.training_memory.training_memory`;
@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 from .chip_prices import example_price, list_example_prices
+from .cli_commands import floor_note, heading, price_of, settings
 from .cli_format import LINK_NAMES, Report, count, ms, params, percent, short, si, sig, table, usd
 from .hardware import Chip
+from .layout_search import WorkloadView
 from .models import ModelConfig
 from .placement import DoesNotFitError, Layout
 from .training import pipeline_bubble_fraction, training_step
@@ -258,4 +260,114 @@ def models(listed: list[ModelConfig], held: list[str | None] | None = None) -> R
     return report
 
 
-__all__ = ["chips", "models", "train"]
+# ---- workload -------------------------------------------------------------------------------
+def workload_report(
+    view: WorkloadView,
+    overlap: str,
+    measured: float | None = None,
+    efficiency: float | None = None,
+    at_floor: WorkloadView | None = None,
+) -> Report:
+    """A stream of requests in steady state: rates per chip, TTFT, TPOT, cost per token; with
+    a measurement, the efficiency that reproduces it and the measured/floor ratio."""
+    dep = view.deployment
+    floor = at_floor.measured_rate if at_floor is not None else None
+    price = price_of(dep)
+    usd_in, usd_out = view.usd_per_million() if price is not None else (None, None)
+    data = {
+        "command": "workload",
+        **settings(dep, overlap),
+        "input_tokens": view.input_tokens,
+        "output_tokens": view.output_tokens,
+        "concurrency": view.concurrency,
+        "cache_hit_fraction": view.cache_hit_fraction,
+        "disaggregated": view.disaggregated,
+        "mtp_tokens_per_step": view.mtp_tokens_per_step,
+        "ttft_s": view.ttft_s,
+        "tpot_s": view.tpot_s,
+        "request_s": view.request_s,
+        "requests_per_s": view.requests_per_s,
+        "output_tokens_per_s_per_chip": view.output_tokens_per_s_per_chip,
+        "input_tokens_per_s_per_chip": view.input_tokens_per_s_per_chip,
+        "decode_tokens_per_s_per_chip": view.decode_tokens_per_s_per_chip,
+        "prefill_tokens_per_s_per_chip": view.prefill_tokens_per_s_per_chip,
+        "prefill_chip_share": view.prefill_chip_share,
+        "usd_per_million_input": usd_in,
+        "usd_per_million_output": usd_out,
+        "measured_output_tokens_per_s_per_chip": measured,
+        "fitted_efficiency": efficiency,
+        "decode_bound_at_floor": (at_floor or view).decode_bound,
+        "floor_output_tokens_per_s_per_chip": floor,
+        "measured_over_floor": None if measured is None or not floor else measured / floor,
+    }
+    report = Report(data)
+    heading(report, dep, context=view.input_tokens + view.output_tokens / 2)
+    mode = (
+        "disaggregated: prefill and decode on separate copies of these chips"
+        if view.disaggregated
+        else "colocated: each step also prefills the prompts of the requests that join"
+    )
+    extras = []
+    if view.cache_hit_fraction:
+        extras.append(f"{view.cache_hit_fraction:.0%} of prompt tokens from the prefix cache")
+    if view.mtp_tokens_per_step != 1.0:
+        extras.append(f"MTP: {view.mtp_tokens_per_step:.2f} tokens a step")
+    report.add(
+        f"  requests {count(view.input_tokens)} tokens in, {count(view.output_tokens)} out; "
+        f"{count(view.concurrency)} decoding at once",
+        f"  serving  {mode}" + "".join(f";\n           {e}" for e in extras),
+        "",
+        table(
+            ["", "per chip", "all chips"],
+            [
+                [
+                    "output tok/s",
+                    count(view.output_tokens_per_s_per_chip),
+                    count(view.output_tokens_per_s_per_chip * dep.n_chips),
+                ],
+                [
+                    "input tok/s",
+                    count(view.input_tokens_per_s_per_chip),
+                    count(view.input_tokens_per_s_per_chip * dep.n_chips),
+                ],
+                ["requests/s", sig(view.requests_per_s / dep.n_chips), sig(view.requests_per_s)],
+                [
+                    "decode alone, out tok/s",
+                    count(view.decode_tokens_per_s_per_chip),
+                    count(view.decode_tokens_per_s_per_chip * dep.n_chips),
+                ],
+                [
+                    "prefill alone, in tok/s",
+                    count(view.prefill_tokens_per_s_per_chip),
+                    count(view.prefill_tokens_per_s_per_chip * dep.n_chips),
+                ],
+            ],
+        ),
+        "",
+        f"  TTFT     {ms(view.ttft_s)} ms (one prompt prefilled alone; queueing not counted)",
+        f"  TPOT     {ms(view.tpot_s)} ms per output token; a request takes "
+        f"{sig(view.request_s)} s",
+        f"  prefill  {percent(view.prefill_chip_share)} of the chip time",
+        f"  cost     {usd(usd_in)} per million input tokens, {usd(usd_out)} per million output"
+        if price is not None
+        else f"  cost     none (no example price for {dep.chip.name}: pass --price)",
+    )
+    if measured is not None and efficiency is not None and floor:
+        report.add(
+            "",
+            f"Calibrated to {count(measured)} {'decode-pool ' if view.disaggregated else ''}"
+            "output tok/s per chip measured: the floor at full",
+            f"efficiency gives {count(floor)}, measured/floor = {measured / floor:.3f}; FLOP/s",
+            f"and bandwidth at {percent(efficiency)} of peak reproduce the measurement."
+            + (
+                "\nThe floor's decode step is network-bound: the fitted efficiency says little"
+                "\nabout the chips; measured/floor is the number to read."
+                if at_floor is not None and at_floor.decode_bound == "network"
+                else ""
+            ),
+        )
+    report.add("", floor_note(dep, overlap))
+    return report
+
+
+__all__ = ["chips", "models", "train", "workload_report"]

@@ -14,19 +14,25 @@ rule and efficiency knobs.
 >>> best = found.candidates[0]
 >>> str(best.layout), int(best.batch)
 ('TP8 DP1', 371)
+
+:func:`workload` is the steady state of a stream of requests (``I`` prompt tokens, ``O``
+output tokens, ``C`` of them decoding at once) on one deployment, prefill included, and
+:func:`calibrate` the one efficiency that makes it meet a measured rate.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .batching import max_batch
+from .batching import max_batch, step_critical_batch
 from .chip_prices import list_example_prices
 from .contracts import (
     CHIPS,
+    FLAG,
     RESULT,
     RESULT_OR_INF,
     SCALAR,
@@ -38,10 +44,14 @@ from .contracts import (
     Real,
     checked,
     contract,
+    each,
 )
 from .deployment import Deployment, check_context
+from .kv_cache import max_batch as window_max_batch
 from .placement import DoesNotFitError, Layout
-from .serving import OVERLAP_RULES, DecodeStep, decode_step
+from .serving import OVERLAP_RULES, DecodeStep, decode_step, prefill
+from .speculative import mtp_draft_share, speculative_step
+from .units import SECONDS_PER_HOUR
 
 #: Batches above this are not searched (a context of 0 would otherwise fit any batch).
 MAX_SEARCH_BATCH = 2**20
@@ -183,12 +193,264 @@ def best_layouts(
     return SearchResult(target, met, slow, full, refused)
 
 
+# ---- a workload: a stream of requests in steady state ----------------------------------------
+@dataclass(frozen=True)
+@checked(
+    **each(SCALAR, "input_tokens output_tokens concurrency cache_hit_fraction"),
+    **each(RESULT, "decode_step_s prefill_s_per_request ttft_s"),
+    mtp_tokens_per_step=SCALAR,
+    disaggregated=FLAG,
+    deployment=Instance(Deployment),
+    decode_bound=OneOf(("compute", "memory", "network")),
+)
+class WorkloadView:
+    """A stream of requests in steady state on one deployment (all floors).
+
+    Colocated (chunked prefill): each decode step of the ``C`` running sequences also
+    computes the prompts of the ``C / O`` requests that replace the ones finishing, one after
+    the other: a token every ``t = t_decode / m + (C / O) t_prefill`` (``m`` tokens a step
+    with MTP). Disaggregated: prefill and decode run on separate copies of the deployment,
+    sized to the stream; a token every ``t_decode / m``.
+    """
+
+    deployment: Deployment
+    input_tokens: float
+    output_tokens: float
+    concurrency: float
+    cache_hit_fraction: float
+    disaggregated: bool
+    #: One decode step at the mean context ``I + O / 2``.
+    decode_step_s: float
+    #: The prompt compute of one request, in a pass of prompts batched to be compute-bound.
+    prefill_s_per_request: float
+    #: One prompt prefilled alone: the floor of the time to first token (no queueing).
+    ttft_s: float
+    mtp_tokens_per_step: float = 1.0
+    #: What bounds the decode step at the floor: "compute", "memory" or "network".
+    decode_bound: str = "memory"
+
+    @property
+    def _decode_token_s(self) -> float:
+        return self.decode_step_s / self.mtp_tokens_per_step
+
+    @property
+    def tpot_s(self) -> float:
+        """Time per output token of each sequence."""
+        if self.disaggregated:
+            return self._decode_token_s
+        return self._decode_token_s + self.concurrency / self.output_tokens * (
+            self.prefill_s_per_request
+        )
+
+    @property
+    def request_s(self) -> float:
+        return self.ttft_s + self.output_tokens * self.tpot_s
+
+    @property
+    def chip_s_per_output_token(self) -> float:
+        """Chip-seconds one output token costs, its share of its prompt's prefill included."""
+        n = self.deployment.n_chips
+        decode = n * self._decode_token_s / self.concurrency
+        return decode + n * self.prefill_s_per_request / self.output_tokens
+
+    @property
+    def output_tokens_per_s_per_chip(self) -> float:
+        """Output tokens a second per chip, prefill included (both pools when disaggregated)."""
+        return 1.0 / self.chip_s_per_output_token
+
+    @property
+    def decode_tokens_per_s_per_chip(self) -> float:
+        """Output tokens a second per chip of the decode alone (a decode pool's rate)."""
+        return self.concurrency / (self.deployment.n_chips * self._decode_token_s)
+
+    @property
+    def prefill_tokens_per_s_per_chip(self) -> float:
+        """Input tokens a second per chip of the prefill alone (a prefill pool's rate), the
+        prompt tokens found in the prefix cache counted as served."""
+        return self.input_tokens / (self.deployment.n_chips * self.prefill_s_per_request)
+
+    @property
+    def measured_rate(self) -> float:
+        """What a benchmark of this setting reports per chip: output tokens a second with the
+        prefill included, or a disaggregated decode pool's own rate."""
+        if self.disaggregated:
+            return self.decode_tokens_per_s_per_chip
+        return self.output_tokens_per_s_per_chip
+
+    @property
+    def input_tokens_per_s_per_chip(self) -> float:
+        return self.output_tokens_per_s_per_chip * self.input_tokens / self.output_tokens
+
+    @property
+    def requests_per_s(self) -> float:
+        """Requests a second the whole deployment (or both pools) completes."""
+        return self.deployment.n_chips * self.output_tokens_per_s_per_chip / self.output_tokens
+
+    @property
+    def prefill_chip_share(self) -> float:
+        """The share of chip time spent on prefill (the prefill pool's share, disaggregated)."""
+        n = self.deployment.n_chips
+        return (
+            n * self.prefill_s_per_request / self.output_tokens * self.output_tokens_per_s_per_chip
+        )
+
+    def usd_per_million(self) -> tuple[float, float]:
+        """$ per million input and output tokens: the chip time of the prefill over the input
+        tokens, of the decode over the output tokens."""
+        usd_per_chip_s = self.deployment.chip_hour_usd / SECONDS_PER_HOUR
+        n = self.deployment.n_chips
+        inputs = n * self.prefill_s_per_request / self.input_tokens * usd_per_chip_s
+        outputs = n * self._decode_token_s / self.concurrency * usd_per_chip_s
+        return inputs * 1e6, outputs * 1e6
+
+
+@contract(
+    input_tokens=Real(low=1.0, low_open=False, scalar=True, integer=True),
+    output_tokens=Real(low=1.0, low_open=False, scalar=True, integer=True),
+    concurrency=Optional(Real(low=1.0, low_open=False, scalar=True)),
+    cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
+    mtp_acceptance=Optional(Real(low_open=False, high=1.0, scalar=True)),
+)
+def workload(
+    deployment: Deployment,
+    input_tokens: float,
+    output_tokens: float,
+    concurrency: float | None = None,
+    *,
+    cache_hit_fraction: float = 0.0,
+    disaggregated: bool = False,
+    mtp_acceptance: float | None = None,
+) -> WorkloadView:
+    """The steady state of requests of ``input_tokens`` and ``output_tokens`` with
+    ``concurrency`` decoding at once (default: the most whose KV caches fit at the final
+    context ``I + O``). Prompt tokens found in the prefix cache (``cache_hit_fraction``) are
+    not recomputed. ``mtp_acceptance``: one multi-token-prediction draft per step accepted
+    with that probability (:func:`llmmath.speculative.speculative_step`). Floors under the
+    deployment's efficiency knobs (see :class:`WorkloadView`)."""
+    dep = deployment
+    I, O = float(input_tokens), float(output_tokens)  # noqa: E741 (the symbols of the text)
+    final = check_context(dep.model, I + O)
+    room = float(window_max_batch(dep, final))
+    C = room if concurrency is None else float(concurrency)
+    if not 1 <= C <= room:
+        raise DoesNotFitError(
+            f"{dep.model.name}: {C:g} sequences of {I + O:g} tokens need more KV cache than "
+            f"{dep.n_chips} x {dep.chip.name} hold beside the weights; at most {room:g} fit"
+        )
+    mean = I + O / 2.0
+    step = decode_step(dep, C, mean)
+    parts = [float(step.compute_s), float(step.memory_s), float(step.communication_s)]
+    bound = ("compute", "memory", "network")[int(np.argmax(parts))]
+    tokens_per_step = 1.0
+    step_s = float(step.time_s)
+    if mtp_acceptance is not None:
+        spec = speculative_step(dep, C, mean, 1, mtp_acceptance, mtp_draft_share(dep.model))
+        tokens_per_step, step_s = float(spec.tokens_per_step), float(spec.time_s)
+    computed = max(I * (1.0 - cache_hit_fraction), 1.0)
+    per_pass = max(1.0, float(np.ceil(float(step_critical_batch(dep)) / computed)))
+    fill = prefill(dep, computed, per_pass, allow_overflow=True)
+    return WorkloadView(
+        deployment=dep,
+        input_tokens=I,
+        output_tokens=O,
+        concurrency=C,
+        cache_hit_fraction=float(cache_hit_fraction),
+        disaggregated=disaggregated,
+        decode_step_s=step_s,
+        prefill_s_per_request=float(fill.time_s) / per_pass,
+        ttft_s=float(prefill(dep, computed, 1, allow_overflow=True).time_s),
+        mtp_tokens_per_step=tokens_per_step,
+        decode_bound=bound,
+    )
+
+
+@contract(
+    requests_per_s=SCALAR_POSITIVE,
+    input_tokens=SCALAR_POSITIVE,
+    output_tokens=SCALAR_POSITIVE,
+    cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
+    mtp_acceptance=Optional(Real(low_open=False, high=1.0, scalar=True)),
+)
+def concurrency_for_rate(
+    deployment: Deployment,
+    requests_per_s: float,
+    input_tokens: float,
+    output_tokens: float,
+    *,
+    cache_hit_fraction: float = 0.0,
+    disaggregated: bool = False,
+    mtp_acceptance: float | None = None,
+) -> WorkloadView:
+    """The workload whose concurrency serves ``requests_per_s``: ``C`` sequences decoding,
+    each finishing after ``O`` tokens, complete ``C / (O TPOT)`` requests a second (Little's
+    law over the decode; TPOT rises with ``C``), found by bisection on ``C``. Raises
+    :class:`DoesNotFitError`, saying the most it serves, where even the largest concurrency
+    that fits is too slow. The options are :func:`workload`'s."""
+    options: dict[str, Any] = {
+        "cache_hit_fraction": cache_hit_fraction,
+        "disaggregated": disaggregated,
+        "mtp_acceptance": mtp_acceptance,
+    }
+    most = workload(deployment, input_tokens, output_tokens, **options)
+    if most.requests_per_s < requests_per_s:
+        raise DoesNotFitError(
+            f"{requests_per_s:g} requests/s needs more than {deployment.n_chips} x "
+            f"{deployment.chip.name}: at most {most.requests_per_s:.4g} at {most.concurrency:g} "
+            "sequences at once"
+        )
+    lo, hi = 1.0, most.concurrency
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        view = workload(deployment, input_tokens, output_tokens, mid, **options)
+        lo, hi = (mid, hi) if view.requests_per_s < requests_per_s else (lo, mid)
+    return workload(deployment, input_tokens, output_tokens, hi, **options)
+
+
+@contract(view=Instance(WorkloadView), measured_tokens_per_s_per_chip=SCALAR_POSITIVE)
+def calibrate(
+    view: WorkloadView, measured_tokens_per_s_per_chip: float
+) -> tuple[WorkloadView, float]:
+    """The workload at the one efficiency (FLOP/s and bandwidth alike) that makes its
+    :attr:`~WorkloadView.measured_rate` (output tokens a second per chip; a disaggregated
+    decode pool's own) the measured one, and that efficiency (near measured over floor, where
+    communication is small). Raises where the measurement beats the floor: the workload or
+    the deployment is not the one measured."""
+    floor = view.measured_rate
+    target = float(measured_tokens_per_s_per_chip)
+    if target > floor:
+        raise ValueError(
+            f"measured {target:.4g} output tokens/s per chip beats the floor's {floor:.4g}: "
+            "the measured setting is not this one (MTP, cache hits, a smaller model?)"
+        )
+
+    def at(e: float) -> WorkloadView:
+        dep = dataclasses.replace(view.deployment, flops_efficiency=e, bandwidth_efficiency=e)
+        acceptance = None
+        if view.mtp_tokens_per_step != 1.0:  # recover a from 1 + a
+            acceptance = view.mtp_tokens_per_step - 1.0
+        return workload(
+            dep, view.input_tokens, view.output_tokens, view.concurrency,
+            cache_hit_fraction=view.cache_hit_fraction, disaggregated=view.disaggregated,
+            mtp_acceptance=acceptance,
+        )  # fmt: skip
+
+    lo, hi = 1e-4, 1.0
+    for _ in range(60):  # throughput rises with the efficiency; bisect in log space
+        mid = float(np.sqrt(lo * hi))
+        lo, hi = (mid, hi) if at(mid).measured_rate < target else (lo, mid)
+    return at(hi), hi
+
+
 __all__ = [
     "MAX_SEARCH_BATCH",
     "Candidate",
     "SearchResult",
+    "WorkloadView",
     "best_layouts",
+    "calibrate",
+    "concurrency_for_rate",
     "divisors",
     "largest_batch_within",
     "serving_layouts",
+    "workload",
 ]
