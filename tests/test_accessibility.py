@@ -98,6 +98,27 @@ def test_axe_finds_nothing_serious(browser: Browser, base_url: str, path: str) -
     assert not blocking, f"{path}: axe finds {_describe(blocking)}"
 
 
+@pytest.mark.parametrize("path", LESSONS)
+def test_every_lesson_figure_has_a_text_alternative(path: str) -> None:
+    """A figure's ``alt`` is its caption (book/_ext/figure_alt.py), never a file name; the
+    explorers' frames get theirs in the browser (a11y.js: section and settings)."""
+    import re
+    from html import unescape
+
+    page = (HTML / path).read_text()
+    images = re.findall(r'<img alt="([^"]*)" src="[^"]*_images/[^"]*"', page)
+    assert images, f"{path} shows no figure"
+    for alt in images:
+        assert alt and not alt.endswith((".png", ".svg", ".jpg")), f"{path}: figure alt {alt!r}"
+    captions = re.findall(r"<p><strong>Figure\.</strong> (.*?)</p>", page, re.S)
+
+    def letters(text: str) -> str:  # maths shows as TeX in both, delimited differently
+        return re.sub(r"[^a-z]", "", unescape(re.sub(r"<[^>]+>", "", text)).lower())
+
+    for alt in images:
+        assert letters(alt) in map(letters, captions), f"{path}: alt {alt[:60]!r} no caption"
+
+
 # ---- the keyboard alone ---------------------------------------------------------------------
 #: Marks the element that has focus with what kind of control it is ("" for anything else).
 FOCUSED_CONTROL = """() => {

@@ -27,8 +27,11 @@ ArtistT = TypeVar("ArtistT", bound=Artist)
 #: Okabe and Ito's colour-blind-safe palette ("Color Universal Design", 2008): blue,
 #: vermillion, bluish green, reddish purple, orange, sky blue, black, yellow.
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#D55E00", "#0072B2", "#222222"
-KV_COLOUR, WARNING_COLOUR = "#CC79A7", "#b2182b"
+# The captions name them (batching, moe, validation): compute "orange" (vermillion), memory
+# "green" (bluish green), KV "purple" (kept: distinct from both in lightness under the
+# common colour-vision deficiencies, and the lines differ by dash too).
+COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#D55E00", "#009E73", "#222222"
+KV_COLOUR, WARNING_COLOUR = "#7570b3", "#b2182b"
 #: A line drawn without a style of its own takes the next of these with the next colour, so
 #: a figure's lines differ by dash as well as colour (read in grey, or by a colour-blind
 #: reader). None is "--" or ":", which the figures keep for reference lines (a ridge, a floor).
