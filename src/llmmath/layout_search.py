@@ -200,7 +200,6 @@ def best_layouts(
     **each(RESULT, "decode_step_s prefill_s_per_request ttft_s"),
     mtp_tokens_per_step=SCALAR,
     disaggregated=FLAG,
-    deployment=Instance(Deployment),
     decode_bound=OneOf(("compute", "memory", "network")),
 )
 class WorkloadView:
@@ -406,7 +405,13 @@ def concurrency_for_rate(
     return workload(deployment, input_tokens, output_tokens, hi, **options)
 
 
-@contract(view=Instance(WorkloadView), measured_tokens_per_s_per_chip=SCALAR_POSITIVE)
+#: A workload parameter (the common test's example: Llama-3-8B on one H100, one request).
+WORKLOAD = Instance(
+    WorkloadView, example=lambda: workload(Deployment("Llama-3-8B", "H100"), 100, 100, 1)
+)
+
+
+@contract(view=WORKLOAD, measured_tokens_per_s_per_chip=SCALAR_POSITIVE)
 def calibrate(
     view: WorkloadView, measured_tokens_per_s_per_chip: float
 ) -> tuple[WorkloadView, float]:
