@@ -47,7 +47,9 @@ from .contracts import (
     each,
 )
 from .deployment import Deployment, check_context
+from .hardware import get_chip
 from .kv_cache import max_batch as window_max_batch
+from .models import get_model
 from .placement import DoesNotFitError, Layout
 from .serving import OVERLAP_RULES, DecodeStep, decode_step, prefill
 from .speculative import mtp_draft_share, speculative_step
@@ -407,7 +409,8 @@ def concurrency_for_rate(
 
 #: A workload parameter (the common test's example: Llama-3-8B on one H100, one request).
 WORKLOAD = Instance(
-    WorkloadView, example=lambda: workload(Deployment("Llama-3-8B", "H100"), 100, 100, 1)
+    WorkloadView,
+    example=lambda: workload(Deployment(get_model("Llama-3-8B"), get_chip("H100")), 100, 100, 1),
 )
 
 
