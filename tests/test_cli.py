@@ -617,3 +617,23 @@ def test_workload_calibrates_to_a_measurement(capsys: pytest.CaptureFixture[str]
     code, _, err = run(capsys, "workload", "Llama-3-70B", "H100x8", "--input", "8000",
                        "--output", "500")  # fmt: skip
     assert code == 2 and "--input + --output must be <=" in err
+
+
+@pytest.mark.parametrize("key", ["trtllm-llama-3.3-70b-fp4-b200-tp4",
+                                 "sglang-deepseek-v3-decode-ep72-h100",
+                                 "deepseek-day-decode-ep144-h800"])  # fmt: skip
+def test_the_published_measurements_the_book_reproduces(
+    capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    """Each measurement lies below the floor of its setting (measured/floor in (0, 1]) and
+    the calibrated workload meets it; the numbers are the data file's, with their source."""
+    from llmmath import data as tables
+
+    spec = tables.table("systems")["reproduced"][key]
+    assert spec["source"] and spec["source_date"] and spec["assumes"]
+    argv = ["workload", *spec["workload"].split(), "--calibrate", str(spec["value"])]
+    result = as_json(capsys, *argv)
+    assert 0 < result["measured_over_floor"] <= 1
+    rate = "decode_tokens_per_s_per_chip" if result["disaggregated"] else (
+        "output_tokens_per_s_per_chip")  # fmt: skip
+    assert result[rate] == pytest.approx(spec["value"], rel=1e-6)

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,6 +33,7 @@ from llmmath import (
 )
 from llmmath.batching import Deployment
 from llmmath.hardware import get_chip
+from llmmath.layout_search import workload
 from llmmath.placement import Layout
 
 
@@ -164,7 +166,9 @@ CLAIMS = [
         "batching.md",
         "just under it",
         lambda ns: (
-            0.98 * batching.hbm_floor_s("H100") < float(ns.full.time_s) < batching.hbm_floor_s("H100")
+            0.98 * batching.hbm_floor_s("H100")
+            < float(ns.full.time_s)
+            < batching.hbm_floor_s("H100")
         ),
     ),
     Claim(
@@ -285,6 +289,31 @@ CLAIMS = [
         "batching.md",
         "At batch 4 it gives only",
         lambda ns: float(ns.mtp_small.speedup) < float(ns.mtp_big.speedup),
+    ),
+    # ---- the command line's page: its workload view and the reproduced measurements ----
+    Claim(
+        "book/cli.md",
+        "so decode no longer waits for prompts",
+        lambda _: (
+            (tp8 := Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))) is not None
+            and workload(tp8, 2000, 500, 64, disaggregated=True).tpot_s
+            < workload(tp8, 2000, 500, 64).tpot_s
+        ),
+    ),
+    Claim(
+        "book/cli.md",
+        "the floor's decode reads the KV caches at full bandwidth",
+        lambda _: (
+            _reproduced("trtllm-llama-3.3-70b-fp4-b200-tp4")["decode_bound_at_floor"] == "memory"
+        ),
+    ),
+    Claim(
+        "book/cli.md",
+        "but their floors are network-bound",
+        lambda _: all(
+            _reproduced(key)["decode_bound_at_floor"] == "network"
+            for key in ("sglang-deepseek-v3-decode-ep72-h100", "deepseek-day-decode-ep144-h800")
+        ),
     ),
     # ---- the command line's page: its serve example at 8K of context ----
     Claim(
@@ -957,6 +986,23 @@ CLAIMS = [
         ),
     ),
 ]
+
+
+def _reproduced(key: str) -> dict[str, Any]:
+    """``llmmath workload`` of one of the measurements book/cli.md reproduces, as JSON."""
+    import contextlib
+    import io
+    import json
+
+    from llmmath import cli, data
+
+    spec = data.table("systems")["reproduced"][key]
+    out = io.StringIO()
+    argv = ["workload", *spec["workload"].split(), "--calibrate", str(spec["value"]), "--json"]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(argv) == 0
+    result: dict[str, Any] = json.loads(out.getvalue())
+    return result
 
 
 def _page_text(page: str) -> str:
