@@ -541,6 +541,10 @@ def test_uneven_pipelines_pad_to_the_largest_stage(capsys: pytest.CaptureFixture
     argv = ["fit", "DeepSeek-V3", "H200x16", "--layout", "pp8,tp2", "--dtype", "fp8"]
     code, _, err = run(capsys, *argv, "--context", "4096")
     assert code == 0 and "stages hold 8 or fewer; timed and sized as 64 layers" in err
+    code, _, err = run(capsys, "train", "Llama-3-8B", "H100x24", "--layout", "pp3,zero1",
+                       "--tokens", "1T", "--microbatches", "64", "--batch-tokens", "4M",
+                       "--activations", "checkpointed")  # fmt: skip
+    assert code == 0 and "pp3 does not divide Llama-3-8B's 32 layers" in err
     # Llama 3 405B's 126 layers on pp16 still asks for emb (126 + 2 = 16 x 8), as Meta did.
     code, _, err = run(capsys, "train", "Llama-3.1-405B", "H100x8192", "--layout", "tp8,pp16",
                        "--tokens", "1T")  # fmt: skip

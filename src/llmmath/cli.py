@@ -249,10 +249,10 @@ def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
     return cli_training.workload_report(view, args.overlap, measured, efficiency, at_floor)
 
 
-def _train(args: argparse.Namespace, model: ModelConfig) -> Report:
+def _train(args: argparse.Namespace, model: ModelConfig) -> tuple[Report, list[str]]:
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
-    layout, model, _ = place(args.layout or "", n, model)
+    layout, model, placed = place(args.layout or "", n, model)
     if args.microbatches is not None and args.microbatches < 1:
         raise InputError(f"--microbatches must be >= 1; got {args.microbatches}")
     micro = args.microbatches or (1 if layout.pp == 1 else 2 * layout.pp)
@@ -272,9 +272,10 @@ def _train(args: argparse.Namespace, model: ModelConfig) -> Report:
             f"dp={layout.dp} replicas x {micro} microbatches need >= {layout.dp * micro:,}"
         )
     (mfu,) = parse_share(args.mfu, "--mfu")
-    return cli_training.train(
+    report = cli_training.train(
         model, chip, layout, tokens, batch_tokens, micro, args.activations, mfu, price
     )
+    return report, placed
 
 
 class _Help(argparse.RawDescriptionHelpFormatter):
@@ -436,7 +437,8 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
         return cli_training.models([m for m, _, _ in resolved], held), notes
     model, notes, checkpoint = resolve_model(args.model)
     if args.command == "train":
-        return _train(args, model), notes
+        report, placed = _train(args, model)
+        return report, [*notes, *placed]
     commands = {"serve": _serve, "fit": _fit, "best": _best, "workload": _workload}
     dep, placed = build_deployment(args, model, checkpoint)
     return commands[args.command](args, dep), [*notes, *placed]
