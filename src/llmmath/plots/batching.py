@@ -246,11 +246,16 @@ def critical_context_figure(
         np.maximum(curve.context[finite], 1.0),
         curve.compute_batch[finite],
         color=COMPUTE_COLOUR,
+        linestyle="-",  # solid: the dashed line of this panel is T_c
         label="B*(T): compute-bound from this batch",
     )
     fit = np.isfinite(curve.max_batch) & (curve.max_batch >= 1)
     right.plot(
-        curve.context[fit], curve.max_batch[fit], color=MEMORY_COLOUR, label="sequences that fit"
+        curve.context[fit],
+        curve.max_batch[fit],
+        color=MEMORY_COLOUR,
+        linestyle="-",
+        label="sequences that fit",
     )
     right.axhline(
         curve.critical_batch,
