@@ -29,24 +29,14 @@ ArtistT = TypeVar("ArtistT", bound=Artist)
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 # The captions name them (batching, moe, validation): compute "orange" (vermillion), memory
 # "green" (bluish green), KV "purple" (kept: distinct from both in lightness under the
-# common colour-vision deficiencies, and the lines differ by dash too).
+# common colour-vision deficiencies).
 COMPUTE_COLOUR, MEMORY_COLOUR, FLOOR_COLOUR = "#D55E00", "#009E73", "#222222"
 KV_COLOUR, WARNING_COLOUR = "#7570b3", "#b2182b"
-#: A line drawn without a style of its own takes the next of these with the next colour, so
-#: a figure's lines differ by dash as well as colour (read in grey, or by a colour-blind
-#: reader). None is "--" or ":", which the figures keep for reference lines (a ridge, a floor).
-LINE_STYLES = (
-    "-",
-    (0, (6, 2)),
-    (0, (6, 2, 1, 2)),
-    (0, (1, 1.5)),
-    (0, (10, 3)),
-    (0, (6, 2, 1, 2, 1, 2)),
-    (0, (3, 1.5)),
-    (0, (2, 3)),
-)
 # Every course figure is made after this module is imported (each plots module imports it).
-mpl.rcParams["axes.prop_cycle"] = cycler(color=list(OKABE_ITO), linestyle=list(LINE_STYLES))
+# Colours only: a dash cycle drew curves dashed and dotted in figures whose captions keep
+# "dashed" and "dotted" for one reference line (the KV chapter's step times per batch beside
+# "the dashed line is the weight read"); a figure sets its own dashes where its caption says.
+mpl.rcParams["axes.prop_cycle"] = cycler(color=list(OKABE_ITO))
 _ON_TOP = 10.0  # above lines (2), spines (2.5) and legends (5): where blitting puts them
 _READOUT_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.9}
 
