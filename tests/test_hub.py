@@ -486,6 +486,7 @@ def in_terminal(api: Api, user: str, command: str, until: str, timeout: float = 
     """Type ``command`` into a new JupyterLab terminal on ``user``'s server, as a person at the
     keyboard would; return what the terminal showed, up to the text ``until``."""
     import asyncio
+    import concurrent.futures
 
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
@@ -510,7 +511,10 @@ def in_terminal(api: Api, user: str, command: str, until: str, timeout: float = 
         return shown
 
     try:
-        return asyncio.run(session())
+        # A thread of its own: a browser test on the same worker (Playwright's sync API) leaves
+        # an event loop running in this one, and asyncio.run() refuses to start inside it.
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:
+            return thread.submit(asyncio.run, session()).result()
     finally:
         api.call("DELETE", f"/user/{user}/api/terminals/{name}")
 
