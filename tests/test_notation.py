@@ -41,7 +41,7 @@ def normalized(symbol: re.Match[str]) -> str:
 
 def symbols_in(math: str) -> set[str]:
     math = re.sub(r"\\math(?:cal|bb|bf)\{[^}]*\}", " ", math)  # not tracked: \mathcal{L}
-    math = re.sub(r"\\(?:text|mathrm|operatorname)\{[^}]*\}", lambda m: _keep_subscript(m), math)
+    math = re.sub(r"\\(?:text|mathrm|operatorname)\{[^}]*\}", _keep_subscript, math)
     return {normalized(m) for m in SYMBOL.finditer(math)}
 
 

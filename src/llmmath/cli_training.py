@@ -307,6 +307,10 @@ def workload_report(
         if view.disaggregated
         else "colocated: each step also prefills the prompts of the requests that join"
     )
+
+    def per_chip(label: str, rate: float) -> list[str]:
+        return [label, count(rate), count(rate * dep.n_chips)]
+
     extras = []
     if view.cache_hit_fraction:
         extras.append(f"{view.cache_hit_fraction:.0%} of prompt tokens from the prefix cache")
@@ -320,27 +324,11 @@ def workload_report(
         table(
             ["", "per chip", "all chips"],
             [
-                [
-                    "output tok/s",
-                    count(view.output_tokens_per_s_per_chip),
-                    count(view.output_tokens_per_s_per_chip * dep.n_chips),
-                ],
-                [
-                    "input tok/s",
-                    count(view.input_tokens_per_s_per_chip),
-                    count(view.input_tokens_per_s_per_chip * dep.n_chips),
-                ],
+                per_chip("output tok/s", view.output_tokens_per_s_per_chip),
+                per_chip("input tok/s", view.input_tokens_per_s_per_chip),
                 ["requests/s", sig(view.requests_per_s / dep.n_chips), sig(view.requests_per_s)],
-                [
-                    "decode alone, out tok/s",
-                    count(view.decode_tokens_per_s_per_chip),
-                    count(view.decode_tokens_per_s_per_chip * dep.n_chips),
-                ],
-                [
-                    "prefill alone, in tok/s",
-                    count(view.prefill_tokens_per_s_per_chip),
-                    count(view.prefill_tokens_per_s_per_chip * dep.n_chips),
-                ],
+                per_chip("decode alone, out tok/s", view.decode_tokens_per_s_per_chip),
+                per_chip("prefill alone, in tok/s", view.prefill_tokens_per_s_per_chip),
             ],
         ),
         "",
