@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import jupytext
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +21,6 @@ PAGES = sorted((ROOT / "lessons").glob("*.md")) + sorted(
     p for p in (ROOT / "book").glob("*.md") if p != NOTATION
 )
 
-CODE = re.compile(r"^(`{3,}|~{3,})\{code-cell\}.*?^\1\s*$", re.S | re.M)
 INLINE_CODE = re.compile(r"``?[^`\n]+``?")
 MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$|^```\{math\}\n(.+?)^```", re.S | re.M)
 #: A capital letter standing alone (not part of a word such as "GPU" or a command, not itself
@@ -54,8 +54,8 @@ def _keep_subscript(match: re.Match[str]) -> str:
 
 
 def maths(page: Path) -> list[str]:
-    text = CODE.sub("", page.read_text())
-    text = INLINE_CODE.sub("", text)
+    cells = jupytext.read(page).cells  # the prose, as the book reads it: no code cell
+    text = INLINE_CODE.sub("", "\n".join(c.source for c in cells if c.cell_type == "markdown"))
     return [next(g for g in m.groups() if g) for m in MATH.finditer(text)]
 
 
