@@ -49,6 +49,7 @@ from grading_support import (
     submission_from_release,
 )
 from playwright.sync_api import Browser, Locator, Page
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from site_support import HTML, is_local
 
@@ -427,8 +428,21 @@ def error_texts(scope: Locator) -> list[str]:
     return [text.strip() for text in outputs.all_text_contents()]
 
 
+def scroll_to(locator: Locator, tries: int = 5) -> None:
+    """Scroll ``locator`` into view, looking it up again if a re-render detached it."""
+    for attempt in range(tries):
+        try:
+            locator.scroll_into_view_if_needed(timeout=10_000)
+            return
+        except PlaywrightError as error:  # the timeout error is a subclass
+            detached = "not attached" in str(error) or "not stable" in str(error)
+            if attempt == tries - 1 or not detached:
+                raise
+            time.sleep(0.5)
+
+
 def pixels(locator: Locator) -> bytes:
-    locator.scroll_into_view_if_needed()
+    scroll_to(locator)
     return locator.screenshot(animations="disabled")
 
 
@@ -675,15 +689,21 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     assert href == f"/files/{LEARNER}/{lesson.stem}/{lesson.stem}.ipynb", href
     # #36 item 7: it looks like the page's other links (jupyterlab-myst showed an {eval}'s
     # link black and apart), and does not send a learner already here to `make lab`.
-    colours = link.evaluate(
-        """a => [getComputedStyle(a).color, ...[...document.querySelectorAll(
-            ".jp-MarkdownCell .myst a")].filter(b => !b.closest(".myst-RenderedExpression"))
-            .slice(0, 1).map(b => getComputedStyle(b).color)]"""
-    )
+    # A link detached by a late re-render of its cell has no computed colour (''): read again.
+    for _ in range(20):
+        colours = link.evaluate(
+            """a => [getComputedStyle(a).color, ...[...document.querySelectorAll(
+                ".jp-MarkdownCell .myst a")].filter(b => !b.closest(".myst-RenderedExpression"))
+                .slice(0, 1).map(b => getComputedStyle(b).color)]"""
+        )
+        if a_colour_was_read := all(colours):
+            break
+        time.sleep(0.5)
+    assert a_colour_was_read, f"link colours {colours}"
     assert len(colours) == 2 and colours[0] == colours[1], f"link colours {colours}"
     said = link.evaluate("a => a.closest('.jp-MarkdownCell').innerText")
     assert "make lab" not in said and "your own copy" in said, said
-    link.scroll_into_view_if_needed()
+    scroll_to(link)  # jupyterlab-myst may re-render the cell as {eval}s resolve
     learner.shot("exercise-link")
 
     output = learner.page.locator(".jp-OutputArea-output")
@@ -752,7 +772,7 @@ def test_roofline_batch_slider_is_dragged_to_the_critical_batch(lab: Lab, browse
     image = explorer.locator(".widget-image").first
     readout = slider.locator(".widget-readout")
     track = slider.locator(".noUi-target")
-    track.scroll_into_view_if_needed()
+    scroll_to(track)
 
     def drag_to(fraction: float) -> float:
         handle = slider.locator(".noUi-handle").bounding_box()
