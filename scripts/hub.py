@@ -93,7 +93,9 @@ CULL = {"cull_idle_timeout": 1800, "cull_interval": 300, "cull_connected": True}
 # What students' servers must not load: nbgrader's grader-side server and lab extensions; and
 # jupyter_lsp, which looks for nineteen language servers at every start (none is installed, and
 # JupyterLab's LSP client is off by default): 0.4 s of CPU a server, 12 s for a class of thirty.
-# llmmath_student_ext (hub/) makes Fetch Feedback say when there is none to fetch.
+# llmmath_student_ext (hub/) makes Fetch Feedback say when there is none to fetch; the learner's
+# Lab extension (lab/learner/labextensions, added in _write_configs) keeps Validate from saying
+# "Success! Your notebook passes all the tests." when only the visible checks ran.
 STUDENT_SERVER = {
     "ServerApp": {
         "terminado_settings": TERMINAL,
@@ -289,6 +291,8 @@ def _write_configs(state: Path, exchange: Path) -> None:
         (folder / "nbgrader_config.py").write_text(shared + own)
         server = json.loads(json.dumps(server))
         server.setdefault("LabApp", {})["app_settings_dir"] = str(folder / "lab-settings")
+        if role == "student":  # Validate's wording, as in `make lab` (lab/learner/)
+            server["LabApp"]["extra_labextensions_path"] = [str(state / "config" / "labextensions")]
         (folder / "jupyter_server_config.json").write_text(json.dumps(server, indent=1))
         (folder / "labconfig" / "page_config.json").write_text(json.dumps(lab, indent=1))
         (folder / "lab-settings" / "overrides.json").write_text(json.dumps(settings, indent=1))
@@ -298,6 +302,7 @@ def _write_configs(state: Path, exchange: Path) -> None:
     python.mkdir()
     shutil.copy2(REPO / "hub" / "llmmath_student_ext.py", python)
     shutil.copy2(REPO / "scripts" / "check.py", python)
+    shutil.copytree(REPO / "lab" / "learner" / "labextensions", state / "config" / "labextensions")
     (state / "config" / "check.mk").write_text(CHECK_MAKEFILE.format(check=python / "check.py"))
     subprocess.run(["chmod", "-R", "u=rwX,go=rX", str(state / "config")], check=True)
 

@@ -275,6 +275,8 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
             click_in_list(page, "released", "Fetch")
             page.wait_for_selector(f"{row('fetched')} button:text-is('Submit')", timeout=120_000)
             answer_in_lab(page, answered(hub, wrong=i == 1), tmp_path / f"{user}-answered.png")
+            if i == 0:
+                validate_without_success(page, tmp_path / "student-validate.png")
             page.click(".lm-TabBar-tab:has-text('Assignments')")
             click_in_list(page, "fetched", "Submit")
             page.wait_for_selector(
@@ -426,6 +428,22 @@ def answer_in_lab(page: Any, answers: Any, screenshot: Path) -> None:
     page.keyboard.press("Control+S")
     page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", state="detached", timeout=60_000)
     page.screenshot(path=str(screenshot))
+
+
+def validate_without_success(page: Any, screenshot: Path) -> None:
+    """#36: every answer right, Validate says no visible check fails and that the hidden tests
+    grade the values - the learner's Lab extension, loaded on the hub as by `make lab` - never
+    nbgrader's "Success! Your notebook passes all the tests."."""
+    panel = page.locator(".jp-NotebookPanel:visible")
+    panel.locator(".jp-Toolbar").get_by_text("Validate", exact=True).click()
+    message = page.locator(".jp-Dialog #validation-message")
+    message.wait_for(timeout=180_000)
+    page.screenshot(path=str(screenshot))
+    text = page.locator(".jp-Dialog").inner_text()
+    assert "Success" not in text and "passes all the tests" not in text, f"Validate: {text}"
+    assert "No visible check fails." in text, f"Validate: {text}"
+    page.locator(".jp-Dialog button").last.click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
 
 
 def score_reflection_in_formgrader(page: Any, hub: Hub, student: str, score: float) -> None:
