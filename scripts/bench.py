@@ -40,17 +40,9 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
 
-CHAPTERS = ("roofline", "batching", "kv_cache", "moe", "overtraining_pricing", "parallelism")
-
-
 def declarations() -> Iterator[tuple[str, Callable[[], Explorer]]]:
-    """Every explorer a chapter declares: ``<chapter>`` or ``<chapter>.<which>``."""
-    for chapter in CHAPTERS:
-        module = getattr(widgets, chapter)
-        for name in sorted(vars(module)):
-            if name.endswith("declaration") and callable(getattr(module, name)):
-                which = name.removesuffix("declaration").strip("_")
-                yield (f"{chapter}.{which}" if which else chapter), getattr(module, name)
+    """Every explorer a chapter of ``_toc.yml`` declares: ``<chapter>`` or ``<chapter>.<which>``."""
+    yield from widgets.declarations().items()
 
 
 def _fraction(i: int) -> float:

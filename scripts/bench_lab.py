@@ -12,7 +12,7 @@ Figures:
 - live widget update latency: a key press on the batch slider until the new figure has
   loaded in the page (kernel round trip, model, redraw, PNG, transfer, decode), timed inside
   the page with ``performance.now()``; median and p95 over ``--moves`` presses, one at a time;
-- the same for one main control of each lesson's main explorer (``MAIN_CONTROLS``), right
+- the same for one main control of each lesson's main explorer (``main_controls()``), right
   after that lesson's Run All;
 - Run All of every lesson in JupyterLab: from the menu command until every code cell (hidden
   ones too) has an execution count, read from the notebook's model; and, run headless with
@@ -196,16 +196,14 @@ def slowest_cell(lesson: Path) -> dict[str, object]:
     return {"s": seconds, "first_line": first_line, "all_cells_s": sum(s for s, _ in times)}
 
 
-#: Each lesson's main explorer (its first live one on the page) and the slider timed on it,
-#: by its label: the slider the issue names where it names one, else the first.
-MAIN_CONTROLS = {
-    "roofline": "batch",
-    "batching": "context",
-    "kv_cache": "batch",
-    "moe": "experts E",
-    "overtraining_pricing": "loss",
-    "parallelism": "microbatches",
-}
+def main_controls() -> dict[str, str]:
+    """Each chapter's (``_toc.yml``) main explorer (its first live one on the page) and the
+    slider timed on it, by its label: the declaration's ``timed`` control (the slider the
+    issue names where it names one), else its first live slider."""
+    from llmmath import widgets
+    from llmmath.chapters import chapters
+
+    return {c: widgets.main_declaration(c)().timed_control().label for c in chapters()}
 
 
 def slider_latency(page: Page, moves: int, label: str | None = None) -> list[float]:
@@ -301,10 +299,10 @@ def main(argv: list[str] | None = None) -> int:
 
             results["widget_update_ms"] = latency_figures(slider_latency(page, args.moves))
             close_tab(page, url, token)
-            run_all, controls = {}, {}
+            run_all, controls, main = {}, {}, main_controls()
             for lesson in sorted((ROOT / "lessons").glob("*.md")):
                 run_all[lesson.stem] = lesson_run_all_s(page, url, token, lesson)
-                label = MAIN_CONTROLS.get(lesson.stem)
+                label = main.get(lesson.stem)
                 if label is not None:
                     latencies = slider_latency(page, args.moves, label)
                     controls[f"{lesson.stem}.{label}"] = latency_figures(latencies)

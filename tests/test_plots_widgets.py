@@ -12,11 +12,12 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 import pytest
+import yaml
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from llmmath import plots, roofline, widgets
+from llmmath import chapters, plots, roofline, widgets
 from llmmath.hardware import list_chips
 from llmmath.measure import MachineRoofline
 from llmmath.models import list_models
@@ -344,17 +345,57 @@ def test_a_fast_redraw_matches_a_full_one() -> None:
 
 
 # ---- explorers declared once ----------------------------------------------------------------
-DECLARATIONS = {
-    "roofline": widgets.roofline.declaration,
-    "batching": widgets.batching.declaration,
-    "kv_cache": widgets.kv_cache.declaration,
-    "kv_tiers": widgets.kv_cache.tier_declaration,
-    "moe": widgets.moe.declaration,
-    "parallelism": widgets.parallelism.declaration,
-    "overtraining": widgets.overtraining_pricing.overtraining_declaration,
-    "serving": widgets.overtraining_pricing.serving_declaration,
-    "price_sheets": widgets.overtraining_pricing.price_sheet_declaration,
-}
+#: Every explorer of every chapter in _toc.yml (``widgets.<ch>``'s ``*declaration``s).
+DECLARATIONS = widgets.declarations()
+#: The price sheets' view is a panel of text (``html()``), not a figure.
+FIGURES = [n for n in DECLARATIONS if n != "overtraining_pricing.price_sheet"]
+
+
+def test_the_chapter_list_is_the_table_of_contents() -> None:
+    """One list: the lessons under "Chapters" in _toc.yml, in order; each has a lesson, a
+    figures module and a widgets module whose explorers the tests below all check."""
+    toc = yaml.safe_load(chapters.toc_path().read_text())
+    (part,) = [p for p in toc["parts"] if p["caption"] == "Chapters"]
+    expected = tuple(c["file"].removeprefix("lessons/") for c in part["chapters"])
+    assert chapters.chapters() == expected
+    assert expected[:3] == ("roofline", "batching", "kv_cache")
+    for chapter in expected:
+        assert (chapters.ROOT / "lessons" / f"{chapter}.md").is_file(), chapter
+        assert getattr(plots, chapter).__name__ == f"llmmath.plots.{chapter}"
+        assert widgets.chapter_declarations(chapter).keys() <= DECLARATIONS.keys() != set()
+    assert {"kv_cache.tier", "overtraining_pricing.serving"} <= set(DECLARATIONS)
+
+
+def test_a_missing_table_of_contents_says_where_it_looked(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chapters, "ROOT", tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"_toc\.yml .*does not exist.*editable"):
+        chapters.chapters()
+    (tmp_path / "_toc.yml").write_text("parts:\n  - caption: Reference\n    chapters: []\n")
+    with pytest.raises(ValueError, match="no lessons/<chapter>"):
+        chapters.chapters()
+
+
+def test_a_chapter_without_a_widgets_module_is_named() -> None:
+    with pytest.raises(ModuleNotFoundError, match=r"chapter 'nowhere'.*widgets\.nowhere"):
+        widgets.chapter_declarations("nowhere")
+
+
+def test_each_main_explorer_times_the_control_its_issue_names() -> None:
+    """The Lab benchmark's slider on each lesson's page (scripts/bench_lab.py)."""
+    timed = {c: widgets.main_declaration(c)().timed_control() for c in chapters.chapters()}
+    for control in timed.values():  # a slider on the page (Lab's .widget-slider)
+        live = control.live
+        assert isinstance(live, widgets.Range) or getattr(live, "look", "") == "slider", control
+    assert {c: control.label for c, control in timed.items()} == {
+        "roofline": "batch",
+        "batching": "context",
+        "kv_cache": "batch",
+        "moe": "experts E",
+        "parallelism": "microbatches",
+        "overtraining_pricing": "loss",
+    }
 
 
 class Recorder:
@@ -448,7 +489,7 @@ def pixels(png: bytes | memoryview) -> bytes:
     return png_image(png).convert("RGB").tobytes()
 
 
-@pytest.mark.parametrize("name", [n for n in DECLARATIONS if n != "price_sheets"])
+@pytest.mark.parametrize("name", FIGURES)
 def test_the_books_figure_is_the_explorer_at_its_start(name: str) -> None:
     """`declaration().figure()` (what a lesson shows captioned) draws the same pixels as the
     explorer's first frame: the book and the explorer cannot disagree."""
@@ -506,7 +547,7 @@ def test_snapped_limits_hold_the_data(
     assert snapped[0] <= low and snapped[1] >= high
 
 
-@pytest.mark.parametrize("name", [n for n in DECLARATIONS if n != "price_sheets"])
+@pytest.mark.parametrize("name", FIGURES)
 def test_a_blitted_frame_matches_a_fresh_figure(name: str) -> None:
     """Moving from the start to other settings (some panels redrawn alone over the last
     background), one control at a time, then back (a cached background): each frame has the

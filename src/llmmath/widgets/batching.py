@@ -135,6 +135,7 @@ def declaration(model: str = "Llama-3-70B", chip: str = "H100") -> Explorer:
         note="Example prices (llmmath/data/chip_prices.toml); chips without one keep the last "
         "price. Every time is a floor.",
         wire=_wire,
+        timed="context",
     )
 
 

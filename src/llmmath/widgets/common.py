@@ -138,9 +138,18 @@ class Explorer:
     static_rows: tuple[tuple[str, ...], ...] = ()
     wire: Callable[[LiveControls], None] | None = None
     status: Callable[[Settings], str] | None = None
+    #: The control the Lab benchmark moves on the lesson's page (``scripts/bench_lab.py``),
+    #: by name: the one the chapter's issue names; default the first live slider.
+    timed: str = ""
 
     def control(self, name: str) -> Control:
         return next(c for c in self.controls if c.name == name)
+
+    def timed_control(self) -> Control:
+        """The control named by ``timed``, else the first with a live slider (a Range)."""
+        if self.timed:
+            return self.control(self.timed)
+        return next(c for c in self.controls if isinstance(c.live, Range))
 
     def static_controls(self) -> list[Control]:
         order = self.nesting or tuple(c.name for c in self.controls if c.in_static)
@@ -165,7 +174,34 @@ class Explorer:
 
 
 # ---- building -----------------------------------------------------------------------------
-def explorer(spec: Explorer) -> w.VBox:
+class StaticBox(w.VBox):  # type: ignore[misc]  # ipywidgets has no type hints
+    """The static flavour as the page shows it (a ``VBox``), with its controls by name and the
+    nested Stacks they switch."""
+
+    def __init__(self, children: list[w.Widget], controls: dict[str, w.Widget], stacks: w.Stack):
+        super().__init__(children)
+        self.controls = controls
+        self.stacks = stacks
+
+
+class LiveBox(w.VBox):  # type: ignore[misc]  # ipywidgets has no type hints
+    """The live flavour as the page shows it (a ``VBox``), with its controls by name, the view
+    they drive and ``redraw`` (which the benchmark times)."""
+
+    def __init__(
+        self,
+        children: list[w.Widget],
+        controls: dict[str, w.Widget],
+        view: Any,
+        redraw: Callable[[], None],
+    ):
+        super().__init__(children)
+        self.controls = controls
+        self.view = view
+        self.redraw = redraw
+
+
+def explorer(spec: Explorer) -> StaticBox | LiveBox:
     """The static flavour while the book is built, the live one otherwise."""
     return static_explorer(spec) if static_mode() else live_explorer(spec)
 
@@ -252,7 +288,7 @@ def static_widget(control: Control) -> w.Widget:
     return make(options=options, index=index, **look)
 
 
-def static_explorer(spec: Explorer) -> w.VBox:
+def static_explorer(spec: Explorer) -> StaticBox:
     """Precomputed frames over every stop of every static control, switched client-side."""
     view = (spec.static_view or spec.view)()
     order = spec.static_controls()
@@ -265,9 +301,7 @@ def static_explorer(spec: Explorer) -> w.VBox:
 
     stacks = nested_stacks([list(c.stops) for c in order], frame, [made[c.name] for c in order])
     caption = [w.HTML(f"<small>{spec.caption}</small>")] if spec.caption else []
-    box = w.VBox([*_rows(spec.static_rows or spec.rows, made), stacks, *caption])
-    box.controls, box.stacks = made, stacks
-    return box
+    return StaticBox([*_rows(spec.static_rows or spec.rows, made), stacks, *caption], made, stacks)
 
 
 def live_widget(control: Control) -> w.Widget:
@@ -341,7 +375,7 @@ class LiveControls:
             self._held -= 1
 
 
-def live_explorer(spec: Explorer) -> w.VBox:
+def live_explorer(spec: Explorer) -> LiveBox:
     """Every control redraws through the kernel, for any value it accepts; a setting the
     model rejects says why in the line under the controls."""
     view = spec.view()
@@ -369,11 +403,8 @@ def live_explorer(spec: Explorer) -> w.VBox:
         widget.observe(redraw, names="value")
     redraw()
     note = [w.HTML(f"<small>{spec.note}</small>")] if spec.note else []
-    box = w.VBox([*_rows(spec.rows, controls.widgets), status, shown, *note])
-    box.redraw = redraw  # the benchmark times this
-    box.view = view
-    box.controls = controls.widgets
-    return box
+    children = [*_rows(spec.rows, controls.widgets), status, shown, *note]
+    return LiveBox(children, controls.widgets, view, redraw)
 
 
 def nested_stacks(

@@ -103,6 +103,7 @@ def declaration(model: str = "Llama-3-70B") -> Explorer:
         "the controls redraw live for any model, number of chips, batch and context.",
         note="Weights and KV cache in the chosen dtype; every time is a floor.",
         wire=_bound_by_model("context"),
+        timed="batch",
     )
 
 

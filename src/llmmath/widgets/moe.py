@@ -125,6 +125,7 @@ def declaration(model: str = SHAPE_MODEL) -> Explorer:
         "re-cut into E experts; the EP width on the right is the widest that fits in one "
         "domain; bf16; precomputed frames.",
         wire=_wire,
+        timed="n_experts",
     )
 
 
