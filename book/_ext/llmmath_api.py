@@ -44,6 +44,19 @@ class Layer:
     modules: tuple[str, ...]
 
 
+def _display(package: str, shared: tuple[str, ...]) -> tuple[str, ...]:
+    """``package``, its ``shared`` modules, then its others: the chapters' in the book's order
+    (``llmmath.chapters``, read from _toc.yml), then the sections'. Found in its folder, so a
+    new chapter's plots and widgets modules need no line here."""
+    from llmmath.chapters import chapters
+
+    order = {name: i for i, name in enumerate(chapters())}
+    folder = ROOT / "src" / "llmmath" / package
+    found = [p.stem for p in folder.glob("*.py") if p.stem[0] != "_" and p.stem not in shared]
+    rest = sorted(found, key=lambda name: (order.get(name, len(order)), name))
+    return (package, *(f"{package}.{name}" for name in (*shared, *rest)))
+
+
 #: Page (book/api/<name>.rst) -> the modules it documents, in reading order (CONTRIBUTING.md's
 #: tables). Private modules (``_checks``...) are documented where they surface (contracts).
 LAYERS: dict[str, Layer] = {
@@ -70,12 +83,8 @@ LAYERS: dict[str, Layer] = {
     "figures": Layer(
         "Figures, explorers and pages",
         (
-            "plots", "plots.common", "plots.fast_text", "plots.roofline", "plots.batching",
-            "plots.kv_cache", "plots.moe", "plots.parallelism", "plots.collectives",
-            "plots.overtraining_pricing", "plots.serving_modes", "plots.published",
-            "widgets", "widgets.common", "widgets.roofline", "widgets.batching",
-            "widgets.kv_cache", "widgets.moe", "widgets.parallelism",
-            "widgets.overtraining_pricing", "pages", "tables",
+            *_display("plots", ("common", "fast_text")), *_display("widgets", ("common",)),
+            "pages", "tables", "chapters",
         ),
     ),
     "tools": Layer(
