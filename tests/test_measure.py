@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -109,6 +110,14 @@ def test_machine_roofline_properties() -> None:
     # max(100/100, 50/10) = 5 s (memory-bound); max(2000/100, 50/10) = 20 s (compute-bound).
     np.testing.assert_array_equal(result.sweep_predicted_s, [5.0, 20.0])
     np.testing.assert_array_equal(result.sweep_achieved_flop_per_s, [10.0, 50.0])
+    assert result.sweep_typical_flop_per_s is None  # no medians kept
+    # The measured roofline min(100, 10 I): 1 FLOP/s at I = 0.1, flat at 100 past I = 10.
+    curve = result.roofline
+    assert curve.ridge_intensity == 10.0 and curve.peak_flop_per_s == 100.0
+    assert curve.attainable_flop_per_s[0] == pytest.approx(1.0, rel=1e-12)
+    assert curve.attainable_flop_per_s[-1] == 100.0 and curve.intensity[-1] == pytest.approx(1e3)
+    medians = replace(result, sweep_median_s=np.array([20.0, 50.0]))
+    np.testing.assert_array_equal(medians.sweep_typical_flop_per_s, [5.0, 40.0])
 
 
 def test_measure_machine_takes_the_envelope(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -299,3 +299,46 @@ def test_moe_decode_reads_more_than_active_weights_at_large_batch() -> None:
     assert float(large.memory_s) / float(small.memory_s) == pytest.approx(
         (46.70e9 - 0.131e9) / (12.88e9 - 0.131e9), rel=0.01
     )
+
+
+# ---- curves the figures draw ------------------------------------------------------------------
+def test_the_roofline_curve_is_min_of_peak_and_intensity_times_bandwidth() -> None:
+    curve = roofline.roofline_curve("H100")
+    assert curve.peak_flop_per_s == H100_BF16
+    assert curve.ridge_intensity == pytest.approx(H100_BF16 / H100_BW, rel=1e-12)
+    np.testing.assert_allclose(
+        curve.attainable_flop_per_s,
+        np.minimum(H100_BF16, curve.intensity * H100_BW),
+        rtol=1e-12,
+    )
+    assert curve.intensity[0] == pytest.approx(0.1) and curve.intensity[-1] == pytest.approx(1e4)
+    measured = roofline.ceiling_curve(1e11, 5e10, np.array([1.0, 2.0, 4.0]))
+    np.testing.assert_allclose(measured.attainable_flop_per_s, [5e10, 1e11, 1e11], rtol=1e-12)
+    assert measured.ridge_intensity == pytest.approx(2.0, rel=1e-12)
+
+
+@pytest.mark.parametrize(("weights", "per_batch"), [("bf16", 1.0), ("int8", 2.0)])
+def test_a_dense_decode_step_sits_on_the_roofline(weights: str, per_batch: float) -> None:
+    """Each weight is read once and used in 2B FLOPs: ``2B / bytes_per_weight`` FLOP per byte,
+    so B in bf16 and 2B in int8; at its floor time a step attains the roofline there."""
+    critical = roofline.critical_batch("H100", "bf16", weights)
+    for batch in (4.0, 64.0, 2048.0):
+        point = roofline.decode_point("Llama-3-70B", batch, "H100", "bf16", weights)
+        assert point.intensity == pytest.approx(per_batch * batch, rel=1e-12)
+        on_roof = roofline.attainable_flop_per_s(point.intensity, "H100")
+        assert point.attainable_flop_per_s == pytest.approx(on_roof, rel=1e-12)
+        step = roofline.decode_weight_time("Llama-3-70B", batch, "H100", "bf16", weights)
+        assert point.time_s == pytest.approx(float(step.lower_s), rel=1e-12)
+        assert point.compute_bound == (batch > critical)
+
+
+def test_decode_time_curves_are_the_step_over_the_batches() -> None:
+    batches = np.array([1.0, 300.0, 4096.0])
+    curves = roofline.decode_time_curves("Llama-3-8B", "H100", batches=batches)
+    step = roofline.decode_weight_time("Llama-3-8B", batches, "H100")
+    np.testing.assert_allclose(curves.compute_s, step.compute_s, rtol=1e-12)
+    np.testing.assert_allclose(curves.lower_s, np.maximum(step.compute_s, step.memory_s))
+    np.testing.assert_allclose(curves.upper_s, step.compute_s + step.memory_s)
+    assert curves.critical_batch == pytest.approx(H100_BF16 / H100_BW, rel=1e-12)
+    with pytest.raises(ValueError, match="batches"):
+        roofline.decode_time_curves("Llama-3-8B", "H100", batches=np.array([0.0, 1.0]))

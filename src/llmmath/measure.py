@@ -35,8 +35,11 @@ from .contracts import (
     contract,
     each,
 )
+from .roofline import RooflineCurve, ceiling_curve
 
 _FLOAT32_BYTES = 4.0
+#: Intensities of a measured roofline's curve: 0.1 ... 1,000 FLOP per byte, log-spaced.
+MACHINE_INTENSITIES = np.logspace(-1, 3, 100)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,16 @@ class MachineRoofline:
     @property
     def sweep_achieved_flop_per_s(self) -> FloatArray:
         return self.sweep_flops / self.sweep_measured_s
+
+    @property
+    def sweep_typical_flop_per_s(self) -> FloatArray | None:
+        """FLOP/s at each operation's median time (None where only the best was kept)."""
+        return None if self.sweep_median_s is None else self.sweep_flops / self.sweep_median_s
+
+    @property
+    def roofline(self) -> RooflineCurve:
+        """The measured roofline over :data:`MACHINE_INTENSITIES`."""
+        return ceiling_curve(self.peak_flop_per_s, self.bandwidth_bytes_per_s, MACHINE_INTENSITIES)
 
 
 @contract(operation=Function(example=lambda: None))

@@ -19,7 +19,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import FloatArray, as_floats, as_output
-from .contracts import AMOUNT, POSITIVE, RESULT, checked, contract
+from .contracts import (
+    AMOUNT,
+    FLAG,
+    POSITIVE,
+    RESULT,
+    SCALAR_POSITIVE,
+    Real,
+    checked,
+    contract,
+    each,
+)
 from .dtypes import bytes_per_element
 from .hardware import Chip, get_chip
 from .models import ModelConfig, get_model, weight_params_read
@@ -61,8 +71,11 @@ def attainable_flop_per_s(
 ) -> float | FloatArray:
     """The roofline curve: ``min(C, intensity * W)`` FLOP/s."""
     spec = get_chip(chip)
-    rate = as_floats(intensity) * spec.hbm_bandwidth_bytes_per_s
-    return as_output(np.minimum(spec.peak(dtype), rate))
+    return as_output(_roof(as_floats(intensity), spec.peak(dtype), spec.hbm_bandwidth_bytes_per_s))
+
+
+def _roof(intensity: FloatArray, peak: float, bandwidth: float) -> FloatArray:
+    return np.minimum(peak, intensity * bandwidth)
 
 
 @contract(d_in=POSITIVE, d_out=POSITIVE)
@@ -160,10 +173,7 @@ def decode_weight_time(
     the experts that at least one token in the batch is routed to). The KV cache, activations
     and communication are left out here; the batching chapter adds them.
     """
-    spec = get_model(model)
-    B = as_floats(batch)
-    flops = 2.0 * B * spec.matmul_params_per_token
-    bytes_read = weight_params_read(spec, B) * bytes_per_element(weight_dtype or compute_dtype)
+    flops, bytes_read = _decode_weight_work(model, batch, compute_dtype, weight_dtype)
     return roofline_time(
         flops,
         bytes_read,
@@ -171,6 +181,132 @@ def decode_weight_time(
         compute_dtype,
         flops_efficiency=flops_efficiency,
         bandwidth_efficiency=bandwidth_efficiency,
+    )
+
+
+def _decode_weight_work(
+    model: str | ModelConfig, batch: ArrayLike, compute_dtype: str, weight_dtype: str | None
+) -> tuple[FloatArray, FloatArray]:
+    """FLOPs ``2 B P_matmul`` and the bytes of every weight read of one decode step."""
+    spec = get_model(model)
+    B = as_floats(batch)
+    flops = 2.0 * B * spec.matmul_params_per_token
+    bytes_read = weight_params_read(spec, B) * bytes_per_element(weight_dtype or compute_dtype)
+    return flops, bytes_read
+
+
+# ---- curves the figures draw ----------------------------------------------------------------
+#: Intensities of the roofline curve: 0.1 ... 10,000 FLOP per byte, log-spaced.
+CURVE_INTENSITIES = np.logspace(-1, 4, 200)
+#: Batches of the decode-step curves: 1 ... 8,192 sequences, log-spaced.
+CURVE_BATCHES = np.logspace(0, np.log10(8192), 120)
+
+
+@dataclass(frozen=True)
+@checked(
+    broadcast=False,
+    **each(RESULT, "intensity attainable_flop_per_s peak_flop_per_s ridge_intensity"),
+)
+class RooflineCurve:
+    """A roofline: attainable FLOP/s ``min(C, I W)`` against arithmetic intensity ``I``, its
+    peak ``C`` and ridge point ``C / W`` (the intensity where it turns compute-bound)."""
+
+    intensity: FloatArray
+    attainable_flop_per_s: FloatArray
+    peak_flop_per_s: float
+    ridge_intensity: float
+
+
+@contract(
+    peak_flop_per_s=SCALAR_POSITIVE,
+    bandwidth_bytes_per_s=SCALAR_POSITIVE,
+    intensities=Real(ndarray=True),
+)
+def ceiling_curve(
+    peak_flop_per_s: float,
+    bandwidth_bytes_per_s: float,
+    intensities: FloatArray = CURVE_INTENSITIES,
+) -> RooflineCurve:
+    """The roofline of any peak and bandwidth (a datasheet's, or one measured) over
+    ``intensities``: the most a kernel of that intensity can attain, a floor on its time."""
+    C, W = float(peak_flop_per_s), float(bandwidth_bytes_per_s)
+    I = as_floats(intensities)  # noqa: E741 (the intensity's symbol)
+    return RooflineCurve(I, _roof(I, C, W), C, C / W)
+
+
+@contract(intensities=Real(ndarray=True))
+def roofline_curve(
+    chip: str | Chip, dtype: str = "bf16", intensities: FloatArray = CURVE_INTENSITIES
+) -> RooflineCurve:
+    """``chip``'s roofline at its dense ``dtype`` peak and its HBM bandwidth (datasheet)."""
+    spec = get_chip(chip)
+    return ceiling_curve(spec.peak(dtype), spec.hbm_bandwidth_bytes_per_s, intensities)
+
+
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "batch compute_s memory_s lower_s upper_s critical_batch"),
+    broadcast=False,
+)
+class DecodeTimeCurves:
+    """One decode step's weight matmuls against the batch on one chip: compute time, weight
+    read time, the floor (perfect overlap, ``max``) and no overlap (the sum), and the critical
+    batch where the two cross."""
+
+    batch: FloatArray
+    compute_s: FloatArray
+    memory_s: FloatArray
+    lower_s: FloatArray
+    upper_s: FloatArray
+    critical_batch: float
+
+
+@contract(batches=Real(ndarray=True))
+def decode_time_curves(
+    model: str | ModelConfig,
+    chip: str | Chip,
+    compute_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+    batches: FloatArray = CURVE_BATCHES,
+) -> DecodeTimeCurves:
+    """:func:`decode_weight_time` over ``batches``, and :func:`critical_batch`."""
+    step = decode_weight_time(model, batches, chip, compute_dtype, weight_dtype)
+    critical = critical_batch(chip, compute_dtype, weight_dtype)
+    B = as_floats(batches)
+    return DecodeTimeCurves(B, step.compute_s, step.memory_s, step.lower_s, step.upper_s, critical)
+
+
+@dataclass(frozen=True)
+@checked(**each(RESULT, "batch intensity attainable_flop_per_s time_s"), compute_bound=FLAG)
+class DecodePoint:
+    """One decode step on the roofline: its intensity (FLOPs per weight byte read), the FLOP/s
+    it attains at the floor time ``time_s``, and whether compute time exceeds memory time."""
+
+    batch: float
+    intensity: float
+    attainable_flop_per_s: float
+    time_s: float
+    compute_bound: bool
+
+
+@contract(batch=SCALAR_POSITIVE)
+def decode_point(
+    model: str | ModelConfig,
+    batch: float,
+    chip: str | Chip,
+    compute_dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> DecodePoint:
+    """Where :func:`decode_weight_time`'s step of ``batch`` sits on the roofline."""
+    flops, bytes_read = _decode_weight_work(model, batch, compute_dtype, weight_dtype)
+    step = roofline_time(flops, bytes_read, chip, compute_dtype)
+    time_s = float(step.lower_s)
+    return DecodePoint(
+        float(batch),
+        float(flops / bytes_read),
+        float(flops) / time_s,
+        time_s,
+        bool(step.compute_bound),
     )
 
 

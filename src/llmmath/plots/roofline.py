@@ -19,9 +19,6 @@ from .common import (
     snap_log_limits,
 )
 
-_INTENSITY = np.logspace(-1, 4, 200)
-_SWEEP = np.logspace(0, np.log10(8192), 120)
-
 
 class RooflinePanel:
     """A chip's roofline on one axes: attainable FLOP/s against arithmetic intensity, the
@@ -31,25 +28,26 @@ class RooflinePanel:
         self.ax = ax
         (self.line,) = ax.loglog([], [], color=FLOOR_COLOUR, label="roofline")
         self.ridge_line = ax.axvline(1.0, color="grey", linestyle=":")
-        ax.set_xlim(_INTENSITY[0], _INTENSITY[-1])
+        intensities = roofline.CURVE_INTENSITIES
+        ax.set_xlim(intensities[0], intensities[-1])
         ax.set(xlabel="arithmetic intensity (FLOP per byte)", ylabel="attainable FLOP/s")
 
-    def show(self, spec: Chip, dtype: str) -> None:
-        curve = np.asarray(roofline.attainable_flop_per_s(_INTENSITY, spec, dtype))
-        self.line.set_data(_INTENSITY, curve)
-        self.ridge_line.set_xdata([spec.critical_intensity(dtype)] * 2)
-        self.ax.set_ylim(*snap_log_limits(curve.min() / 2, spec.peak(dtype) * 3))
+    def show(self, curve: roofline.RooflineCurve) -> None:
+        self.line.set_data(curve.intensity, curve.attainable_flop_per_s)
+        self.ridge_line.set_xdata([curve.ridge_intensity] * 2)
+        low = curve.attainable_flop_per_s.min() / 2
+        self.ax.set_ylim(*snap_log_limits(low, curve.peak_flop_per_s * 3))
 
 
 def roofline_curve(chip: str | Chip, dtype: str = "bf16", ax: Axes | None = None) -> Figure:
     """Attainable FLOP/s against arithmetic intensity, ridge point marked."""
     figure, ax = figure_and_axes(ax)
     spec = get_chip(chip)
-    RooflinePanel(ax).show(spec, dtype)
-    ridge = spec.critical_intensity(dtype)
+    curve = roofline.roofline_curve(spec, dtype)
+    RooflinePanel(ax).show(curve)
     ax.annotate(
-        f"ridge {ridge:.0f} FLOP/B",
-        (ridge, spec.peak(dtype)),
+        f"ridge {curve.ridge_intensity:.0f} FLOP/B",
+        (curve.ridge_intensity, curve.peak_flop_per_s),
         textcoords="offset points",
         xytext=(5, -14),
         fontsize=8,
@@ -82,7 +80,7 @@ class RooflineExplorer(FastFigure):
         self.readout = self.corner_readout(self.ax_time)
         self.ax_time.set(xlabel="batch (tokens per step)", ylabel="time per decode step (s)")
         self.ax_time.legend(loc="upper left", fontsize=8)
-        self.ax_time.set_xlim(_SWEEP[0], _SWEEP[-1])
+        self.ax_time.set_xlim(roofline.CURVE_BATCHES[0], roofline.CURVE_BATCHES[-1])
 
     def update(
         self,
@@ -96,21 +94,19 @@ class RooflineExplorer(FastFigure):
         weights = weight_dtype or compute_dtype
         if self.new_scene((spec, model_spec, compute_dtype, weights)):
             self._draw_scene(spec, model_spec, compute_dtype, weights)
-        point = roofline.decode_weight_time(model_spec, batch, spec, compute_dtype, weights)
-        flops = point.compute_s * spec.peak(compute_dtype)
-        intensity = flops / (point.memory_s * spec.hbm_bandwidth_bytes_per_s)
-        self.roof_point.set_data([intensity], [flops / point.lower_s])
-        self.time_point.set_data([batch], [point.lower_s])
+        point = roofline.decode_point(model_spec, batch, spec, compute_dtype, weights)
+        self.roof_point.set_data([point.intensity], [point.attainable_flop_per_s])
+        self.time_point.set_data([batch], [point.time_s])
         bound = "compute-bound" if point.compute_bound else "memory-bound"
-        self.readout.set_text(f"batch {batch:g}: {1e3 * float(point.lower_s):.3g} ms, {bound}")
+        self.readout.set_text(f"batch {batch:g}: {1e3 * point.time_s:.3g} ms, {bound}")
 
     def _draw_scene(self, spec: Chip, model: ModelConfig, compute: str, weights: str) -> None:
-        self.roof.show(spec, compute)
-        sweep = roofline.decode_weight_time(model, _SWEEP, spec, compute, weights)
-        self.compute_line.set_data(_SWEEP, sweep.compute_s)
-        self.memory_line.set_data(_SWEEP, sweep.memory_s)
-        self.floor_line.set_data(_SWEEP, sweep.lower_s)
-        self.critical_line.set_xdata([roofline.critical_batch(spec, compute, weights)] * 2)
+        self.roof.show(roofline.roofline_curve(spec, compute))
+        sweep = roofline.decode_time_curves(model, spec, compute, weights)
+        self.compute_line.set_data(sweep.batch, sweep.compute_s)
+        self.memory_line.set_data(sweep.batch, sweep.memory_s)
+        self.floor_line.set_data(sweep.batch, sweep.lower_s)
+        self.critical_line.set_xdata([sweep.critical_batch] * 2)
         self.ax_roof.set_title(f"{spec.name}, {compute} FLOPs, {weights} weights", fontsize=10)
         self.ax_time.set_ylim(*snap_log_limits(sweep.compute_s.min() / 2, sweep.upper_s.max() * 2))
         self.ax_time.set_title(f"{model.name}: one decode step on one chip", fontsize=10)
@@ -119,15 +115,19 @@ class RooflineExplorer(FastFigure):
 def machine_roofline(result: MachineRoofline, ax: Axes | None = None) -> Figure:
     """The reader's machine: its measured roofline, and each measured matmul placed on it."""
     figure, ax = figure_and_axes(ax)
-    intensity = np.logspace(-1, 3, 100)
-    ceiling = np.minimum(result.peak_flop_per_s, intensity * result.bandwidth_bytes_per_s)
-    ax.loglog(intensity, ceiling, color=FLOOR_COLOUR, label="roofline from measured peaks")
+    ceiling = result.roofline
+    ax.loglog(
+        ceiling.intensity,
+        ceiling.attainable_flop_per_s,
+        color=FLOOR_COLOUR,
+        label="roofline from measured peaks",
+    )
     best = result.sweep_achieved_flop_per_s
     shape = f"[B, {result.sweep_dim}] x [{result.sweep_dim}, {result.sweep_dim}]"
-    if result.sweep_median_s is None:
+    typical = result.sweep_typical_flop_per_s
+    if typical is None:
         ax.plot(result.sweep_intensity, best, "o", color=COMPUTE_COLOUR, label=f"{shape}")
     else:  # the spread: a bar from the best run down to the median one
-        typical = result.sweep_flops / result.sweep_median_s
         ax.errorbar(
             result.sweep_intensity,
             best,
