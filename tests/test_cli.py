@@ -623,6 +623,40 @@ def test_workload_calibrates_to_a_measurement(capsys: pytest.CaptureFixture[str]
     assert code == 2 and "--input + --output must be <=" in err
 
 
+def test_workload_chunked_prefill_is_the_package_s(capsys: pytest.CaptureFixture[str]) -> None:
+    """The TTFT and longest step under a token budget a step are
+    ``serving_systems.chunked_prefill``'s; the default budget is the engines'; a budget too
+    small for the decodes, or given with --disaggregate, is refused naming the flag."""
+    from llmmath.layout_search import workload
+    from llmmath.serving_systems import chunked_prefill
+
+    argv = ["workload", "Llama-3-8B", "H100", "--input", "7000", "--output", "500",
+            "--concurrency", "8"]  # fmt: skip
+    view = workload(Deployment(get_model("Llama-3-8B"), "H100", attention_dtype="bf16"),
+                    7000, 500, 8)  # fmt: skip
+    default = as_json(capsys, *argv)
+    assert default["prefill_chunk"] == 8192 and default["prefill_chunk_keeps_up"] is True
+    assert default["chunked_ttft_s"] == pytest.approx(chunked_prefill(view, 8192).ttft_s, rel=1e-12)
+    small = as_json(capsys, *argv, "--prefill-chunk", "2048")
+    assert small["longest_step_s"] == pytest.approx(
+        chunked_prefill(view, 2048).longest_step_s, rel=1e-12
+    )
+    assert small["tpot_s"] == pytest.approx(default["tpot_s"], rel=1e-12)  # the mean step
+    _, out, _ = run(capsys, *argv, "--prefill-chunk", "2048")
+    assert "in 4 step(s) of <= 2,040 prompt tokens" in out and "carrying a full chunk" in out
+    _, out, _ = run(capsys, *argv, "--prefill-chunk", "100")
+    assert "prompts queue without bound" in out
+    code, _, err = run(capsys, *argv, "--prefill-chunk", "8")
+    assert code == 2 and "--prefill-chunk must exceed the 8 sequences decoding" in err
+    code, _, err = run(capsys, *argv, "--disaggregate", "--prefill-chunk", "512")
+    assert code == 2 and "--prefill-chunk is for colocated serving" in err
+    assert as_json(capsys, *argv, "--disaggregate")["prefill_chunk"] is None
+    subs = next(a for a in cli.build_parser()._actions
+                if isinstance(a, argparse._SubParsersAction))  # fmt: skip
+    text = " ".join(subs.choices["workload"].format_help().split())
+    assert "the mean" in text and "8192, vLLM's and SGLang's" in text
+
+
 @pytest.mark.parametrize("key", ["trtllm-llama-3.3-70b-fp4-b200-tp4",
                                  "sglang-deepseek-v3-decode-ep72-h100",
                                  "deepseek-day-decode-ep144-h800"])  # fmt: skip

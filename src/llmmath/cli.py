@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, cli_commands, cli_training, hardware, layout_search
+from . import __version__, cli_commands, cli_training, hardware, layout_search, serving_systems
 from .chip_prices import example_price, list_example_prices
 from .cli_format import (
     NUMBERS,
@@ -230,6 +230,10 @@ def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
     }  # fmt: skip
     if args.rate and args.concurrency:
         raise InputError("give --rate or --concurrency, not both")
+    if args.prefill_chunk and args.disaggregate:
+        raise InputError("--prefill-chunk is for colocated serving; --disaggregate prefills apart")
+    chunk = parse_number(args.prefill_chunk, "--prefill-chunk", whole=True, low=1) if (
+        args.prefill_chunk) else None  # fmt: skip
     if args.rate:
         rate = parse_number(args.rate, "--rate")
         if not rate > 0:
@@ -246,7 +250,7 @@ def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
         if not measured > 0:
             raise InputError(f"--calibrate must be > 0 output tokens/s per chip; got {measured}")
         view, efficiency = layout_search.calibrate(view, measured)
-    return cli_training.workload_report(view, args.overlap, measured, efficiency, at_floor)
+    return cli_training.workload_report(view, args.overlap, measured, efficiency, at_floor, chunk)
 
 
 def _train(args: argparse.Namespace, model: ModelConfig) -> tuple[Report, list[str]]:
@@ -387,8 +391,12 @@ def build_parser() -> _Parser:
     work = command("workload", "a stream of requests: throughput, TTFT, TPOT, cost per token")
     _common(work)
     _serving_options(work)
-    work.add_argument("--input", default="1000", help="prompt tokens per request")
-    work.add_argument("--output", default="1000", help="output tokens per request")
+    work.add_argument("--input", default="1000", help="prompt tokens per request, the mean "
+                      "of the stream's (no length distribution is modelled)")  # fmt: skip
+    work.add_argument("--output", default="1000", help="output tokens per request, the mean")
+    work.add_argument("--prefill-chunk", help="tokens a step, decodes first, prompts chunked into "
+                      f"the rest (default: {serving_systems.default_prefill_chunk():.0f}, vLLM's "
+                      "and SGLang's on H100/H200)")  # fmt: skip
     work.add_argument("--concurrency", help="requests decoding at once (default: the most "
                       "that fit at --input + --output)")  # fmt: skip
     work.add_argument("--rate", help="requests per second instead (default: none)")

@@ -14,6 +14,7 @@ from .hardware import Chip
 from .layout_search import WorkloadView
 from .models import ModelConfig
 from .placement import DoesNotFitError, Layout
+from .serving_systems import ChunkedPrefill, chunked_prefill, default_prefill_chunk
 from .training import pipeline_bubble_fraction, training_step
 from .training_memory import training_memory
 from .units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -267,10 +268,16 @@ def workload_report(
     measured: float | None = None,
     efficiency: float | None = None,
     at_floor: WorkloadView | None = None,
+    prefill_chunk: float | None = None,
 ) -> Report:
-    """A stream of requests in steady state: rates per chip, TTFT, TPOT, cost per token; with
-    a measurement, the efficiency that reproduces it and the measured/floor ratio."""
+    """A stream of requests in steady state: rates per chip, TTFT, TPOT, cost per token, and
+    colocated, chunked prefill under a budget of ``prefill_chunk`` tokens a step (default: the
+    engines'); with a measurement, the efficiency that reproduces it and measured/floor."""
     dep = view.deployment
+    budget = default_prefill_chunk() if prefill_chunk is None else prefill_chunk
+    chunks: ChunkedPrefill | None = None
+    if not view.disaggregated and (prefill_chunk is not None or budget > view.concurrency):
+        chunks = chunked_prefill(view, budget)  # a budget given that is too small: an error
     floor = at_floor.measured_rate if at_floor is not None else None
     price = price_of(dep)
     usd_in, usd_out = view.usd_per_million() if price is not None else (None, None)
@@ -299,6 +306,10 @@ def workload_report(
         "decode_bound_at_floor": (at_floor or view).decode_bound,
         "floor_output_tokens_per_s_per_chip": floor,
         "measured_over_floor": None if measured is None or not floor else measured / floor,
+        "prefill_chunk": None if view.disaggregated else budget,
+        "chunked_ttft_s": chunks.ttft_s if chunks else None,
+        "longest_step_s": chunks.longest_step_s if chunks else None,
+        "prefill_chunk_keeps_up": chunks.keeps_up if chunks else None,
     }
     report = Report(data)
     heading(report, dep, context=view.input_tokens + view.output_tokens / 2)
@@ -332,7 +343,7 @@ def workload_report(
             ],
         ),
         "",
-        f"  TTFT     {ms(view.ttft_s)} ms (one prompt prefilled alone; queueing not counted)",
+        *_chunk_lines(view, chunks, budget),
         f"  TPOT     {ms(view.tpot_s)} ms per output token; a request takes "
         f"{sig(view.request_s)} s",
         f"  prefill  {percent(view.prefill_chip_share)} of the chip time",
@@ -356,6 +367,34 @@ def workload_report(
         )
     report.add("", floor_note(dep, overlap))
     return report
+
+
+def _chunk_lines(view: WorkloadView, chunks: ChunkedPrefill | None, budget: float) -> list[str]:
+    """TTFT, and colocated, what a budget of ``budget`` tokens a step makes of it."""
+    alone = f"{ms(view.ttft_s)} ms (one prompt prefilled alone; queueing not counted)"
+    if view.disaggregated:
+        return [f"  TTFT     {alone}"]
+    if chunks is None:
+        return [f"  TTFT     {alone}",
+                f"  chunks   not modelled: the default budget of {count(budget)} tokens a step "
+                f"is not above the {count(view.concurrency)}\n           sequences decoding; "
+                "pass --prefill-chunk"]  # fmt: skip
+    lines = [
+        f"  TTFT     {ms(chunks.ttft_s)} ms with chunked prefill: a lone prompt in "
+        f"{count(chunks.steps_to_first_token)} step(s) of <= {count(chunks.prompt_tokens_per_step)}"
+        f" prompt tokens\n           beside the decodes; {alone}",
+        f"  chunks   {count(budget)} tokens a step, decodes first (one token each), prompts in "
+        f"the rest;\n           a step {ms(chunks.mean_step_s)} ms on average, "
+        f"{ms(chunks.longest_step_s)} ms carrying a full chunk (the longest gap)",
+    ]
+    if not chunks.keeps_up:
+        lines.append(
+            f"           the stream needs {count(chunks.needed_prompt_tokens_per_step)} prompt "
+            f"tokens a step, more than the {count(chunks.prompt_tokens_per_step)} left:\n"
+            "           prompts queue without bound; the rates above assume they do not: "
+            "raise --prefill-chunk\n           or lower --concurrency"
+        )
+    return lines
 
 
 __all__ = ["chips", "models", "train", "workload_report"]

@@ -37,6 +37,7 @@ from ._constraints import MAX_CHIPS
 from .batching import step_critical_batch
 from .contracts import (
     AMOUNT,
+    FLAG,
     NOTE,
     POSITIVE,
     RESULT,
@@ -52,6 +53,7 @@ from .contracts import (
 )
 from .deployment import Deployment
 from .hardware import Chip, get_chip
+from .layout_search import WORKLOAD, WorkloadView
 from .models import ModelConfig
 from .parallelism import decode_step as layout_decode_step
 from .placement import Layout
@@ -281,13 +283,107 @@ def prefill_stall_steps(
     return float(fill.time_s / step.time_s)
 
 
+# ---- chunked prefill: a token budget a step, shared by the decodes and the prompts ----------
+@dataclass(frozen=True)
+@checked(
+    **each(SCALAR, "prefill_chunk decode_tokens_per_step prompt_tokens_per_step"),
+    **each(SCALAR, "needed_prompt_tokens_per_step steps_to_first_token"),
+    **each(RESULT, "ttft_s longest_step_s mean_step_s tpot_s"),
+    keeps_up=FLAG,
+)
+class ChunkedPrefill:
+    """A colocated workload under a budget of ``P`` tokens a step (vLLM's
+    ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``), all floors: the ``C``
+    decoding sequences take one token each, prompts fill the other ``P - C``. One prompt of
+    ``I'`` computed tokens (``I`` less the prefix-cache hits) rides ``ceil(I' / (P - C))`` steps
+    alone (no queueing). A prompt token costs ``t_p = t_prefill / I'``, the compute-bound rate
+    of the workload's batched prefill, so a step carrying ``k`` prompt tokens takes
+    ``t_decode + k t_p``."""
+
+    #: The budget ``P``, tokens a step.
+    prefill_chunk: float
+    #: ``C``: one token for each sequence decoding (MTP drafts not counted).
+    decode_tokens_per_step: float
+    #: ``P - C``: the prompt tokens a step can carry.
+    prompt_tokens_per_step: float
+    #: ``C I' / O``: the prompt tokens a step must carry on average to keep ``C`` decoding.
+    needed_prompt_tokens_per_step: float
+    #: Whether the budget carries what the stream needs (else prompts queue without bound).
+    keeps_up: bool
+    #: ``ceil(I' / (P - C))``: the steps a lone prompt takes.
+    steps_to_first_token: float
+    #: ``ceil(I' / (P - C)) t_decode + I' t_p``: the first token of a lone prompt.
+    ttft_s: float
+    #: ``t_decode + (P - C) t_p``: a step carrying a full chunk, the longest gap between tokens.
+    longest_step_s: float
+    #: ``t_decode + (C I' / O) t_p``: a step on average; the budget does not change it.
+    mean_step_s: float
+    #: The mean step over the tokens a step yields: the workload's own TPOT.
+    tpot_s: float
+
+
+@contract(view=WORKLOAD, prefill_chunk=Real(low=1.0, low_open=False, scalar=True, integer=True))
+def chunked_prefill(view: WorkloadView, prefill_chunk: float) -> ChunkedPrefill:
+    """``view`` (colocated) with its prompts cut into chunks of a ``prefill_chunk``-token budget
+    a step (see :class:`ChunkedPrefill`). A larger budget shortens the first token of a long
+    prompt and lengthens the longest gap between tokens; the mean step, and so TPOT and the
+    throughput, are the same at the floor (the same prompt tokens are computed either way).
+
+    >>> from llmmath.deployment import Deployment
+    >>> from llmmath.layout_search import workload
+    >>> view = workload(Deployment("Llama-3-8B", "H100"), 7000, 500, 8)
+    >>> chunks = chunked_prefill(view, 8192)
+    >>> chunks.prompt_tokens_per_step, chunks.steps_to_first_token
+    (8184.0, 1.0)
+    """
+    if view.disaggregated:
+        raise ValueError(
+            "serving_systems.chunked_prefill(): prefill_chunk applies to colocated serving; "
+            "a disaggregated prefill pool runs whole prompts"
+        )
+    P, C = float(prefill_chunk), view.concurrency
+    if P <= C:
+        raise ValueError(
+            f"serving_systems.chunked_prefill(): prefill_chunk must exceed the {C:g} sequences "
+            f"decoding (one token each a step) to leave room for a prompt; got {P:g}"
+        )
+    computed = max(view.input_tokens * (1.0 - view.cache_hit_fraction), 1.0)
+    per_token_s = view.prefill_s_per_request / computed
+    room = P - C
+    needed = C * computed / view.output_tokens
+    steps = float(math.ceil(computed / room))
+    mean_step_s = view.decode_step_s + needed * per_token_s
+    return ChunkedPrefill(
+        prefill_chunk=P,
+        decode_tokens_per_step=C,
+        prompt_tokens_per_step=room,
+        needed_prompt_tokens_per_step=needed,
+        keeps_up=needed <= room,
+        steps_to_first_token=steps,
+        ttft_s=steps * view.decode_step_s + computed * per_token_s,
+        longest_step_s=view.decode_step_s + room * per_token_s,
+        mean_step_s=mean_step_s,
+        tpot_s=mean_step_s / view.mtp_tokens_per_step,
+    )
+
+
+@contract()
+def default_prefill_chunk() -> float:
+    """The engines' default budget a step, tokens (``data/systems.toml``: vLLM's and SGLang's
+    on an H100 or H200)."""
+    return float(data.table("systems")["chunked_prefill"]["default_tokens"])
+
+
 __all__ = [
+    "ChunkedPrefill",
     "Measured",
     "Pools",
     "PublishedPools",
     "TPBreakdown",
     "all_reduce_latency_s",
+    "chunked_prefill",
     "deepseek_pools",
+    "default_prefill_chunk",
     "disaggregated_pools",
     "measured",
     "prefill_stall_steps",
