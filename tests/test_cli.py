@@ -137,6 +137,30 @@ def test_sliding_windows_are_counted_exactly(capsys: pytest.CaptureFixture[str])
     assert "18 of 36 layers hold 128" in out
 
 
+def test_fit_heading_says_the_exact_kv_at_the_context(capsys: pytest.CaptureFixture[str]) -> None:
+    """gemma-2-9b at 8,192 tokens: half its 42 layers hold 4,096, so a token costs 3/4 of the
+    full 344 kB (42 layers x 2 x 8 heads x 256 x 2 B): the heading and the room line say the
+    exact 258 kB, not the full count the body no longer uses; with several contexts the
+    heading says "at full attention" and the table gives each context's own."""
+    full = 42 * 2 * 8 * 256 * 2
+    data = as_json(capsys, "fit", str(CONFIGS / "gemma-2-9b"), "H100", "--context", "8192")
+    assert data["kv_bytes_per_token"] == full
+    assert data["max_batch"][0]["kv_bytes_per_token"] == pytest.approx(0.75 * full, rel=1e-12)
+    _, out, _ = run(capsys, "fit", str(CONFIGS / "gemma-2-9b"), "H100", "--context", "8192")
+    heading = out.split("\n\n")[0]
+    assert "258 kB per token at 8,192 tokens" in heading and "344 kB at full" in heading
+    assert "a cached token holds 258 kB at 8,192 tokens" in heading
+    _, out, _ = run(capsys, "fit", str(CONFIGS / "gemma-2-9b"), "H100", "--context", "2k,8k")
+    assert "344 kB per token at full attention" in out and "KV/token" in out
+    from llmmath.cli_format import si
+
+    at_8k = full * (21 + 21 * 4096 / 8000) / 42  # "8k" is 8,000 tokens
+    rows = [line for line in out.splitlines() if line.startswith(("  2,000", "  8,000"))]
+    assert rows[0].endswith(si(full, "B")) and rows[1].endswith(si(at_8k, "B"))
+    _, out, _ = run(capsys, "fit", "Llama-3-8B", "H100", "--context", "8192")  # no window
+    assert "131 kB per token\n" in out and "at full attention" not in out
+
+
 def test_quantized_checkpoints_fit_where_they_ship(capsys: pytest.CaptureFixture[str]) -> None:
     # DeepSeek-V3's own FP8 checkpoint on one 8 x H200 node (it did not fit at bf16).
     data = as_json(capsys, "fit", str(CONFIGS / "DeepSeek-V3"), "H200x8", "--layout", "tp8")

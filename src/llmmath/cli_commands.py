@@ -69,8 +69,10 @@ def kv_line(dep: Deployment, context: float | None) -> str:
     """KV bytes per token, exact at ``context`` where sliding-window layers hold less."""
     full = si(dep.kv_bytes_per_token, "B")
     model = dep.model
-    if context is None or not model.sliding_window:
+    if not model.sliding_window:
         return f"{full} per token"
+    if context is None:
+        return f"{full} per token at full attention (less with windows: exact below)"
     at = float(model.kv_bytes_per_token(dep.kv_dtype, context))
     windows = (
         f"{model.n_local_layers} of {model.n_layers} layers hold {count(model.sliding_window)}"
@@ -238,14 +240,24 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         "hbm_utilization": dep.hbm_utilization,
         "reserve_bytes_per_chip": dep.reserve_bytes_per_chip,
         "max_batch": [
-            {"context": t, "max_batch": m, "sequences_in_flight": m * pp}
-            for t, m in zip(T, most, strict=True)
+            {
+                "context": t,
+                "max_batch": m,
+                "sequences_in_flight": m * pp,
+                "kv_bytes_per_token": e * dep.kv_bytes_per_token,
+            }
+            for t, m, e in zip(T, most, np.broadcast_to(exact, T.shape), strict=True)
         ],
         "max_context": [{"batch": b, "max_context": c} for b, c in zip(B, longest, strict=True)],
     }
     report = Report(data)
-    heading(report, dep, price=False)
+    one = float(T[0]) if T.size == 1 else None  # one context: the heading's KV is exact at it
+    windowed = bool(dep.model.sliding_window)
+    heading(report, dep, price=False, context=one)
     held = dep.kv_bytes_held_per_token
+    holds = si(held, "B") + (" at full attention" if windowed else "")
+    if one is not None and windowed:
+        holds = f"{si(float(held_at[0]), 'B')} at {count(one)} tokens"
     budget = ""
     if dep.hbm_utilization != 1.0 or dep.reserve_bytes_per_chip:
         budget = (
@@ -254,7 +266,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         )
     report.add(
         f"  room     {si(dep.kv_budget_bytes, 'B')} of HBM left for KV caches{budget};\n"
-        f"           a cached token holds {si(held, 'B')}"
+        f"           a cached token holds {holds}"
         + (
             "\n           (with the KV copies and the pipeline's batches in flight)"
             if held != dep.kv_bytes_per_token
@@ -262,9 +274,21 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         ),
         "",
         table(
-            ["context", "max batch", *(["in flight"] if pp > 1 else []), "KV at it"],
             [
-                [count(t), count(m), *([count(m * pp)] if pp > 1 else []), si(m * t * h, "B")]
+                "context",
+                "max batch",
+                *(["in flight"] if pp > 1 else []),
+                "KV at it",
+                *(["KV/token"] if windowed else []),
+            ],
+            [
+                [
+                    count(t),
+                    count(m),
+                    *([count(m * pp)] if pp > 1 else []),
+                    si(m * t * h, "B"),
+                    *([si(h, "B")] if windowed else []),
+                ]
                 for t, m, h in zip(T, most, held_at, strict=True)
             ],
         ),
@@ -355,7 +379,7 @@ def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: s
         else {"layout": str(fastest.layout), "time_s": fastest.step.time_s},
     }
     report = Report(data)
-    heading(report, dep, layout=False)
+    heading(report, dep, layout=False, context=context)
     report.add(
         f"  target   {ms(latency_s)} ms per output token at {count(context)} tokens of context",
         "",
