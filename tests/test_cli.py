@@ -667,7 +667,7 @@ def test_workload_chunked_prefill_is_the_package_s(capsys: pytest.CaptureFixture
     )
     assert small["tpot_s"] == pytest.approx(default["tpot_s"], rel=1e-12)  # the mean step
     _, out, _ = run(capsys, *argv, "--prefill-chunk", "2048")
-    assert "in 4 step(s) of <= 2,040 prompt tokens" in out and "carrying a full chunk" in out
+    assert "in 4 steps of <= 2,040 tokens" in out and "with a full chunk (the longest" in out
     _, out, _ = run(capsys, *argv, "--prefill-chunk", "100")
     assert "prompts queue without bound" in out
     code, _, err = run(capsys, *argv, "--prefill-chunk", "8")

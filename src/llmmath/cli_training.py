@@ -371,28 +371,33 @@ def workload_report(
 
 def _chunk_lines(view: WorkloadView, chunks: ChunkedPrefill | None, budget: float) -> list[str]:
     """TTFT, and colocated, what a budget of ``budget`` tokens a step makes of it."""
-    alone = f"{ms(view.ttft_s)} ms (one prompt prefilled alone; queueing not counted)"
-    if view.disaggregated:
-        return [f"  TTFT     {alone}"]
-    if chunks is None:
-        return [f"  TTFT     {alone}",
-                f"  chunks   not modelled: the default budget of {count(budget)} tokens a step "
-                f"is not above the {count(view.concurrency)}\n           sequences decoding; "
-                "pass --prefill-chunk"]  # fmt: skip
+    if view.disaggregated or chunks is None:
+        lines = [
+            f"  TTFT     {ms(view.ttft_s)} ms (one prompt prefilled alone; queueing not counted)"
+        ]
+        if not view.disaggregated:
+            lines.append(
+                f"  chunks   not modelled: the default {count(budget)} tokens a step are not more "
+                f"than the\n           {count(view.concurrency)} sequences decoding; pass "
+                "--prefill-chunk"
+            )
+        return lines
+    steps = chunks.steps_to_first_token
     lines = [
-        f"  TTFT     {ms(chunks.ttft_s)} ms with chunked prefill: a lone prompt in "
-        f"{count(chunks.steps_to_first_token)} step(s) of <= {count(chunks.prompt_tokens_per_step)}"
-        f" prompt tokens\n           beside the decodes; {alone}",
-        f"  chunks   {count(budget)} tokens a step, decodes first (one token each), prompts in "
-        f"the rest;\n           a step {ms(chunks.mean_step_s)} ms on average, "
-        f"{ms(chunks.longest_step_s)} ms carrying a full chunk (the longest gap)",
+        f"  TTFT     {ms(chunks.ttft_s)} ms chunked: a lone prompt in {count(steps)} "
+        f"step{'s' if steps > 1 else ''} of <= {count(chunks.prompt_tokens_per_step)} tokens "
+        f"beside the\n           decodes ({ms(view.ttft_s)} ms prefilled alone); queueing not "
+        "counted",
+        f"  chunks   {count(budget)} tokens a step: decodes first, one token each, prompts in the "
+        f"rest;\n           a step {ms(chunks.mean_step_s)} ms on average, "
+        f"{ms(chunks.longest_step_s)} ms with a full chunk (the longest gap)",
     ]
     if not chunks.keeps_up:
         lines.append(
             f"           the stream needs {count(chunks.needed_prompt_tokens_per_step)} prompt "
             f"tokens a step, more than the {count(chunks.prompt_tokens_per_step)} left:\n"
-            "           prompts queue without bound; the rates above assume they do not: "
-            "raise --prefill-chunk\n           or lower --concurrency"
+            "           prompts queue without bound, the rates above assume they do not;\n"
+            "           raise --prefill-chunk or lower --concurrency"
         )
     return lines
 
