@@ -315,6 +315,23 @@ CLAIMS = [
             for key in ("sglang-deepseek-v3-decode-ep72-h100", "deepseek-day-decode-ep144-h800")
         ),
     ),
+    # ---- the command line's page: chunked prefill in the workload view ----
+    Claim(
+        "book/cli.md",
+        "A smaller budget delays the first token of a long prompt and shortens the longest gap",
+        lambda _: (
+            _long_prompts("2048")["chunked_ttft_s"] > _long_prompts()["chunked_ttft_s"]
+            and _long_prompts("2048")["longest_step_s"] < _long_prompts()["longest_step_s"]
+        ),
+    ),
+    Claim(
+        "book/cli.md",
+        "stay the same at the floor, since the same prompt tokens are computed however they are",
+        lambda _: all(
+            _long_prompts("2048")[key] == pytest.approx(_long_prompts()[key], rel=1e-12)
+            for key in ("tpot_s", "output_tokens_per_s_per_chip")
+        ),
+    ),
     # ---- the command line's page: its serve example at 8K of context ----
     Claim(
         "book/cli.md",
@@ -1001,6 +1018,24 @@ def _reproduced(key: str) -> dict[str, Any]:
     argv = ["workload", *spec["workload"].split(), "--calibrate", str(spec["value"]), "--json"]
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert cli.main(argv) == 0
+    result: dict[str, Any] = json.loads(out.getvalue())
+    return result
+
+
+def _long_prompts(budget: str | None = None) -> dict[str, Any]:
+    """book/cli.md's chunked-prefill example (6,000-token prompts), as JSON, under a budget of
+    ``budget`` tokens a step (default: the engines')."""
+    import contextlib
+    import io
+    import json
+
+    from llmmath import cli
+
+    argv = ["workload", "Llama-3-70B", "H100x8", "--layout", "tp8", "--dtype", "fp8",
+            "--input", "6000", "--output", "500", "--concurrency", "64", "--json"]  # fmt: skip
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main([*argv, *(["--prefill-chunk", budget] if budget else [])]) == 0
     result: dict[str, Any] = json.loads(out.getvalue())
     return result
 
