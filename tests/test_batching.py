@@ -386,7 +386,8 @@ def test_a_one_token_prefill_reads_the_weights_like_a_decode_step(llama: Deploym
 
 
 @pytest.mark.parametrize(
-    ("prompt", "match"), [(0, "prompt_tokens must be >= 1"), (9000, "prompt_tokens must be <=")]
+    ("prompt", "match"),
+    [(0, r"prompt_tokens must be finite and >= 1"), (9000, "prompt_tokens must be <=")],
 )
 def test_prefill_rejects_bad_prompts(llama: Deployment, prompt: int, match: str) -> None:
     with pytest.raises(ValueError, match=match):

@@ -1,12 +1,19 @@
-"""Input checks shared by every module: fail at once, name the parameter, say what is allowed."""
+"""Checks of values that are not a public function's parameters: a data file's numbers, a
+chip's own dtypes. A parameter is checked by its function's contract (:mod:`llmmath.contracts`),
+never here. Each rule is a constraint of :mod:`llmmath._constraints`, the one vocabulary the
+contracts use; these functions only say it under the value's own name (fail at once, name the
+value, say what is allowed)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from numbers import Real
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from . import _constraints as c
 
 FloatArray = NDArray[np.float64]
 
@@ -16,71 +23,52 @@ class NotFiniteError(ValueError):
     function's contract (:mod:`llmmath.contracts`) reports it under the input that caused it."""
 
 
-def _raise(name: str, allowed: str, array: FloatArray, bad: NDArray[np.bool_]) -> None:
-    kind = ValueError if np.all(np.isfinite(array[bad])) else NotFiniteError
-    raise kind(f"{name} must be {allowed}; got {_first_bad(array, bad)}")
+#: A data file's amounts: finite and > 0 (or >= 0), however large.
+_POSITIVE = c.Real(high=sys.float_info.max)
+_AMOUNT = c.Real(low_open=False, high=sys.float_info.max)
+_COUNT = c.Count()
 
 
 def positive(name: str, value: ArrayLike, *, allow_zero: bool = False) -> FloatArray:
-    """Return ``value`` as a float array after checking every element is finite and > 0."""
-    array = _as_real_array(name, value)
-    bad = ~np.isfinite(array) | ((array < 0) if allow_zero else (array <= 0))
-    if np.any(bad):
-        _raise(name, "finite and >= 0" if allow_zero else "finite and > 0", array, bad)
-    return array
-
-
-def fraction(name: str, value: ArrayLike) -> FloatArray:
-    """An efficiency or share: every element in (0, 1]."""
-    array = _as_real_array(name, value)
-    bad = ~np.isfinite(array) | (array <= 0) | (array > 1)
-    if np.any(bad):
-        _raise(name, "in (0, 1] (a fraction of peak)", array, bad)
-    return array
+    """``value`` as a float array, every element finite and > 0 (>= 0 with ``allow_zero``)."""
+    _require(_AMOUNT if allow_zero else _POSITIVE, name, value)
+    return as_floats(value)
 
 
 def positive_int(name: str, value: object) -> int:
-    """A count that must be a whole number >= 1 (layers, heads, chips...)."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1; got {value}")
-    return int(value)
+    """A count that must be a whole number >= 1 (an ``int`` or a numpy integer, not a bool)."""
+    _require(_COUNT, name, value)
+    return int(value)  # type: ignore[call-overload, no-any-return]
 
 
 def choice(name: str, value: object, allowed: Iterable[str]) -> str:
-    """A name that must be one of ``allowed`` (presets, dtypes)."""
+    """A name that must be one of ``allowed`` (a table's keys, a chip's dtypes)."""
     if type(value) is str and value in allowed:  # the common case: no sorting
         return value
-    options = sorted(allowed)
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, one of {options}; got {type(value).__name__}")
-    if value not in options:
-        raise ValueError(f"unknown {name} {value!r}; known: {', '.join(options)}")
-    return value
+    rule = c.OneOf(tuple(allowed))
+    problem = rule.problem(value)
+    if problem is not None and problem[0] is ValueError:
+        raise ValueError(f"unknown {name} {value!r}; known: {', '.join(rule.known())}")
+    _require(rule, name, value)
+    return str(value)
+
+
+def _require(rule: c.Constraint, name: str, value: object) -> None:
+    """Nothing, if ``rule`` allows ``value``; else its error, ``"name must be ...; got ..."``
+    (a :class:`NotFiniteError` for an inf or NaN)."""
+    problem = rule.problem(value)
+    if problem is None:
+        return
+    kind = problem[0]
+    if kind is ValueError and not np.all(np.isfinite(np.asarray(value, dtype=np.float64))):
+        kind = NotFiniteError
+    raise kind(rule.message(name, value, problem))
 
 
 def as_floats(value: ArrayLike) -> FloatArray:
     """``value`` as a float array, unchecked: for a value its function's contract checked
     (:mod:`llmmath.contracts`), which the helpers above would only check again."""
     return np.asarray(value, dtype=np.float64)
-
-
-def _as_real_array(name: str, value: ArrayLike) -> FloatArray:
-    wrong = isinstance(value, bool | np.bool_ | str | bytes) or value is None
-    if wrong or (isinstance(value, np.ndarray) and value.dtype.kind not in "iuf"):
-        raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}") from error
-    return array
-
-
-def _first_bad(array: FloatArray, bad: NDArray[np.bool_]) -> str:
-    if array.ndim == 0:
-        return repr(float(array))
-    return f"an array containing {float(array[bad].ravel()[0])!r}"
 
 
 def as_output(array: FloatArray) -> float | FloatArray:
@@ -95,7 +83,6 @@ __all__ = [
     "as_floats",
     "as_output",
     "choice",
-    "fraction",
     "positive",
     "positive_int",
 ]

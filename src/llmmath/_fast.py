@@ -1,4 +1,5 @@
-"""The contracts' fast paths: a quick yes per constraint, and one compiled wrapper per signature.
+"""The contracts' fast paths: a quick yes per constraint, one plain wrapper per function, and
+the result check.
 
 A contract is checked on every call from outside the package, so its cost is paid by every
 slider move. Two things keep it to a few microseconds:
@@ -8,16 +9,16 @@ slider move. Two things keep it to a few microseconds:
   means "not sure": the caller then asks the constraint's full ``problem()``, which either
   finds nothing (the value is fine after all) or builds the error. A quick ``True`` is never
   given for a value ``problem()`` refuses (``tests/test_contracts.py`` checks this).
-* :func:`compile_wrapper` writes, once per function, a wrapper with the function's own
-  signature that checks each parameter in turn: no ``inspect.bind``, no dicts built per call.
-* :func:`finite` checks a result for inf and NaN with one sum per result (not per field).
+* :func:`wrap` builds, once per function, a closure that checks each argument by its position
+  or keyword (no ``inspect.bind`` on the common path).
+* :func:`finite` checks a result for inf and NaN field by field, one sum per array.
 """
 
 from __future__ import annotations
 
-import linecache
+import functools
+import inspect
 import math
-import textwrap
 import types
 from collections.abc import Callable
 from typing import Any
@@ -119,100 +120,118 @@ def quick(constraint: Constraint) -> Quick:
 
 
 # ---- the wrapper ----------------------------------------------------------------------------
-def compile_wrapper(func: Callable[..., Any], env: dict[str, Any], spec: Any) -> Any:
-    """``func``'s checking wrapper, written for its signature.
+def wrap(func: Callable[..., Any], spec: Any, inside: Any, not_finite: type[Exception]) -> Any:
+    """``func``'s checking wrapper: a plain closure (``functools.wraps``).
 
     ``spec`` (a :class:`~llmmath.contracts.Contract`) gives the constraints, the array
-    parameters whose shapes must broadcast, and ``fail`` and ``overflowed``; ``env`` the
-    functions that read and set whether this thread is inside a checked call, and the result
-    check. The wrapper, in order: inside another checked call, call ``func`` at once; else
-    check each argument (a quick test, the full one only when unsure; a default is valid by
-    declaration), the shapes, call ``func`` marked inside, and check the result.
+    parameters whose shapes must broadcast, the cross-parameter rule ``where``, and ``fail``
+    and ``overflowed``; ``inside`` the context variable that says whether this thread is
+    inside a checked call. The wrapper, in order: inside another checked call, call ``func``
+    at once; else check each argument (a quick test, the full one only when unsure; a default
+    is valid by declaration), the shapes and the ``where`` rule, call ``func`` marked inside,
+    and check the result. An error it raises shows this file and the line that raised it.
     """
     params = list(spec.signature.parameters.values())
-    names = {f"__ok_{p.name}": quick(spec.constraints[p.name]) for p in params if _checked(spec, p)}
-    defaults = {f"__d_{p.name}": p.default for p in params if p.default is not p.empty}
-    closure = env | names | defaults | {"__func": func, "__spec": spec, "__plain": PLAIN}
-    head, call, kwargs = _signature(params)
-    body = [f"    if __inside():\n        return __func({call})"]
-    body += [_check_line(spec, p) for p in params if _checked(spec, p)]
-    if len(spec.arrays) > 1:  # shapes compared only when two of them are not plain numbers
-        shaped = " + ".join(f"(type({n}) not in __plain)" for n in spec.arrays)
-        pairs = "".join(f"({n!r}, {n}), " for n in spec.arrays)
-        body.append(f"    if {shaped} > 1:\n        __spec.shapes(({pairs}))")
-    body.append(
-        "    __token = __enter(True)\n    try:\n"
-        f"        __result = __func({call})\n"
-        "    except __NotFiniteError as __error:\n        __leave(__token)\n"
-        f"        __spec.overflowed({kwargs}, str(__error), __error)\n"
-        "        raise\n"
-        "    except BaseException:\n        __leave(__token)\n        raise\n"
-        "    __leave(__token)\n"
-        "    if not __finite(__result, __spec.infinite_ok):\n"
-        f"        __spec.overflowed({kwargs}, 'inf or NaN', None)\n"
-        "    return __result"
-    )
-    wrapper_source = f"def {func.__name__}({head}):\n" + "\n".join(body)
-    source = f"def __make({', '.join(closure)}):\n{textwrap.indent(wrapper_source, '  ')}\n"
-    source += f"  return {func.__name__}\n"
-    namespace: dict[str, Any] = {}
-    filename = f"<contract {spec.name}>"
-    exec(compile(source, filename, "exec"), namespace)  # our source, from above
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks
-    inner = namespace["__make"](**closure)
-    # Rebuilt on func's globals, so doctest and ``literalinclude`` still find it in its module.
+    if any(p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY) for p in params):
+        raise TypeError(f"contract for {spec.name}: declare each parameter by name, no * or /")
+    constraints = spec.constraints
+    # (name, quick test or None, default) by position, and by keyword.
+    rules = {p.name: (p.name, _quick(constraints.get(p.name)), _default(p)) for p in params}
+    positional = [rules[p.name] for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
+    varkw = spec.varkw
+    extra = quick(constraints[varkw]) if varkw else None
+    index = {name: i for i, (name, _, _) in enumerate(positional)}
+    arrays = [(name, index.get(name, len(params)), rules[name][2]) for name in spec.arrays]
+    shaped = len(arrays) > 1
+    where, infinite_ok = spec.where, spec.infinite_ok
+    entered, enter, leave = inside.get, inside.set, inside.reset
+    plain, is_finite, no_default = PLAIN, finite, _NO_DEFAULT
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if entered():
+            return func(*args, **kwargs)
+        for (name, ok, default), value in zip(positional, args, strict=False):
+            if ok is not None and value is not default and not ok(value):
+                spec.fail(name, value)
+        for key, value in kwargs.items():
+            name, ok, default = rules.get(key) or (varkw, extra, no_default)
+            if ok is not None and value is not default and not ok(value):
+                spec.fail(name, value, key if name == varkw else None)
+        if shaped:  # compared only when two of them are not plain numbers
+            named = [(n, args[i] if i < len(args) else kwargs.get(n, d)) for n, i, d in arrays]
+            if sum(type(v) not in plain for _, v in named) > 1:
+                spec.shapes(tuple(named))
+        if where is not None:
+            spec.check_where(args, kwargs)
+        token = enter(True)
+        try:
+            result = func(*args, **kwargs)
+        except not_finite as error:
+            leave(token)
+            spec.overflowed(spec.arguments(args, kwargs), str(error), error)
+            raise
+        except BaseException:
+            leave(token)
+            raise
+        leave(token)
+        if not is_finite(result, infinite_ok):
+            spec.overflowed(spec.arguments(args, kwargs), "inf or NaN", None)
+        return result
+
+    # On func's globals (its body uses only the names bound above and builtins), so doctest
+    # and Sphinx take the wrapper for a function of func's module.
     wrapper = types.FunctionType(
-        inner.__code__, func.__globals__, func.__name__, inner.__defaults__, inner.__closure__
+        checked.__code__, func.__globals__, func.__name__, None, checked.__closure__
     )
-    wrapper.__kwdefaults__ = inner.__kwdefaults__
-    return wrapper
+    return functools.wraps(func)(wrapper)
 
 
-def _checked(spec: Any, param: Any) -> bool:
-    return param.name in spec.constraints
+def _quick(constraint: Constraint | None) -> Quick | None:
+    return None if constraint is None else quick(constraint)
 
 
-def _signature(params: list[Any]) -> tuple[str, str, str]:
-    """The wrapper's parameter list, the call passing them on, and a dict of them by name."""
-    head, call, named = [], [], []
-    star = False
-    for p in params:
-        default = f"=__d_{p.name}" if p.default is not p.empty else ""
-        if p.kind == p.VAR_KEYWORD:
-            head.append(f"**{p.name}")
-            call.append(f"**{p.name}")
-            named.append(f"**{p.name}")
-            continue
-        if p.kind == p.VAR_POSITIONAL:
-            raise TypeError(f"a contract cannot check *{p.name}: declare each parameter")
-        if p.kind == p.KEYWORD_ONLY and not star:
-            head.append("*")
-            star = True
-        head.append(f"{p.name}{default}")
-        call.append(p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}")
-        named.append(f"{p.name!r}: {p.name}")
-    if any(p.kind == p.POSITIONAL_ONLY for p in params):
-        raise TypeError("a contract cannot wrap positional-only parameters")
-    return ", ".join(head), ", ".join(call), "{" + ", ".join(named) + "}"
+#: What a parameter without a default is compared with (no argument is this object).
+_NO_DEFAULT = object()
 
 
-def _check_line(spec: Any, p: Any) -> str:
-    n = p.name
-    if p.kind == p.VAR_KEYWORD:
-        return (
-            f"    for __key, __value in {n}.items():\n"
-            f"        if not __ok_{n}(__value):\n"
-            f"            __spec.fail({n!r}, __value, __key)"
-        )
-    default = f"{n} is not __d_{n} and " if p.default is not p.empty else ""
-    return f"    if {default}not __ok_{n}({n}):\n        __spec.fail({n!r}, {n})"
+def _default(param: inspect.Parameter) -> object:
+    return _NO_DEFAULT if param.default is param.empty else param.default
+
+
+# ---- shapes ------------------------------------------------------------------------------
+def check_shapes(where: str, named: list[tuple[str, Any]]) -> None:
+    """The arrays among ``named`` (name, value) pairs must broadcast together."""
+    shaped = [(n, np.shape(v)) for n, v in named]
+    shaped = [(n, s) for n, s in shaped if s]
+    for index, (name, shape) in enumerate(shaped[1:], start=1):
+        try:
+            np.broadcast_shapes(*(s for _, s in shaped[: index + 1]))
+        except ValueError:
+            others = " and ".join(f"{n} {s}" for n, s in shaped[:index])
+            raise ValueError(
+                f"{where}: the shapes of {others} and {name} {shape} do not broadcast "
+                "together (use matching shapes, or [:, None] for a grid)"
+            ) from None
+
+
+def takes_arrays(constraint: Constraint) -> bool:
+    if isinstance(constraint, AnyOf):
+        return any(takes_arrays(option) for option in constraint.options)
+    return isinstance(constraint, Real) and not constraint.scalar
+
+
+def is_numeric(constraint: Constraint | None) -> bool:
+    if isinstance(constraint, AnyOf):
+        return any(is_numeric(option) for option in constraint.options)
+    return isinstance(constraint, Real | Count)
 
 
 # ---- the result check ---------------------------------------------------------------------
 def finite(result: object, infinite_ok: bool = False) -> bool:
     """No inf or NaN in ``result`` (a number, an array, a result record, or a tuple, list or
-    dict of them); with ``infinite_ok``, no NaN. One pass per array: a sum is finite exactly
-    when every term is (the quantities here are >= 0 and far below 1e300)."""
+    dict of them); with ``infinite_ok``, no NaN. Each field and each array on its own: an
+    array by its sum (finite only when every element is; a sum that overflows, or is NaN from
+    inf - inf, is looked at element by element before it is believed)."""
     kind = type(result)
     if kind in _NOT_NUMBERS:
         return True
@@ -221,15 +240,17 @@ def finite(result: object, infinite_ok: bool = False) -> bool:
         # A record built inside the call: its numbers (records it holds, such as the
         # Deployment, were checked when they came in).
         fields = result.__dict__
-        return _all_finite([fields[name] for name in spec.numeric_fields(fields)], infinite_ok)
+        return all(finite(fields[name], infinite_ok) for name in spec.numeric_fields(fields))
     if kind is float or kind is np.float64:
         return not math.isnan(result) if infinite_ok else math.isfinite(result)  # type: ignore[arg-type]
     if kind is np.ndarray:
         array: np.ndarray = result  # type: ignore[assignment]
-        if array.dtype.kind != "f":
+        if array.dtype.kind != "f" or not array.size:
             return True
-        total = array.item() if array.size == 1 else _reduced(array)
-        return not math.isnan(total) if infinite_ok else math.isfinite(total)
+        total = float(np.add.reduce(array, axis=None))
+        if not math.isnan(total) if infinite_ok else math.isfinite(total):
+            return True
+        return not np.isnan(array).any() if infinite_ok else bool(np.isfinite(array).all())
     if isinstance(result, np.floating):
         return finite(float(result), infinite_ok)
     if isinstance(result, tuple | list):
@@ -243,44 +264,6 @@ def finite(result: object, infinite_ok: bool = False) -> bool:
     return True
 
 
-def _all_finite(values: list[Any], infinite_ok: bool) -> bool:
-    """:func:`finite` of every value, in one sum: the numbers added up, the arrays of more
-    than one number joined and reduced once (a record's dozen 1,000-point fields), unless
-    they are large."""
-    total, arrays, others = 0.0, [], []
-    for value in values:
-        kind = type(value)
-        if kind is float or kind is np.float64:
-            total += value
-        elif kind is np.ndarray and value.dtype.kind == "f":
-            if value.size == 1:
-                total += value.item()
-            elif value.size:
-                arrays.append(value.ravel())
-        elif kind is not np.ndarray:
-            others.append(value)
-    if sum(a.size for a in arrays) <= _JOIN_BELOW:
-        arrays = [np.concatenate(arrays)] if len(arrays) > 1 else arrays
-    for array in arrays:  # large ones reduced in place: joining them would copy them
-        total += _reduced(array)
-    ok = not math.isnan(total) if infinite_ok else math.isfinite(total)
-    return ok and all(finite(value, infinite_ok) for value in others)
-
-
-def _reduced(array: np.ndarray) -> float:
-    """A number that is finite exactly when every element of ``array`` is, and NaN when one
-    is NaN (or two are infinite with opposite signs), as the sum is: the sum of a small
-    array; of a large one, its least plus its greatest element (two vectorised passes cost
-    less than the sum's one)."""
-    if array.size < _EXTREMES_FROM:
-        return float(np.add.reduce(array, axis=None))
-    return float(_LOWEST(array, axis=None)) + float(_HIGHEST(array, axis=None))
-
-
 #: Every checked record class, and its contract (a result's fields are checked for inf/NaN).
 RECORDS: dict[type, Any] = {}
-#: Below this many numbers in all, a record's arrays are joined and summed at once.
-_JOIN_BELOW = 100_000
-#: From this many numbers, an array is checked by its extremes rather than its sum.
-_EXTREMES_FROM = 10_000
 _NOT_NUMBERS = frozenset({int, bool, str, type(None), np.bool_})

@@ -37,6 +37,7 @@ from .contracts import (
     AMOUNT,
     MAX_COUNT,
     POSITIVE,
+    PROMPT,
     RESULT,
     RESULT_OR_INF,
     SCALAR,
@@ -192,7 +193,7 @@ def hbm_floor_s(chip: str | Chip, bandwidth_efficiency: float = 1.0) -> float:
 
 
 # ---- TTFT and a whole request -----------------------------------------------------------
-@contract(prompt_tokens=AMOUNT)
+@contract(prompt_tokens=PROMPT)
 def ttft_s(deployment: Deployment, prompt_tokens: ArrayLike) -> float | FloatArray:
     """Time to first token: the prefill of one prompt on the whole deployment (no queueing)."""
     return as_output(prefill(deployment, prompt_tokens).time_s)

@@ -19,13 +19,12 @@ ValueError: contracts.double(): x must be finite and > 0 and <= 1e+30; got -1.0
 
 from __future__ import annotations
 
-import functools
 import inspect
 import sys
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import fields, is_dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
@@ -53,8 +52,10 @@ from ._constraints import (
     describe,
     span,
 )
-from ._fast import PLAIN, RECORDS, Quick, compile_wrapper, quick
+from ._fast import PLAIN, RECORDS, Quick, check_shapes, quick, wrap
 from ._fast import finite as _finite
+from ._fast import is_numeric as _is_numeric
+from ._fast import takes_arrays as _takes_arrays
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -82,6 +83,11 @@ WHOLE = Count(low=0)
 CHIPS = Count(high=MAX_CHIPS)
 #: The same as a number or an array (a cluster's size, swept): a whole number, 2.5 is refused.
 CHIP_COUNT = Real(low=1.0, low_open=False, high=MAX_CHIPS, integer=True)
+#: Tokens of a prompt or a prefix, a number or an array: >= 1 (a pass over no token is none).
+PROMPT = Real(low=1.0, low_open=False)
+#: A price over its cost (a markup): >= 1, a price at or above cost.
+MARKUP = Real(low=1.0, low_open=False)
+SCALAR_MARKUP = Real(low=1.0, low_open=False, scalar=True)
 #: A model's parameters: >= 1e6 (no model the course's formulas describe is smaller).
 PARAMS = Real(low=1e6, low_open=False)
 #: A single length in tokens (a context, a prompt): a whole number >= 1.
@@ -152,26 +158,51 @@ def resolve(
 class Contract:
     """One callable's declared constraints, checked on every call from outside the package.
 
-    Its wrapper (compiled once by :func:`llmmath._fast.compile_wrapper`) checks at the
-    package's boundary only. A call made from inside another checked call (a solver's inner
+    Its wrapper (:func:`llmmath._fast.wrap`, a closure) checks at the package's boundary
+    only. A call made from inside another checked call (a solver's inner
     loop, ``decode_step`` asking ``roofline_time``) runs unchecked: its arguments are the
     outer call's checked arguments or values the package computed from them, and what it
     returns flows into the outer call's result, which is checked for inf and NaN. So a body
-    never checks its arguments again (``tests/test_contracts.py`` walks every body): it keeps
-    only the rules across parameters that no single constraint can state.
+    never checks its arguments again (``tests/test_contracts.py`` walks every body). A rule
+    across parameters that no single constraint can state is the contract's ``where``: a
+    function of some of the parameters (by name) that returns what is wrong, or None.
     """
 
     def __init__(
-        self, func: Callable[..., Any], constraints: dict[str, Constraint], infinite_ok: bool
+        self,
+        func: Callable[..., Any],
+        constraints: dict[str, Constraint],
+        infinite_ok: bool,
+        where: Callable[..., str | None] | None = None,
     ) -> None:
         self.func = func
         self.infinite_ok = infinite_ok
+        self.where = where
         self.name = f"{func.__module__.removeprefix('llmmath.')}.{func.__qualname__}()"
         self.signature = inspect.signature(func)
         params = self.signature.parameters
         self.constraints = resolve(self.name, params, constraints)
         self.varkw = next((n for n, p in params.items() if p.kind == p.VAR_KEYWORD), None)
         self.arrays = [n for n, c in self.constraints.items() if _takes_arrays(c)]
+        rule = inspect.signature(where).parameters if where else {}
+        self.where_names = tuple(n for n in rule if n in params)  # others keep their default
+        unknown = sorted(n for n, p in rule.items() if n not in params and p.default is p.empty)
+        if unknown:
+            raise TypeError(f"contract for {self.name}: where= names no parameter {unknown}")
+
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A call's arguments by name, defaults included (the ``**`` ones flat)."""
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        named = dict(bound.arguments)
+        return named | named.pop(self.varkw, {}) if self.varkw else named
+
+    def check_where(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Raise the ``where`` rule's complaint about these (each valid) arguments, if any."""
+        named = self.arguments(args, kwargs)
+        problem = self.where(**{n: named[n] for n in self.where_names})  # type: ignore[misc]
+        if problem is not None:
+            raise ValueError(f"{self.name}: {problem}")
 
     def fail(self, name: str, value: object, shown: str | None = None) -> None:
         """Raise the error for ``value`` of ``name``, if it has a problem (the quick test was
@@ -186,7 +217,9 @@ class Contract:
         """The array arguments must broadcast together."""
         check_shapes(self.name, list(named))
 
-    def overflowed(self, arguments: dict[str, Any], what: str, error: BaseException | None) -> None:
+    def overflowed(
+        self, arguments: dict[str, Any], what: str, error: BaseException | None
+    ) -> NoReturn:
         """Raise the overflow of a call with these (valid) arguments, naming the culprits."""
         culprits = self._culprits(arguments)
         named = ", ".join(f"{n}={describe(v)}" for n, v in culprits.items())
@@ -214,40 +247,19 @@ class Contract:
         return found or numeric or dict(arguments)
 
 
-def check_shapes(where: str, named: list[tuple[str, Any]]) -> None:
-    """The arrays among ``named`` (name, value) pairs must broadcast together."""
-    shaped = [(n, np.shape(v)) for n, v in named]
-    shaped = [(n, s) for n, s in shaped if s]
-    for index, (name, shape) in enumerate(shaped[1:], start=1):
-        try:
-            np.broadcast_shapes(*(s for _, s in shaped[: index + 1]))
-        except ValueError:
-            others = " and ".join(f"{n} {s}" for n, s in shaped[:index])
-            raise ValueError(
-                f"{where}: the shapes of {others} and {name} {shape} do not broadcast "
-                "together (use matching shapes, or [:, None] for a grid)"
-            ) from None
-
-
-def _takes_arrays(constraint: Constraint) -> bool:
-    if isinstance(constraint, AnyOf):
-        return any(_takes_arrays(option) for option in constraint.options)
-    return isinstance(constraint, Real) and not constraint.scalar
-
-
-def _is_numeric(constraint: Constraint | None) -> bool:
-    if isinstance(constraint, AnyOf):
-        return any(_is_numeric(option) for option in constraint.options)
-    return isinstance(constraint, Real | Count)
-
-
 def contract(
-    *, infinite_ok: bool = False, own_check: bool = False, **constraints: Constraint
+    *,
+    infinite_ok: bool = False,
+    own_check: bool = False,
+    where: Callable[..., str | None] | None = None,
+    **constraints: Constraint,
 ) -> Callable[[F], F]:
     """Declare ``func``'s parameters' constraints; check them (and the result) on each call.
 
     The result must be finite, or, with ``infinite_ok`` (e.g. a batch limit where nothing
-    limits it), at least not NaN.
+    limits it), at least not NaN. ``where`` states a rule across parameters: a function taking
+    some of them by name (each already valid on its own) that returns what is wrong with them
+    together, or None; its complaint is a ``ValueError`` naming ``func``.
 
     With ``own_check`` the function is left unwrapped: a lookup (``get_model``) that answers
     a known name or an instance at once and otherwise calls :func:`refuse`, which raises the
@@ -258,18 +270,11 @@ def contract(
     """
 
     def decorate(func: F) -> F:
-        spec = Contract(func, constraints, infinite_ok)
+        spec = Contract(func, constraints, infinite_ok, where)
         if own_check:
             func.__contract__ = spec  # type: ignore[attr-defined]
             return func
-        env: dict[str, Any] = {
-            "__inside": INSIDE.get,
-            "__enter": INSIDE.set,
-            "__leave": INSIDE.reset,
-        }
-        env |= {"__finite": _finite, "__NotFiniteError": NotFiniteError}
-        wrapper = compile_wrapper(func, env, spec)
-        functools.update_wrapper(wrapper, func)
+        wrapper = wrap(func, spec, INSIDE, NotFiniteError)
         wrapper.__contract__ = spec
         return wrapper  # type: ignore[no-any-return]
 
@@ -415,7 +420,7 @@ vocabulary(
     context=AMOUNT,
     usd_per_chip_hour=POSITIVE,
     allow_overflow=FLAG,
-    markup=AMOUNT,
+    markup=MARKUP,
     context_gap_tokens=POSITIVE,  # the tokens between two contexts
     params=PARAMS,
 )
@@ -432,6 +437,7 @@ __all__ = [
     "CHIP_COUNT",
     "FLAG",
     "FRACTION",
+    "MARKUP",
     "MAX_CHIPS",
     "MAX_COUNT",
     "MAX_REAL",
@@ -441,10 +447,12 @@ __all__ = [
     "NOT_A_NUMBER",
     "PARAMS",
     "POSITIVE",
+    "PROMPT",
     "RESULT",
     "RESULT_OR_INF",
     "SCALAR",
     "SCALAR_FRACTION",
+    "SCALAR_MARKUP",
     "SCALAR_POSITIVE",
     "TOKENS",
     "VOCABULARY",

@@ -42,7 +42,6 @@ from .contracts import (
     AMOUNT,
     NOT_A_NUMBER,
     RESULT,
-    SCALAR,
     SCALAR_POSITIVE,
     AnyOf,
     Optional,
@@ -286,7 +285,10 @@ MAP_HOLDS_S = np.logspace(-1, 7, 81)
 MAP_REUSES = np.logspace(-1, 3, 41)
 
 
-@contract(prefix_tokens=SCALAR, usd_per_chip_hour=Optional(SCALAR_POSITIVE))
+@contract(
+    prefix_tokens=Real(low=1.0, low_open=False, scalar=True),
+    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+)
 def tier_map(
     deployment: Deployment, prefix_tokens: float, usd_per_chip_hour: float | None = None
 ) -> PrefixCache:

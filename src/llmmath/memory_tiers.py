@@ -28,6 +28,7 @@ from .contracts import (
     NAME,
     NOTE,
     POSITIVE,
+    PROMPT,
     RESULT,
     SCALAR,
     SCALAR_FRACTION,
@@ -226,7 +227,7 @@ class PrefixCache:
 
 
 @contract(
-    prefix_tokens=AMOUNT,
+    prefix_tokens=PROMPT,
     hold_s=AMOUNT,
     reuses=AMOUNT,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
@@ -256,8 +257,6 @@ def prefix_cache(
     """
     dep = deployment
     S0 = check_context(dep.model, prefix_tokens, "prefix_tokens")
-    if np.any(S0 < 1):
-        raise ValueError(f"prefix_tokens must be >= 1; got {float(np.min(S0)):g}")
     t0 = as_floats(hold_s)
     r0 = as_floats(reuses)
     d0 = np.nan if deadline_s is None else as_floats(deadline_s)  # NaN: the default, below
@@ -296,7 +295,7 @@ def _at_mfu(dep: Deployment, flops_efficiency: float) -> Deployment:
 
 
 @contract(
-    prefix_tokens=AMOUNT,
+    prefix_tokens=PROMPT,
     tier=TIER,
     reuses=AMOUNT,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, as_floats, as_output, positive_int
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
     CHIPS,
     RESULT,
@@ -245,7 +245,19 @@ class ExpertLayerStep:
         return np.asarray(self.all_to_all_s > np.maximum(self.compute_s, self.weight_read_s))
 
 
-@contract()
+def _experts_divide(model: str | ModelConfig, ep_width: int) -> str | None:
+    """The rule of every function of an EP width (its ``where=``): each GPU of the group
+    holds the same number of experts (a dense model is refused by the function itself)."""
+    spec = get_model(model)
+    if not spec.is_moe or spec.n_experts % ep_width == 0:
+        return None
+    return (
+        f"n_experts={spec.n_experts} is not divisible by ep_width={ep_width}: every GPU must "
+        f"hold the same number of experts (try one of {ep_widths(spec.n_experts)})"
+    )
+
+
+@contract(where=_experts_divide)
 def all_to_all_bytes_per_gpu(
     model: str | ModelConfig, batch: ArrayLike, ep_width: int, activation_dtype: str = "bf16"
 ) -> float | FloatArray:
@@ -253,13 +265,13 @@ def all_to_all_bytes_per_gpu(
     (dispatch) and come back (combine), ``2 (B/G) k D`` activations. Summed over the group
     that is the ``2 B k D`` bytes of the reference formula."""
     spec = _moe_model(model)
-    G = _ep_width(spec, ep_width)
+    G = int(ep_width)
     B = as_floats(batch)
     one_way = B / G * spec.experts_per_token * spec.d_model * bytes_per_element(activation_dtype)
     return as_output(2.0 * one_way)
 
 
-@contract(chip=DOMAIN)
+@contract(chip=DOMAIN, where=_experts_divide)
 def expert_parallel_step(
     model: str | ModelConfig,
     batch: ArrayLike,
@@ -285,7 +297,7 @@ def expert_parallel_step(
       scale-out NICs for the share that crosses to another domain.
     """
     spec = _moe_model(model)
-    G = _ep_width(spec, ep_width)
+    G = int(ep_width)
     chip_spec = get_domain(chip).chip
     weights = weight_dtype or compute_dtype
     B = as_floats(batch)
@@ -356,14 +368,14 @@ def expert_layer_params(model: str | ModelConfig) -> int:
     return (spec.n_experts + spec.n_shared_experts) * spec.mlp_params_per_expert
 
 
-@contract()
+@contract(where=_experts_divide)
 def expert_bytes_per_gpu(
     model: str | ModelConfig, ep_width: int, weight_dtype: str = "bf16"
 ) -> float:
     """HBM each GPU of an expert-parallel group needs for the experts of every MoE layer:
     ``L_moe (E/G + shared) 3 D F_e`` weights (attention and the KV cache come on top)."""
     spec = _moe_model(model)
-    G = _ep_width(spec, ep_width)
+    G = int(ep_width)
     experts_held = spec.n_experts / G + spec.n_shared_experts
     weights = spec.n_moe_layers * experts_held * spec.mlp_params_per_expert
     return weights * bytes_per_element(weight_dtype)
@@ -387,16 +399,6 @@ def _moe_model(model: str | ModelConfig) -> ModelConfig:
     if not spec.is_moe:
         raise ValueError(f"model {spec.name!r} is dense (n_experts=0); this needs an MoE model")
     return spec
-
-
-def _ep_width(spec: ModelConfig, ep_width: int) -> int:
-    G = positive_int("ep_width", ep_width)
-    if spec.n_experts % G:
-        raise ValueError(
-            f"n_experts={spec.n_experts} is not divisible by ep_width={G}: every GPU must hold "
-            f"the same number of experts (try one of {ep_widths(spec.n_experts)})"
-        )
-    return G
 
 
 def _root(excess: Callable[[FloatArray], FloatArray], low: float, high: float) -> float:

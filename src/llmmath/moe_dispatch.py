@@ -37,7 +37,7 @@ from .contracts import RESULT, Count, Optional, checked, contract, each
 from .dtypes import DTYPE, bytes_per_element
 from .hardware import Chip
 from .models import ModelConfig
-from .moe import ExpertLayerStep, _ep_width, _moe_model, expert_parallel_step
+from .moe import ExpertLayerStep, _experts_divide, _moe_model, expert_parallel_step
 from .racks import DOMAIN, ScaleUpDomain, get_domain
 
 
@@ -97,6 +97,7 @@ class NodeLimitedDispatch:
     chip=DOMAIN,
     max_domains=Optional(Count(high=1 << 16)),
     **each(DTYPE, "dispatch_dtype combine_dtype"),
+    where=_experts_divide,
 )
 def node_limited_all_to_all(
     model: str | ModelConfig,
@@ -119,7 +120,7 @@ def node_limited_all_to_all(
     DeepSeek dispatches in fp8 and combines in bf16 (its inference system overview).
     """
     spec = _moe_model(model)
-    G = _ep_width(spec, ep_width)
+    G = int(ep_width)
     chip_spec = get_domain(chip).chip
     d = collectives.members_per_domain(G, chip_spec)
     n = G // d
@@ -153,6 +154,7 @@ def node_limited_all_to_all(
     chip=DOMAIN,
     max_domains=Optional(Count(high=1 << 16)),
     **each(DTYPE, "dispatch_dtype combine_dtype"),
+    where=_experts_divide,
 )
 def node_limited_step(
     model: str | ModelConfig,
@@ -201,7 +203,7 @@ class AllToAllRatio:
     total: float
 
 
-@contract(chip=DOMAIN)
+@contract(chip=DOMAIN, where=_experts_divide)
 def all_to_all_ratio(
     model: str | ModelConfig,
     batch: ArrayLike,
@@ -212,7 +214,7 @@ def all_to_all_ratio(
     """:func:`llmmath.moe.expert_parallel_step`'s all-to-all over its compute, split into the
     terms of the closed form ``b C k f / (3 F_e W (k + s)) + latency / T_compute``."""
     spec = _moe_model(model)
-    G = _ep_width(spec, ep_width)
+    G = int(ep_width)
     chip_spec = get_domain(chip).chip
     step = expert_parallel_step(spec, batch, G, chip_spec, activation_dtype=activation_dtype)
     d = collectives.members_per_domain(G, chip_spec)

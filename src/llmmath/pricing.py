@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_floats, as_output, positive
+from ._checks import FloatArray, as_floats, as_output
 from .api_prices import (
     SHEET,
     FleetDay,
@@ -66,6 +66,7 @@ from .contracts import (
     RESULT,
     SCALAR,
     SCALAR_FRACTION,
+    SCALAR_MARKUP,
     SCALAR_POSITIVE,
     TOKENS,
     Count,
@@ -151,12 +152,6 @@ class ServingCost:
         return self.output_usd_per_million / self.input_usd_per_million
 
 
-def _price(deployment: Deployment, usd_per_chip_hour: ArrayLike | None) -> FloatArray:
-    if usd_per_chip_hour is None:
-        return np.asarray(deployment.chip_hour_usd, dtype=np.float64)
-    return positive("usd_per_chip_hour", usd_per_chip_hour)
-
-
 @contract(context=POSITIVE, prefill_batch=POSITIVE)
 def serving_cost(
     deployment: Deployment,
@@ -177,7 +172,7 @@ def serving_cost(
     Raises :class:`~llmmath.batching.DoesNotFitError` when the batch's KV caches do not fit.
     """
     dep = deployment
-    price = _price(dep, usd_per_chip_hour)
+    price = as_floats(dep.chip_hour_usd if usd_per_chip_hour is None else usd_per_chip_hour)
     busy = as_floats(utilisation)
     step = decode_step(dep, batch, context)
     if prefill_batch is None:
@@ -231,7 +226,13 @@ class LongContextSurcharge:
         return self.long.output_usd_per_million / self.short.output_usd_per_million
 
 
-@contract(short_context=TOKENS, long_context=TOKENS)
+def _long_after_short(short_context: float, long_context: float) -> str | None:
+    if long_context > short_context:
+        return None
+    return f"long_context must exceed short_context; got {long_context:g} <= {short_context:g}"
+
+
+@contract(short_context=TOKENS, long_context=TOKENS, where=_long_after_short)
 def long_context_surcharge(
     deployment: Deployment,
     batch: ArrayLike,
@@ -248,10 +249,6 @@ def long_context_surcharge(
     weight read shared by fewer tokens.
     """
     dep = deployment
-    short = float(short_context)
-    long = float(long_context)
-    if long <= short:
-        raise ValueError(f"long_context must exceed short_context; got {long:g} <= {short:g}")
     costs = [
         serving_cost(
             dep,
@@ -260,7 +257,7 @@ def long_context_surcharge(
             usd_per_chip_hour=usd_per_chip_hour,
             utilisation=utilisation,
         )
-        for T in (short, long)
+        for T in (float(short_context), float(long_context))
     ]
     return LongContextSurcharge(*costs)
 
@@ -275,10 +272,6 @@ def with_context_limit(model: str | ModelConfig, max_context: int) -> ModelConfi
 
 
 # ---- inverse: what a price sheet implies ---------------------------------------------------
-def _usd_per_chip_s(usd_per_chip_hour: ArrayLike) -> FloatArray:
-    return positive("usd_per_chip_hour", usd_per_chip_hour) / SECONDS_PER_HOUR
-
-
 @contract(input_usd_per_million=POSITIVE)
 def active_params_from_input_price(
     input_usd_per_million: ArrayLike,
@@ -294,18 +287,22 @@ def active_params_from_input_price(
     p = as_floats(input_usd_per_million) / TOKENS_PER_MILLION
     C = get_chip(chip).peak(dtype)
     u = as_floats(mfu)
-    m = _markup(markup)
-    return as_output(p * C * u / (2.0 * m * _usd_per_chip_s(usd_per_chip_hour)))
+    price_s = as_floats(usd_per_chip_hour) / SECONDS_PER_HOUR
+    return as_output(p * C * u / (2.0 * as_floats(markup) * price_s))
 
 
-def _markup(markup: ArrayLike) -> FloatArray:
-    m = positive("markup", markup)
-    if np.any(m < 1):
-        raise ValueError(f"markup must be >= 1 (price at or above cost); got {float(np.min(m))!r}")
-    return m
+def _beyond_kv(output_input_ratio: ArrayLike, kv_term: ArrayLike) -> str | None:
+    r, k = as_floats(output_input_ratio), as_floats(kv_term)
+    if np.all(r - k > 1):
+        return None
+    return (
+        "output_input_ratio must exceed 1 + kv_term: at or below it the price says decode "
+        "is compute-bound and bounds the batch only from below, by the critical batch; "
+        f"got ratio {float(np.min(r)):g} with kv_term {float(np.max(k)):g}"
+    )
 
 
-@contract(output_input_ratio=POSITIVE, critical_batch=POSITIVE, kv_term=AMOUNT)
+@contract(output_input_ratio=POSITIVE, critical_batch=POSITIVE, kv_term=AMOUNT, where=_beyond_kv)
 def decode_batch_from_ratio(
     output_input_ratio: ArrayLike, critical_batch: ArrayLike, kv_term: ArrayLike = 0.0
 ) -> float | FloatArray:
@@ -316,19 +313,25 @@ def decode_batch_from_ratio(
     (0 ignores it; any positive value raises the implied batch). For a ratio at or below
     ``1 + kv_term`` decode would be compute-bound and the price gives only ``B >= B*``.
     """
-    r = as_floats(output_input_ratio)
-    Bc = as_floats(critical_batch)
-    k = as_floats(kv_term)
-    if np.any(r - k <= 1):
-        raise ValueError(
-            "output_input_ratio must exceed 1 + kv_term: at or below it the price says decode "
-            "is compute-bound and bounds the batch only from below, by the critical batch; "
-            f"got ratio {float(np.min(r)):g} with kv_term {float(np.max(k)):g}"
-        )
-    return as_output(Bc / (r - k))
+    r, k = as_floats(output_input_ratio), as_floats(kv_term)
+    return as_output(as_floats(critical_batch) / (r - k))
 
 
-@contract(**each(POSITIVE, "short_output_usd_per_million long_output_usd_per_million"))
+def _surcharge(
+    short_output_usd_per_million: ArrayLike, long_output_usd_per_million: ArrayLike
+) -> str | None:
+    short, long = as_floats(short_output_usd_per_million), as_floats(long_output_usd_per_million)
+    if np.all(long > short):
+        return None
+    return (
+        "long_output_usd_per_million must exceed short_output_usd_per_million for a "
+        f"surcharge; got {float(np.min(long)):g} <= {float(np.max(short)):g}"
+    )
+
+
+@contract(
+    **each(POSITIVE, "short_output_usd_per_million long_output_usd_per_million"), where=_surcharge
+)
 def kv_bytes_from_surcharge(
     short_output_usd_per_million: ArrayLike,
     long_output_usd_per_million: ArrayLike,
@@ -345,26 +348,19 @@ def kv_bytes_from_surcharge(
     ``price_s T kv / W`` whatever the number of chips. The long tier's smaller batches also
     raise the cost, so the real ``kv`` is at most this.
     """
-    short = as_floats(short_output_usd_per_million)
-    long = as_floats(long_output_usd_per_million)
-    if np.any(long <= short):
-        raise ValueError(
-            "long_output_usd_per_million must exceed short_output_usd_per_million for a "
-            f"surcharge; got {float(np.min(long)):g} <= {float(np.max(short)):g}"
-        )
+    short, long = as_floats(short_output_usd_per_million), as_floats(long_output_usd_per_million)
     gap = as_floats(context_gap_tokens)
     W = get_chip(chip).hbm_bandwidth_bytes_per_s * as_floats(bandwidth_efficiency)
     extra_per_token = (long - short) / TOKENS_PER_MILLION
-    return as_output(
-        extra_per_token * W / (_markup(markup) * _usd_per_chip_s(usd_per_chip_hour) * gap)
-    )
+    price_s = as_floats(usd_per_chip_hour) / SECONDS_PER_HOUR
+    return as_output(extra_per_token * W / (as_floats(markup) * price_s * gap))
 
 
-_SPANS = "usd_per_chip_hour markup context_gap_tokens"
+_SPANS = each(span(SCALAR_POSITIVE), "usd_per_chip_hour context_gap_tokens")
 
 
 @dataclass(frozen=True)
-@checked(chip=OneOf(list_chips), mfu=span(SCALAR_FRACTION), **each(span(SCALAR_POSITIVE), _SPANS))
+@checked(chip=OneOf(list_chips), mfu=span(SCALAR_FRACTION), markup=span(SCALAR_MARKUP), **_SPANS)
 class Assumptions:
     """What a reader of a price sheet must assume; each is a number or a ``(low, high)`` span.
 
@@ -382,7 +378,7 @@ class Assumptions:
     context_gap_tokens: float | tuple[float, float] = (2e5, 5e5)
 
     def __post_init__(self) -> None:
-        for name in [*_SPANS.split(), "mfu"]:  # a (low, high) list is kept as a tuple
+        for name in [*_SPANS, "mfu", "markup"]:  # a (low, high) list is kept as a tuple
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
 

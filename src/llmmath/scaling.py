@@ -34,7 +34,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_floats, as_output, positive
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
     AMOUNT,
     CHIP_COUNT,
@@ -155,9 +155,11 @@ CHINCHILLA_FIT = ChinchillaFit(
     beta=0.28,
     source="Hoffmann et al. 2022, arXiv 2203.15556, eq. (10) (rounded published coefficients)",
 )
+#: What a ``fit`` parameter accepts (the common test's example: the published fit).
+FIT = Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT)
 
 
-@contract(tokens=POSITIVE, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
+@contract(tokens=POSITIVE, fit=FIT)
 def loss(
     params: ArrayLike, tokens: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT
 ) -> float | FloatArray:
@@ -185,7 +187,7 @@ class Allocation:
         return self.tokens / self.params
 
 
-@contract(flops=POSITIVE, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
+@contract(flops=POSITIVE, fit=FIT)
 def compute_optimal(flops: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT) -> Allocation:
     """The fit's loss-minimising P and D_train for a budget ``C_train = 6 P D_train``.
 
@@ -202,31 +204,28 @@ def compute_optimal(flops: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT) -> Al
     return Allocation(P, D_train, np.asarray(loss(P, D_train, fit)))
 
 
-def _target(target_loss: ArrayLike, fit: ChinchillaFit) -> FloatArray:
-    L = positive("target_loss", target_loss)
-    if np.any(L <= fit.E):
-        raise ValueError(
-            f"target_loss must be above the fit's irreducible loss E={fit.E}; "
-            f"got {float(np.min(L))!r}"
-        )
-    return L
+def _above_floor(target_loss: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT) -> str | None:
+    """The rule of every function of a target loss (its ``where=``): no model reaches a loss
+    at or below the fit's irreducible loss."""
+    L = as_floats(target_loss)
+    if np.all(L > fit.E):
+        return None
+    return (
+        f"target_loss must be above the fit's irreducible loss E={fit.E}; got {float(np.min(L))!r}"
+    )
 
 
-@contract(target_loss=AMOUNT, fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT))
+@contract(target_loss=POSITIVE, fit=FIT, where=_above_floor)
 def min_params_for_loss(
     target_loss: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT
 ) -> float | FloatArray:
     """The smallest model that reaches ``target_loss`` even on infinite data:
     ``P_min = (A / (L - E))^(1/alpha)``."""
-    L = _target(target_loss, fit)
+    L = as_floats(target_loss)
     return as_output((fit.A / (L - fit.E)) ** (1.0 / fit.alpha))
 
 
-@contract(
-    infinite_ok=True,
-    target_loss=AMOUNT,
-    fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
-)
+@contract(infinite_ok=True, target_loss=POSITIVE, fit=FIT, where=_above_floor)
 def tokens_for_loss(
     params: ArrayLike, target_loss: ArrayLike, fit: ChinchillaFit = CHINCHILLA_FIT
 ) -> float | FloatArray:
@@ -234,7 +233,7 @@ def tokens_for_loss(
     ``D_train = (B / (L - E - A / P^alpha))^(1/beta)``; ``inf`` where ``params <= P_min`` (no
     amount of data is enough)."""
     P = as_floats(params)
-    L = _target(target_loss, fit)
+    L = as_floats(target_loss)
     room = L - fit.E - fit.A / P**fit.alpha
     with np.errstate(divide="ignore", invalid="ignore"):
         D_train = (fit.B / np.where(room > 0, room, 1.0)) ** (1.0 / fit.beta)
@@ -270,14 +269,16 @@ def _inference_tokens(
     return np.asarray((T + R) * as_floats(inference_flop_weight), dtype=np.float64)
 
 
-@contract(
-    infinite_ok=True,
-    target_loss=AMOUNT,
-    inference_tokens=AMOUNT,
-    rl_rollout_tokens=AMOUNT,
+#: The parameters of the three functions of a lifetime (training plus inference).
+_LIFETIME = dict(
+    target_loss=POSITIVE,
+    **each(AMOUNT, "inference_tokens rl_rollout_tokens"),
     inference_flop_weight=POSITIVE,
-    fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
+    fit=FIT,
 )
+
+
+@contract(infinite_ok=True, where=_above_floor, **_LIFETIME)
 def lifetime_compute(
     params: ArrayLike,
     target_loss: ArrayLike,
@@ -309,14 +310,7 @@ def lifetime_compute(
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 
 
-@contract(
-    infinite_ok=True,
-    target_loss=AMOUNT,
-    inference_tokens=AMOUNT,
-    rl_rollout_tokens=AMOUNT,
-    inference_flop_weight=POSITIVE,
-    fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
-)
+@contract(infinite_ok=True, where=_above_floor, **_LIFETIME)
 def inference_aware_optimum(
     target_loss: ArrayLike,
     inference_tokens: ArrayLike,
@@ -334,7 +328,7 @@ def inference_aware_optimum(
     token counts. The minimum is flat, so P is found to about 1e-7 (the square root of
     float precision); the total FLOPs to far better.
     """
-    L = _target(target_loss, fit)
+    L = as_floats(target_loss)
     T = _inference_tokens(inference_tokens, rl_rollout_tokens, inference_flop_weight)
     L, T = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(L, T))
     log_min = np.log(np.asarray(min_params_for_loss(L, fit)))
@@ -363,14 +357,7 @@ def inference_aware_optimum(
     return best
 
 
-@contract(
-    infinite_ok=True,
-    target_loss=AMOUNT,
-    inference_tokens=AMOUNT,
-    rl_rollout_tokens=AMOUNT,
-    inference_flop_weight=POSITIVE,
-    fit=Instance(ChinchillaFit, example=lambda: CHINCHILLA_FIT),
-)
+@contract(infinite_ok=True, where=_above_floor, **_LIFETIME)
 def overtraining_factor(
     target_loss: ArrayLike,
     inference_tokens: ArrayLike,
@@ -397,7 +384,7 @@ def overtraining_factor(
 CURVE_DEMANDS = np.logspace(10, 16, 60)
 
 
-@contract(target_loss=SCALAR)
+@contract(target_loss=SCALAR_POSITIVE, where=_above_floor)
 def size_sweep(target_loss: float) -> FloatArray:
     """Model sizes that can reach ``target_loss``: 1.15x to 300x the smallest that can."""
     n_min = float(min_params_for_loss(target_loss))
@@ -441,7 +428,7 @@ class LifetimeCurve:
         return float(self.optimum.tokens_per_param)
 
 
-@contract(target_loss=SCALAR, inference_tokens=SCALAR)
+@contract(target_loss=SCALAR_POSITIVE, inference_tokens=SCALAR, where=_above_floor)
 def lifetime_curve(target_loss: float, inference_tokens: float) -> LifetimeCurve:
     """:func:`lifetime_compute` over :func:`size_sweep`."""
     sizes = size_sweep(target_loss)
@@ -460,7 +447,7 @@ class TokensPerParamCurve:
     without_inference: float
 
 
-@contract(target_loss=SCALAR, demand=AMOUNT)
+@contract(target_loss=SCALAR_POSITIVE, demand=AMOUNT, where=_above_floor)
 def tokens_per_param_curve(
     target_loss: float, demand: FloatArray = CURVE_DEMANDS
 ) -> TokensPerParamCurve:

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_floats, choice
+from ._checks import FloatArray, as_floats
 from .chip_prices import cost_per_million_tokens_usd
-from .contracts import AMOUNT, RESULT, OneOf, checked, contract, each
+from .contracts import PROMPT, RESULT, OneOf, checked, contract, each
 from .deployment import (
     Deployment,
     DoesNotFitError,
@@ -60,10 +60,6 @@ OVERLAP_RULES = ("perfect", "none")
 
 
 # ---- the overlap rule ------------------------------------------------------------------------
-def _overlap(overlap: str) -> str:
-    return choice("overlap", overlap, OVERLAP_RULES)
-
-
 def _perfect_overlap(compute: FloatArray, memory: FloatArray, comm: FloatArray) -> FloatArray:
     """The floor of one stage: its slowest part, every other part hidden under it."""
     return np.maximum(np.maximum(compute, memory), comm)
@@ -139,7 +135,7 @@ class DecodeStep:
         """One pipeline stage's share of the step under ``overlap`` (the step's own rule by
         default): ``max(compute, memory, communication)``, or each operation at its roofline
         in turn and then the communication."""
-        if _overlap(overlap or self.overlap) == "perfect":
+        if (overlap or self.overlap) == "perfect":
             return _perfect_overlap(self.compute_s, self.memory_s, self.communication_s)
         matmuls = np.maximum(self.matmul_compute_s, self.weight_read_s)
         attention = np.maximum(self.attention_compute_s, self.kv_read_s)
@@ -321,7 +317,7 @@ class PrefillStep:
         return self.batch * self.prompt_tokens / self.time_s
 
 
-@contract(prompt_tokens=AMOUNT, overlap=OneOf(OVERLAP_RULES))
+@contract(prompt_tokens=PROMPT, overlap=OneOf(OVERLAP_RULES))
 def prefill(
     deployment: Deployment,
     prompt_tokens: ArrayLike,
@@ -341,7 +337,7 @@ def prefill(
     """
     dep, model = deployment, deployment.model  # types and names: checked by the contract
     P0 = check_context(model, prompt_tokens, "prompt_tokens")
-    if np.any(P0 < 1):
+    if np.any(P0 < 1):  # the contract's rule, again for a caller's context (serving_cost's)
         raise ValueError(f"prompt_tokens must be >= 1; got {float(np.min(P0)):g}")
     B0 = as_floats(batch)
     P, B = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(P0, B0))

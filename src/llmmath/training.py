@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import collectives
-from ._checks import FloatArray, as_floats, as_output, positive
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
     CHIPS,
     NAME,
@@ -80,17 +80,8 @@ def pipeline_bubble_fraction(
     interleaved schedule with ``v`` chunks per GPU shrinks the wait to ``(p - 1) / v``. It is
     0 for one stage and falls towards 0 as ``m`` grows.
     """
-    p = _at_least_one("stages", stages)
-    m = _at_least_one("microbatches", microbatches)
-    v = _at_least_one("virtual_stages", virtual_stages)
+    p, m, v = as_floats(stages), as_floats(microbatches), as_floats(virtual_stages)
     return as_output((p - 1) / (v * m + p - 1))
-
-
-def _at_least_one(name: str, value: ArrayLike) -> FloatArray:
-    array = positive(name, value)
-    if np.any(array < 1):
-        raise ValueError(f"{name} must be >= 1; got {float(array[array < 1].ravel()[0])!r}")
-    return array
 
 
 # ---- communication and the step -------------------------------------------------------------

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_floats, as_output, positive
+from ._checks import FloatArray, as_floats, as_output
 from .contracts import (
     AMOUNT,
     CHIPS,
@@ -95,12 +95,8 @@ def model_state_bytes(
     P = as_floats(n_params)
     N = as_floats(dp)
     stage = Layout(zero_stage=zero_stage).zero_stage  # validates the stage
-    per_param = {
-        "weight_bytes_per_param": weight_bytes_per_param,
-        "grad_bytes_per_param": grad_bytes_per_param,
-        "optimizer_bytes_per_param": optimizer_bytes_per_param,
-    }
-    b_w, b_g, b_o = (positive(name, value, allow_zero=True) for name, value in per_param.items())
+    per_param = (weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param)
+    b_w, b_g, b_o = (as_floats(value) for value in per_param)
     return TrainingMemory(
         weights_bytes=b_w * P / (N if stage >= 3 else 1.0),
         grads_bytes=b_g * P / (N if stage >= 2 else 1.0),
@@ -170,7 +166,7 @@ def activation_memory_bytes(
     """
     spec = get_model(model)
     T = as_floats(tokens)
-    layers = positive("n_layers", spec.n_layers if n_layers is None else n_layers)
+    layers = as_floats(spec.n_layers if n_layers is None else n_layers)
     shards = int(tp)
     flight = int(microbatches_in_flight)
     per_layer = activation_bytes_per_token(spec, dtype) / spec.n_layers
