@@ -43,6 +43,7 @@ from .contracts import (
     RESULT,
     SCALAR,
     SCALAR_POSITIVE,
+    SCALAR_PROMPT,
     Count,
     OneOf,
     Real,
@@ -197,7 +198,7 @@ class Pools:
     input_tokens_per_s=AMOUNT,
     output_tokens_per_s=AMOUNT,
     decode_batch=POSITIVE,
-    context=SCALAR_POSITIVE,
+    context=SCALAR_PROMPT,
     cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
 )
 def disaggregated_pools(
@@ -271,7 +272,7 @@ def deepseek_pools() -> PublishedPools:
     )
 
 
-@contract(prompt_tokens=SCALAR_POSITIVE, decode_batch=SCALAR_POSITIVE, context=SCALAR_POSITIVE)
+@contract(prompt_tokens=SCALAR_PROMPT, decode_batch=SCALAR_POSITIVE, context=SCALAR_POSITIVE)
 def prefill_stall_steps(
     deployment: Deployment, prompt_tokens: float, decode_batch: float, context: float
 ) -> float:
@@ -322,7 +323,27 @@ class ChunkedPrefill:
     tpot_s: float
 
 
-@contract(view=WORKLOAD, prefill_chunk=Real(low=1.0, low_open=False, scalar=True, integer=True))
+def _room_for_a_prompt(view: WorkloadView, prefill_chunk: float) -> str | None:
+    """The rule of :func:`chunked_prefill` (its ``where=``): a colocated workload, and a budget
+    that leaves room for a prompt beside the decodes."""
+    if view.disaggregated:
+        return (
+            "prefill_chunk applies to colocated serving; a disaggregated prefill pool runs "
+            "whole prompts"
+        )
+    if prefill_chunk <= view.concurrency:
+        return (
+            f"prefill_chunk must exceed the {view.concurrency:g} sequences decoding (one token "
+            f"each a step) to leave room for a prompt; got {prefill_chunk:g}"
+        )
+    return None
+
+
+@contract(
+    view=WORKLOAD,
+    prefill_chunk=Real(low=1.0, low_open=False, scalar=True, integer=True),
+    where=_room_for_a_prompt,
+)
 def chunked_prefill(view: WorkloadView, prefill_chunk: float) -> ChunkedPrefill:
     """``view`` (colocated) with its prompts cut into chunks of a ``prefill_chunk``-token budget
     a step (see :class:`ChunkedPrefill`). A larger budget shortens the first token of a long
@@ -336,17 +357,7 @@ def chunked_prefill(view: WorkloadView, prefill_chunk: float) -> ChunkedPrefill:
     >>> chunks.prompt_tokens_per_step, chunks.steps_to_first_token
     (8184.0, 1.0)
     """
-    if view.disaggregated:
-        raise ValueError(
-            "serving_systems.chunked_prefill(): prefill_chunk applies to colocated serving; "
-            "a disaggregated prefill pool runs whole prompts"
-        )
     P, C = float(prefill_chunk), view.concurrency
-    if P <= C:
-        raise ValueError(
-            f"serving_systems.chunked_prefill(): prefill_chunk must exceed the {C:g} sequences "
-            f"decoding (one token each a step) to leave room for a prompt; got {P:g}"
-        )
     computed = max(view.input_tokens * (1.0 - view.cache_hit_fraction), 1.0)
     per_token_s = view.prefill_s_per_request / computed
     room = P - C
