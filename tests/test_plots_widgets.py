@@ -7,13 +7,17 @@ import io
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import ipywidgets as w
+import jupytext
 import numpy as np
 import pytest
 import yaml
+from lesson_support import ROOT, lesson
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -690,3 +694,91 @@ def test_moe_explorer_draws_every_expert_count_its_slider_offers() -> None:
                     if tick.get_text() and low <= tick.get_position()[1] <= high
                 ]
                 assert len(shown) == len(set(shown)), (experts, domain, shown)
+
+
+# ---- lines told apart without colour (#35) ---------------------------------------------------
+def _machine() -> MachineRoofline:
+    """A measured roofline for the roofline lesson's own-machine figure (the lesson measures
+    the reader's machine in a cell of its own)."""
+    batches = np.array([1.0, 8.0, 64.0, 512.0])
+    flops, moved = 2 * batches * 512 * 512, 4 * (2 * batches * 512 + 512 * 512)
+    best = np.maximum(flops / 2e11, moved / 2e10) * 1.3
+    return MachineRoofline(2e11, 2e10, batches, 512, flops, moved, best, 1.5 * best, 4)
+
+
+def lesson_figures(page: str) -> list[Figure]:
+    """The captioned figures of a lesson (each ``pages.figure(...)`` cell, run over the
+    lesson's own hidden setup)."""
+    cells = [c for c in jupytext.read(ROOT / "lessons" / page).cells if c.cell_type == "code"]
+    drawn: list[Figure] = []
+    recording = SimpleNamespace(figure=lambda drawing, caption: drawn.append(drawing))
+    namespace = {"machine": _machine(), **vars(lesson(page))}
+    namespace.update(plots=plots, widgets=widgets, pages=recording)
+    shown = [c.source for c in cells if "pages.figure(" in c.source]
+    for source in shown:
+        exec(source, namespace)
+    assert len(drawn) == len(shown), page
+    return drawn
+
+
+def _on_line(label: Any, line: Any) -> bool:
+    """``label`` is a text in ``line``'s colour anchored at one of its points."""
+    xy = getattr(label, "xy", label.get_position())
+    points = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+    same_colour = to_hex(label.get_color()) == to_hex(line.get_color())
+    return same_colour and bool(np.any(np.all(np.isclose(points, xy, rtol=1e-9), axis=1)))
+
+
+def colour_only_lines(figure: Figure) -> list[str]:
+    """Curves (lines of three points or more: a two-point line is a reference line, named by a
+    text, the legend or the caption) that share an axes and a line style with another and
+    differ from it by colour alone: neither a marker of their own nor a direct label."""
+    found = []
+    for k, ax in enumerate(figure.axes):
+        curves = [
+            line
+            for line in ax.get_lines()
+            if line.get_visible() and line.get_linestyle() != "None" and len(line.get_xdata()) > 2
+        ]
+        for style in {line.get_linestyle() for line in curves}:
+            same = [line for line in curves if line.get_linestyle() == style]
+            unlabelled = [ln for ln in same if not any(_on_line(t, ln) for t in ax.texts)]
+            markers = [str(line.get_marker()) for line in unlabelled]
+            if len(same) > 1 and len(markers) != len(set(markers)):
+                found += [f"axes {k}: {line.get_label()!r} ({style})" for line in unlabelled]
+    return found
+
+
+LESSONS = sorted(p.name for p in (ROOT / "lessons").glob("*.md"))
+
+
+@pytest.mark.parametrize("page", LESSONS)
+def test_a_lessons_figures_tell_their_lines_apart_without_colour(page: str) -> None:
+    figures = lesson_figures(page)
+    assert figures or page not in {f"{c}.md" for c in chapters.chapters()}
+    for i, figure in enumerate(figures):
+        assert not colour_only_lines(figure), (page, i, colour_only_lines(figure))
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_an_explorers_figure_tells_its_lines_apart_without_colour(name: str) -> None:
+    spec = DECLARATIONS[name]()
+    for control in spec.static_controls():  # every stop of each control, from the start
+        for stop in control.stops:
+            figure = spec.figure(**{control.name: stop})
+            assert not colour_only_lines(figure), (name, control.name, stop)
+
+
+def test_colour_only_lines_are_found() -> None:
+    """The check above can fail: solid curves in three colours are found; a direct label or a
+    marker each tells them apart (the last one left plain is then the only plain one)."""
+    figure, ax = plots.common.figure_and_axes(None)
+    x = np.arange(5.0)
+    lines = [ax.plot(x, k * x, color=f"C{k}")[0] for k in (1, 2, 3)]
+    ax.axhline(1.0, color="C4")  # a reference line: not a curve
+    ax.annotate("3x", (4.0, 12.0), color="C1")  # in a curve's colour, but not on it
+    assert len(colour_only_lines(figure)) == 3
+    plots.common.end_label(ax, lines[0], "x")
+    assert len(colour_only_lines(figure)) == 2
+    plots.common.mark_curves(lines[1])
+    assert not colour_only_lines(figure)

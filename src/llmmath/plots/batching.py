@@ -24,7 +24,9 @@ from .common import (
     MEMORY_COLOUR,
     WARNING_COLOUR,
     FastFigure,
+    end_label,
     figure_and_axes,
+    mark_curves,
     plain_axes,
     snap_log_limits,
 )
@@ -57,6 +59,7 @@ class CostPanel:
         (self.flops_line,) = ax.plot([], [], color=COMPUTE_COLOUR, label="matmul FLOPs")
         (self.kv_line,) = ax.plot([], [], color=KV_COLOUR, label="KV read")
         (self.total_line,) = ax.plot([], [], color=FLOOR_COLOUR, linewidth=2.2, label="step total")
+        mark_curves(self.weights_line, self.flops_line, self.kv_line)  # the total: thick, plain
         self.critical_line = ax.axvline(1.0, color="grey", linestyle=":")
         self.full_span = ax.axvspan(1.0, 2.0, color="grey", alpha=0.15, lw=0)
         self.full_text = ax.annotate(
@@ -126,6 +129,7 @@ class ParetoPanel:
             for text in ("weights / bandwidth", "full HBM / bandwidth")
         ]
         self.batch_labels: list[Annotation] = []
+        self.end_labels: list[Annotation] = []
         ax.set_yscale("log")
         _milliseconds_log_x(ax)
         ax.set(xlim=(1.0, 100.0), ylim=(1.0, 1e4))  # until the first show()
@@ -133,9 +137,9 @@ class ParetoPanel:
         ax.set(xlabel="time per output token, per user (ms)", ylabel="output tokens/s per chip")
 
     def show(self, curves: Sequence[CostCurves], contexts: Sequence[float]) -> None:
-        for label in self.batch_labels:
+        for label in (*self.batch_labels, *self.end_labels):
             label.remove()
-        self.batch_labels = []
+        self.batch_labels, self.end_labels = [], []
         for line, dots, curve, context in zip(self.lines, self.dots, curves, contexts, strict=True):
             ms, throughput = 1e3 * curve.time_s, curve.tokens_per_s_per_chip
             line.set_data(ms, throughput)
@@ -144,6 +148,9 @@ class ParetoPanel:
             dots.set_data(ms[marks], throughput[marks])
             for b, x, y in zip(curve.batch[marks], ms[marks], throughput[marks], strict=True):
                 self.batch_labels.append(self._batch_label(b, x, y, line.get_color()))
+            if len(self.lines) > 1:  # named where it ends, not by colour alone
+                label = end_label(self.ax, line, f"T = {context:,.0f}", xytext=(-2, 3))
+                self.end_labels.append(label)
         first = curves[0]
         for line, text, floor_s in zip(
             (self.weight_floor_line, self.hbm_floor_line),
@@ -172,9 +179,9 @@ class ParetoPanel:
     def clear(self) -> None:
         for line in (*self.lines, *self.dots):
             line.set_data([], [])
-        for label in self.batch_labels:
+        for label in (*self.batch_labels, *self.end_labels):
             label.remove()
-        self.batch_labels = []
+        self.batch_labels, self.end_labels = [], []
         for artist in (self.weight_floor_line, self.hbm_floor_line, *self.floor_texts):
             artist.set_visible(False)
 
@@ -224,15 +231,18 @@ def critical_context_figure(
     Right: ``B*(T)`` and the most sequences that fit against the context, with ``T_c``."""
     figure = Figure(figsize=(10.4, 4.0), dpi=100, layout="constrained")
     left, right = figure.subplots(1, 2)
+    lines = []
     for context, colour in zip(contexts, CONTEXT_COLOURS, strict=False):
         curves = batching.cost_curves(deployment, context)
-        left.loglog(curves.batch, curves.total, color=colour, label=f"context {context:,.0f}")
+        label = f"context {context:,.0f}"
+        lines += left.loglog(curves.batch, curves.total, color=colour, label=label)
         end = float(curves.batch[-1])
         if curves.compute_batch <= end:  # compute-bound from here: flat
             at = np.interp(curves.compute_batch, curves.batch, curves.total)
             left.plot([curves.compute_batch], [at], "o", color=colour, markersize=6)
         else:  # still memory-bound where the HBM fills
             left.plot([end], [float(curves.total[-1])], "x", color=colour, markersize=8, mew=2)
+    mark_curves(*lines)
     plain_axes(left)
     left.set(
         xlabel="batch B (sequences per step)",
@@ -242,7 +252,7 @@ def critical_context_figure(
     left.legend(fontsize=8, loc="lower left")
     curve = batching.critical_batch_curve(deployment)
     finite = np.isfinite(curve.compute_batch)
-    right.loglog(
+    (compute_line,) = right.loglog(
         np.maximum(curve.context[finite], 1.0),
         curve.compute_batch[finite],
         color=COMPUTE_COLOUR,
@@ -250,13 +260,14 @@ def critical_context_figure(
         label="B*(T): compute-bound from this batch",
     )
     fit = np.isfinite(curve.max_batch) & (curve.max_batch >= 1)
-    right.plot(
+    (fit_line,) = right.plot(
         curve.context[fit],
         curve.max_batch[fit],
         color=MEMORY_COLOUR,
         linestyle="-",
         label="sequences that fit",
     )
+    mark_curves(compute_line, fit_line)
     right.axhline(
         curve.critical_batch,
         color="grey",
@@ -292,15 +303,16 @@ def prefill_decode_figure(
     decode step of B sequences at ``context`` (stopping where their KV caches fill the HBM)."""
     figure, ax = figure_and_axes(ax)
     curves = batching.pass_curves(deployment, context)
-    ax.semilogx(
+    (prefill_line,) = ax.semilogx(
         curves.prompt_tokens, curves.prefill_mfu, color=COMPUTE_COLOUR, label="prefill of S tokens"
     )
-    ax.plot(
+    (decode_line,) = ax.plot(
         curves.batch,
         curves.decode_mfu,
         color=MEMORY_COLOUR,
         label=f"decode step of B sequences, context {context:g}",
     )
+    mark_curves(prefill_line, decode_line)
     ax.axvline(curves.critical_batch, color="grey", linestyle=":")
     ax.set_ylim(0, 1.05)
     plain_axes(ax)

@@ -6,7 +6,7 @@ import io
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import matplotlib as mpl
 import numpy as np
@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba_array
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.text import Text
+from matplotlib.text import Annotation, Text
 from matplotlib.ticker import NullLocator
 from PIL import Image
 
@@ -51,6 +51,31 @@ def plain_axes(ax: Axes) -> None:
     """No minor ticks, a light grid on the major ones: the look of every course figure."""
     no_minor_ticks(ax)
     ax.grid(True, which="major", alpha=0.3)
+
+
+#: Markers that tell apart curves drawn in one line style, so that no two differ by colour
+#: alone (for a reader who cannot tell the colours apart, or a grey print); the legend shows
+#: them. "o" and "x" are left out: figures mark points with them (an operating point, "HBM
+#: full"). Line styles are not cycled: captions keep "dashed" and "dotted" for one line each.
+CURVE_MARKERS = ("s", "^", "D", "v", "P", "h", "*")
+
+
+def mark_curves(*lines: Line2D, every: float | None = 0.1, size: float = 4.0) -> None:
+    """Give each of ``lines`` its own marker from :data:`CURVE_MARKERS`: spaced along it
+    (``every``: a fraction of the axes' diagonal, in screen distance, so log axes too), or at
+    every data point (``every=None``, for curves of a few measured points)."""
+    if len(lines) > len(CURVE_MARKERS):
+        raise ValueError(f"mark_curves: at most {len(CURVE_MARKERS)} lines; got {len(lines)}")
+    for line, marker in zip(lines, CURVE_MARKERS, strict=False):
+        line.set(marker=marker, markevery=every, markersize=size)
+
+
+def end_label(ax: Axes, line: Line2D, text: str, **kwargs: Any) -> Annotation:
+    """A direct label: ``text`` just above the last point of ``line``, ending there, in its
+    colour, so the line is named where it ends rather than by its colour in a legend."""
+    x, y = np.asarray(line.get_xdata())[-1], np.asarray(line.get_ydata())[-1]
+    style = {"textcoords": "offset points", "xytext": (0, 3), "fontsize": 7, "ha": "right"}
+    return ax.annotate(text, (x, y), color=line.get_color(), **{**style, **kwargs})
 
 
 def figure_png(figure: Figure, colours: int = 32) -> bytes:

@@ -24,6 +24,7 @@ from .common import (
     WARNING_COLOUR,
     FastFigure,
     figure_and_axes,
+    mark_curves,
     plain_axes,
     snap_log_limits,
 )
@@ -84,6 +85,8 @@ class CapacityPanel:
         self.critical_lines = [
             ax.axhline(1.0, color=c, linestyle=":", linewidth=1) for c in colours
         ]
+        if len(self.lines) > 1:  # told apart without colour
+            mark_curves(*self.lines)
         plain_axes(ax)
         ax.set(xlabel="context T (tokens per sequence)", ylabel="largest batch that fits")
 
@@ -117,6 +120,9 @@ class StepTimePanel:
         self.lines = [ax.plot([], [], color=c)[0] for c in colours]
         self.overflow = [ax.plot([], [], color=c, linestyle=":", linewidth=1)[0] for c in colours]
         self.crosses = [ax.plot([], [], "x", color=c, markersize=8)[0] for c in colours]
+        if len(self.lines) > 1:  # told apart without colour, a curve's overflow marked alike
+            mark_curves(*self.lines)
+            mark_curves(*self.overflow)
         self.weight_line = ax.axhline(1.0, color=FLOOR_COLOUR, linestyle="--", linewidth=1)
         self.weight_text = ax.annotate(
             "weights / bandwidth",
@@ -281,6 +287,7 @@ class KVCacheExplorer(FastFigure):
         self.steps = StepTimePanel(self.ax_step)
         self.steps.weight_text.set_text("weight read")
         (self.kv_line,) = self.ax_step.plot([], [], color=KV_COLOUR, label="KV read")
+        mark_curves(self.kv_line)  # the step's line stays plain
         self.ax_step.set_yscale("log")
         self.ax_step.set(xlim=(CONTEXTS[0], CONTEXTS[-1]), ylim=(0.1, 1e3))
         self.ax_step.legend(
@@ -386,6 +393,7 @@ class TierExplorer(FastFigure):
             self.ax_cost.loglog([], [], color=c, linewidth=2 if i < 4 else 2.5)[0]
             for i, c in enumerate(OPTION_COLOURS)
         ]
+        mark_curves(*self.option_lines)
         self.ax_cost.set(
             xlim=(HOLDS_S[0], HOLDS_S[-1]),
             xlabel="hold time t (s)",

@@ -21,6 +21,7 @@ from .common import (
     MEMORY_COLOUR,
     FastFigure,
     figure_and_axes,
+    mark_curves,
     no_minor_ticks,
     plain_axes,
     snap_log_limits,
@@ -69,10 +70,12 @@ def weights_read_figure(
     ax_read, ax_time = figure.subplots(1, 2)
     specs = [get_model(m) for m in models]
     chip_spec = get_chip(chip)
+    expected = []
     for spec, colour in zip(specs, _MODEL_COLOURS, strict=False):
         every = float(np.asarray(moe.weight_params_read(spec, 1e9)))
         share = moe.weight_params_read(spec, _BATCH_SWEEP) / every
-        ax_read.semilogx(_BATCH_SWEEP, share, color=colour, label=f"{spec.name}: expected")
+        label = f"{spec.name}: expected"
+        expected += ax_read.semilogx(_BATCH_SWEEP, share, color=colour, label=label)
         ax_read.axhline(
             spec.matmul_params_per_token / every,
             color=colour,
@@ -80,6 +83,7 @@ def weights_read_figure(
             label=f"{spec.name}: active only",
         )
     ax_read.axhline(1.0, color=FLOOR_COLOUR, linestyle="--", linewidth=1, label="every expert")
+    mark_curves(*expected)
     ax_read.set(
         xlabel="batch B (tokens per step)",
         ylabel="share of matmul weights read per step",
@@ -90,8 +94,10 @@ def weights_read_figure(
 
     spec = specs[-1]
     step = roofline.decode_weight_time(spec, _BATCH_SWEEP, chip_spec)
-    ax_time.loglog(_BATCH_SWEEP, step.compute_s, color=COMPUTE_COLOUR, label="compute time")
-    ax_time.loglog(_BATCH_SWEEP, step.memory_s, color=MEMORY_COLOUR, label="weight-read time")
+    mark_curves(
+        *ax_time.loglog(_BATCH_SWEEP, step.compute_s, color=COMPUTE_COLOUR, label="compute time"),
+        *ax_time.loglog(_BATCH_SWEEP, step.memory_s, color=MEMORY_COLOUR, label="weight-read time"),
+    )
     exact = moe.compute_bound_batch(spec, chip_spec)
     by_params = moe.compute_bound_batch_rule(spec, chip_spec, "params")
     by_experts = moe.compute_bound_batch_rule(spec, chip_spec, "experts")
@@ -122,10 +128,11 @@ class EPWidthPanel:
 
     def __init__(self, ax: Axes) -> None:
         self.ax = ax
-        style: dict[str, Any] = {"marker": "o", "markersize": 3}
-        (self.compute_line,) = ax.loglog([], [], color=COMPUTE_COLOUR, label="compute", **style)
-        (self.read_line,) = ax.plot([], [], color=MEMORY_COLOUR, label="weight read", **style)
-        (self.a2a_line,) = ax.plot([], [], color=COMMS_COLOUR, label="all-to-all", **style)
+        (self.compute_line,) = ax.loglog([], [], color=COMPUTE_COLOUR, label="compute")
+        (self.read_line,) = ax.plot([], [], color=MEMORY_COLOUR, label="weight read")
+        (self.a2a_line,) = ax.plot([], [], color=COMMS_COLOUR, label="all-to-all")
+        # A marker at each width, one shape per line: told apart without colour.
+        mark_curves(self.compute_line, self.read_line, self.a2a_line, every=None, size=3.5)
         self.spill = ax.axvspan(1.0, 2.0, color=SPILL_COLOUR, alpha=0.08)
         self.domain_line = ax.axvline(1.0, color=SPILL_COLOUR, linestyle=":", linewidth=1)
         ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -210,6 +217,7 @@ class MoEExplorer(FastFigure):
         (self.batch_compute,) = self.ax_batch.loglog([], [], color=COMPUTE_COLOUR, label="compute")
         (self.batch_read,) = self.ax_batch.plot([], [], color=MEMORY_COLOUR, label="weight read")
         (self.batch_a2a,) = self.ax_batch.plot([], [], color=COMMS_COLOUR, label="all-to-all")
+        mark_curves(self.batch_compute, self.batch_read, self.batch_a2a)
         self.bound_line = self.ax_batch.axvline(1.0, color="grey", linestyle="--", linewidth=1)
         # what one batch changes: blitted over the scene
         for line in self.widths.lines:

@@ -15,10 +15,12 @@ from ..hardware import get_chip
 from ..models import get_model
 from .common import (
     COMPUTE_COLOUR,
+    CURVE_MARKERS,
     FLOOR_COLOUR,
     MEMORY_COLOUR,
     FastFigure,
     figure_and_axes,
+    mark_curves,
     snap_log_limits,
 )
 
@@ -26,6 +28,9 @@ _DEMAND_CURVES = (0.0, 1e12, 1e13, 1e14)
 _BATCH_SWEEP = np.unique(np.round(np.logspace(0, np.log10(1024), 80)))
 _DEMAND_COLOURS = (FLOOR_COLOUR, MEMORY_COLOUR, COMPUTE_COLOUR, "#7570b3", "#e7298a")
 _REFERENCE_GREY = "#bbbbbb"
+#: The marker of each demand's curve (mark_curves: squares, triangles, diamonds, ...) as text.
+_GLYPHS = {"s": "■", "^": "▲", "D": "◆", "v": "▼", "P": "✚", "h": "⬢", "*": "★"}
+_MARKED = [(_GLYPHS[m], t) for m, t in zip(CURVE_MARKERS, _DEMAND_CURVES, strict=False)]
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -52,6 +57,7 @@ class LifetimePanel:
     def __init__(self, ax: Axes, colours: Sequence[str], labelled: bool = True) -> None:
         self.ax, self.labelled = ax, labelled
         self.lines = [ax.loglog([], [], color=c, lw=1.5 if labelled else 1)[0] for c in colours]
+        mark_curves(*self.lines)  # one shape per demand, in both panels
         self.dots = [ax.plot([], [], "o", color=c)[0] for c in colours] if labelled else []
         self.notes = [
             ax.annotate(
@@ -174,8 +180,8 @@ class OvertrainingExplorer(FastFigure):
     def _draw_scene(self, target_loss: float) -> None:
         self.reference.show([scaling.lifetime_curve(target_loss, t) for t in _DEMAND_CURVES])
         self.ax_cost.set_title(
-            f"loss {target_loss:g}; grey: 0 (training only), "
-            f"{', '.join(tokens_label(t) for t in _DEMAND_CURVES[1:])} tokens",
+            f"loss {target_loss:g}; grey: {_MARKED[0][0]} 0 (training only), "
+            f"{', '.join(f'{g} {tokens_label(t)}' for g, t in _MARKED[1:])} tokens",
             fontsize=9,
         )
         self.ratios.show(scaling.tokens_per_param_curve(target_loss))
@@ -192,6 +198,7 @@ class ServingExplorer(FastFigure):
         self.ax_cost, self.ax_ratio = self.axes
         (self.output_line,) = self.ax_cost.loglog([], [], color=MEMORY_COLOUR, label="output")
         (self.input_line,) = self.ax_cost.plot([], [], color=COMPUTE_COLOUR, label="input")
+        mark_curves(self.output_line, self.input_line)
         (self.ratio_line,) = self.ax_ratio.loglog([], [], color=FLOOR_COLOUR, label="cost ratio")
         self.critical = self.ax_ratio.axvline(1.0, color="grey", ls=":")
         ratios = list(pricing.output_input_ratios().values())

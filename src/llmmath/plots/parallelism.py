@@ -21,6 +21,7 @@ from .common import (
     MEMORY_COLOUR,
     FastFigure,
     figure_and_axes,
+    mark_curves,
     plain_axes,
 )
 
@@ -284,8 +285,10 @@ def bubble_figure(
     with the 5% line dotted."""
     figure, ax = figure_and_axes(ax)
     m = np.arange(1, max_microbatches + 1, dtype=float)
-    for p in stages:
-        ax.plot(m, parallelism.pipeline_bubble_fraction(p, m), label=f"{p} stages")
+    lines = [ax.plot(m, parallelism.pipeline_bubble_fraction(p, m))[0] for p in stages]
+    for line, p in zip(lines, stages, strict=True):
+        line.set_label(f"{p} stages")
+    mark_curves(*lines)
     ax.axhline(0.05, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
     ticks = [2**k for k in range(0, int(np.log2(max_microbatches)) + 1, 2)]
@@ -314,18 +317,25 @@ def serving_figure(
     ax_mem, ax_rate = figure.subplots(1, 2)
     batch = np.arange(1, max_batch + 1, dtype=float)
     hbm = chip_spec.hbm_bytes / 1e9
+    pairs = []  # each layout's memory line and, where a batch fits, its rate line
     for layout in layouts:
         memory = parallelism.serving_memory(spec, layout, batch, context)
         total = np.asarray(memory.total_bytes) / 1e9
         (line,) = ax_mem.plot(batch, total, label=str(layout))
+        pairs.append((line, None))
         fits = total <= hbm
         if not fits.any():
             continue
         step = parallelism.decode_step(spec, layout, chip_spec, batch[fits], context)
         latency, rate = 1e3 * step.token_latency_s, step.tokens_per_s
         colour = line.get_color()
-        ax_rate.plot(latency, rate, color=colour, label=f"{layout}: up to {batch[fits][-1]:.0f}")
+        label = f"{layout}: up to {batch[fits][-1]:.0f}"
+        pairs[-1] = (line, ax_rate.plot(latency, rate, color=colour, label=label)[0])
         ax_rate.plot(latency[-1], rate[-1], "o", color=colour)
+    mark_curves(*(line for line, _ in pairs))  # one shape per layout, in both panels
+    for line, rate_line in pairs:
+        if rate_line is not None:
+            rate_line.set(marker=line.get_marker(), markevery=0.1, markersize=4)
     ax_mem.axhline(hbm, color=FLOOR_COLOUR, linestyle="--", linewidth=1)
     ax_mem.annotate(
         f"{chip_spec.name}: {hbm:.0f} GB",

@@ -16,6 +16,7 @@ from .common import (
     MEMORY_COLOUR,
     FastFigure,
     figure_and_axes,
+    mark_curves,
     snap_log_limits,
 )
 
@@ -71,6 +72,7 @@ class RooflineExplorer(FastFigure):
         (self.memory_line,) = self.ax_time.plot(
             [], [], color=MEMORY_COLOUR, label="weight-read time"
         )
+        mark_curves(self.compute_line, self.memory_line)
         (self.floor_line,) = self.ax_time.plot(
             [], [], color=FLOOR_COLOUR, linestyle="--", linewidth=1, label="floor = max"
         )

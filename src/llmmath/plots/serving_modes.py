@@ -11,7 +11,14 @@ from matplotlib.figure import Figure
 
 from .. import serving_modes, speculative
 from ..deployment import Deployment
-from .common import COMPUTE_COLOUR, FLOOR_COLOUR, MEMORY_COLOUR, figure_and_axes, plain_axes
+from .common import (
+    COMPUTE_COLOUR,
+    FLOOR_COLOUR,
+    MEMORY_COLOUR,
+    figure_and_axes,
+    mark_curves,
+    plain_axes,
+)
 
 
 def fast_mode_figure(deployment: Deployment, context: float, ax: Axes | None = None) -> Figure:
@@ -62,9 +69,11 @@ def speculative_figure(
     ``(label, deployment, drafts, acceptance, draft share)``, at the floor."""
     figure, ax = figure_and_axes(ax)
     colours = (MEMORY_COLOUR, COMPUTE_COLOUR, FLOOR_COLOUR)
+    lines = []
     for (label, dep, k, a, share), colour in zip(cases, colours, strict=False):
         curve = speculative.speedup_curve(dep, context, k, a, share)
-        ax.plot(curve.batch, curve.speedup, color=colour, label=label)
+        lines += ax.plot(curve.batch, curve.speedup, color=colour, label=label)
+    mark_curves(*lines)
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("batch (sequences per step)")
