@@ -155,7 +155,7 @@ def test_an_empty_dtype_is_not_the_default() -> None:
 
 
 def test_errors_name_the_parameter_the_reader_passed(dep: deployment.Deployment) -> None:
-    with pytest.raises(ValueError, match=r"serving_cost\(\): context must be finite and > 0"):
+    with pytest.raises(ValueError, match=r"serving_cost\(\): context must be finite and >= 1"):
         pricing.serving_cost(dep, 8, 0)
     with pytest.raises(ValueError, match=r"serving_cost\(\): prefill_batch must be"):
         pricing.serving_cost(dep, 8, 128, prefill_batch=-1)

@@ -14,6 +14,7 @@ import math
 import pkgutil
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,19 @@ from llmmath import (
     serving,
     training_memory,
 )
-from llmmath._fast import quick
-from llmmath.contracts import AnyOf, Constraint, Count, Instance, Real, contract
+from llmmath._fast import finite, quick
+from llmmath.contracts import (
+    RESULT,
+    AnyOf,
+    Constraint,
+    Count,
+    Instance,
+    NotFiniteError,
+    Real,
+    checked,
+    contract,
+)
+from llmmath.placement import DoesNotFitError
 
 #: Everything but the drawing layers, the command line (``cli*``, ``hf_config``), the lesson
 #: display helpers (``pages``: links and source listings for the book, no model arithmetic) and
@@ -356,6 +368,89 @@ def _finite(result: object) -> bool:
     return True
 
 
+# ---- what a contract declares valid, the body accepts -----------------------------------------
+def low_edges(constraint: Constraint) -> list[object]:
+    """A numeric constraint's typical value and the lowest value it allows (of each numeric
+    option of an ``AnyOf``): where a rule stricter than the declared one shows."""
+    options = constraint.options if isinstance(constraint, AnyOf) else (constraint,)
+    numeric = [o for o in options if isinstance(o, Real | Count)]
+    return [v for o in numeric for v in (*o.examples()[:1], *o.extremes()[:1])]
+
+
+def raised_in(error: BaseException, code: Any) -> bool:
+    """Whether ``error`` was raised inside a frame running ``code`` (or below it)."""
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+#: Rules across a parameter and others (or the model, the deployment) that a body still
+#: checks: a value valid on its own, refused with the others at their typical values (a
+#: ``where=`` could state each). A function whose typical call breaks one is not probed.
+BODY_RULES = {
+    ("models.expected_experts_touched", "n_experts"): "experts_per_token <= n_experts",
+    ("moe.with_experts", "n_experts"): "experts_per_token <= n_experts",
+    ("moe_dispatch.domains_reached", "n_experts"): "n_domains divides n_experts",
+    ("moe_dispatch.domains_reached", "max_domains"): "experts_per_token fit max_domains",
+    ("paged_kv.kv_packing", "prompt_tokens"): "reserved_tokens > prompt_tokens",
+    ("placement.Layout.validate", "n_gpus"): "the layout's GPUs == n_gpus",
+    ("serving_modes.deferred_work", "interactive_latency_s"): "above the weight floor",
+    ("serving_modes.fleet_scale", "token_latency_s"): "above the weight floor",
+}
+
+
+def body_refusal(obj: Callable[..., Any], body: Any, param: str, value: object) -> str | None:
+    """Why the body refused ``param=value`` (the others typical), or None."""
+    try:
+        call_with(obj, param, value)
+    except DoesNotFitError:
+        return None
+    except (TypeError, ValueError) as error:
+        return f"{param}={value!r}: {error}" if raised_in(error, body) else None
+    return None
+
+
+@pytest.mark.parametrize("name", EXTREMES)
+def test_a_value_the_contract_declares_valid_is_not_refused_by_the_body(name: str) -> None:
+    """A body that refuses a value its contract declares valid has a rule the contract does
+    not state (``markup`` declared >= 0 while the body needed >= 1): the common test never
+    tries the values between the two. Each numeric parameter at its typical value and at the
+    lowest it allows, the others typical, must be computed, refused by the contract itself
+    (its constraints, its ``where=`` rule, an overflow) or not fit."""
+    obj = CALLS[name]
+    body = getattr(obj, "__wrapped__", obj).__code__
+    probes = [
+        (param, value)
+        for param, (constraint, kind) in parameters(obj).items()
+        if kind.kind != kind.VAR_KEYWORD
+        for value in low_edges(constraint)
+    ]
+    listed = {param for n, param in BODY_RULES if n == name}
+    typical = [body_refusal(obj, body, p, v) for p, v in probes[:1]] if listed else []
+    if any(typical):  # the typical call itself breaks a listed rule: nothing to learn
+        return
+    found = [why for p, v in probes if p not in listed and (why := body_refusal(obj, body, p, v))]
+    assert not found, f"{name}: the body refuses what the contract allows: {found}"
+
+
+def test_the_finder_of_undeclared_rules_finds_one() -> None:
+    @contract(markup=Real(low_open=False))
+    def price(markup: float) -> float:
+        if markup < 1:
+            raise ValueError(f"markup must be >= 1; got {markup}")
+        return markup
+
+    with pytest.raises(ValueError) as refused:
+        price(0.0)
+    assert raised_in(refused.value, price.__wrapped__.__code__)
+    with pytest.raises(ValueError) as declared:
+        price(-1.0)
+    assert not raised_in(declared.value, price.__wrapped__.__code__)
+
+
 def test_the_counts_the_issue_asks_for(record_property: Callable[[str, object], None]) -> None:
     """How many callables, contracts and generated bad inputs (printed with ``-s``)."""
     contracts = {id(contract_of(obj)) for obj in CALLS.values()}
@@ -394,6 +489,28 @@ def test_a_quick_yes_is_never_given_to_a_value_the_full_check_refuses() -> None:
             if ok(value):
                 assert constraint.problem(value) is None, f"{where}: quick yes for {value!r}"
     assert tried > 5000
+
+
+def test_the_result_check_looks_at_each_field_not_their_sum() -> None:
+    """Two finite fields near 9e307 add up to inf: the result is finite all the same (the
+    check once added a record's fields up and reported an overflow that did not happen)."""
+
+    @dataclass(frozen=True)
+    @checked(first=RESULT, second=RESULT)
+    class Pair:
+        first: Any
+        second: Any
+
+    @contract(x=Real(high=sys.float_info.max), grow=Real(high=sys.float_info.max))
+    def pair(x: float, grow: float = 1.0) -> Pair:
+        return Pair(x, np.full(2, x * grow))
+
+    assert pair(9e307).first == 9e307  # three fields of 9e307: their sum is inf
+    assert finite(Pair(9e307, np.full(2, 9e307))) and finite(np.full(3, 9e307))
+    assert not finite(np.array([9e307, np.inf])) and not finite([1.0, np.array([np.nan, 1.0])])
+    assert finite(np.array([np.inf, -np.inf]), infinite_ok=True)  # a NaN sum, no NaN in it
+    with pytest.raises(NotFiniteError, match=r"pair\(\): x=9e\+307, grow=10\.0 is too extreme"):
+        pair(9e307, grow=10.0)
 
 
 def test_every_default_meets_its_parameter_s_constraint() -> None:

@@ -442,7 +442,7 @@ class PassCurves:
     critical_batch: float
 
 
-@contract(context=SCALAR, tokens=Real(ndarray=True))
+@contract(context=SCALAR, tokens=Real(low=1.0, low_open=False, ndarray=True))
 def pass_curves(
     deployment: Deployment, context: float, tokens: FloatArray = PASS_TOKENS
 ) -> PassCurves:

@@ -85,6 +85,7 @@ CHIPS = Count(high=MAX_CHIPS)
 CHIP_COUNT = Real(low=1.0, low_open=False, high=MAX_CHIPS, integer=True)
 #: Tokens of a prompt or a prefix, a number or an array: >= 1 (a pass over no token is none).
 PROMPT = Real(low=1.0, low_open=False)
+SCALAR_PROMPT = Real(low=1.0, low_open=False, scalar=True)
 #: A price over its cost (a markup): >= 1, a price at or above cost.
 MARKUP = Real(low=1.0, low_open=False)
 SCALAR_MARKUP = Real(low=1.0, low_open=False, scalar=True)
@@ -454,6 +455,7 @@ __all__ = [
     "SCALAR_FRACTION",
     "SCALAR_MARKUP",
     "SCALAR_POSITIVE",
+    "SCALAR_PROMPT",
     "TOKENS",
     "VOCABULARY",
     "WHOLE",

@@ -43,6 +43,7 @@ from .contracts import (
     NOT_A_NUMBER,
     RESULT,
     SCALAR_POSITIVE,
+    SCALAR_PROMPT,
     AnyOf,
     Optional,
     Real,
@@ -285,10 +286,7 @@ MAP_HOLDS_S = np.logspace(-1, 7, 81)
 MAP_REUSES = np.logspace(-1, 3, 41)
 
 
-@contract(
-    prefix_tokens=Real(low=1.0, low_open=False, scalar=True),
-    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
-)
+@contract(prefix_tokens=SCALAR_PROMPT, usd_per_chip_hour=Optional(SCALAR_POSITIVE))
 def tier_map(
     deployment: Deployment, prefix_tokens: float, usd_per_chip_hour: float | None = None
 ) -> PrefixCache:

@@ -50,23 +50,27 @@ def zipf_expert_loads(n_experts: int, skew: float) -> FloatArray:
 
 
 def _loads(loads: ArrayLike) -> FloatArray:
-    values = np.atleast_1d(np.asarray(loads, dtype=np.float64)).ravel()
-    if not values.sum() > 0:
-        raise ValueError("loads must not all be zero")
-    return values
+    return np.atleast_1d(np.asarray(loads, dtype=np.float64)).ravel()
 
 
-def _slots_per_gpu(n_experts: int, n_gpus: int, redundant: int) -> int:
-    slots, left = divmod(n_experts + redundant, n_gpus)
-    if left:
-        raise ValueError(
-            f"n_gpus ({n_gpus}) must divide the experts plus redundant copies "
-            f"({n_experts} + {redundant}): every GPU holds the same number of slots"
-        )
-    return slots
+def _some_load(loads: ArrayLike) -> str | None:
+    """The rule of every function of expert loads (its ``where=``)."""
+    return None if _loads(loads).sum() > 0 else "loads must not all be zero"
 
 
-@contract(loads=LOADS, redundant=REDUNDANT)
+def _same_slots(loads: ArrayLike, n_gpus: int, redundant: int = 0) -> str | None:
+    """The rule of a placement on GPUs (its ``where=``): loads not all zero, and every GPU
+    holds the same number of slots."""
+    n_experts = _loads(loads).size
+    if (n_experts + redundant) % n_gpus == 0:
+        return _some_load(loads)
+    return (
+        f"n_gpus ({n_gpus}) must divide the experts plus redundant copies "
+        f"({n_experts} + {redundant}): every GPU holds the same number of slots"
+    )
+
+
+@contract(loads=LOADS, redundant=REDUNDANT, where=_some_load)
 def replica_counts(loads: ArrayLike, redundant: int = 0) -> FloatArray:
     """Copies of each expert after adding ``redundant`` copies, one at a time, each to the
     expert whose copies carry the most load each (the hottest, then the next...): the greedy
@@ -83,13 +87,13 @@ def replica_counts(loads: ArrayLike, redundant: int = 0) -> FloatArray:
     return copies
 
 
-@contract(loads=LOADS, n_gpus=CHIPS, redundant=REDUNDANT)
+@contract(loads=LOADS, n_gpus=CHIPS, redundant=REDUNDANT, where=_same_slots)
 def gpu_loads(loads: ArrayLike, n_gpus: int, redundant: int = 0) -> FloatArray:
     """Each GPU's load, heaviest first, when the experts and ``redundant`` extra copies
     (:func:`replica_counts`) are placed on ``n_gpus`` GPUs with the same number of slots
     each: heaviest copy first, each onto the least loaded GPU that has a free slot."""
     values = _loads(loads)
-    slots = _slots_per_gpu(values.size, n_gpus, redundant)
+    slots = (values.size + redundant) // n_gpus
     copies = replica_counts(values, redundant)
     per_copy = np.repeat(values / copies, copies.astype(int))
     totals = np.zeros(n_gpus)
@@ -104,7 +108,7 @@ def gpu_loads(loads: ArrayLike, n_gpus: int, redundant: int = 0) -> FloatArray:
     return np.sort(totals)[::-1]
 
 
-@contract(loads=LOADS, n_gpus=CHIPS, redundant=REDUNDANT)
+@contract(loads=LOADS, n_gpus=CHIPS, redundant=REDUNDANT, where=_same_slots)
 def imbalance_slowdown(loads: ArrayLike, n_gpus: int, redundant: int = 0) -> float:
     """``max / mean`` of :func:`gpu_loads`: how much longer an expert layer takes than under
     perfect balance, since every GPU waits for the most loaded one (1.0 = balanced)."""

@@ -63,6 +63,7 @@ from .contracts import (
     AMOUNT,
     MAX_COUNT,
     POSITIVE,
+    PROMPT,
     RESULT,
     SCALAR,
     SCALAR_FRACTION,
@@ -152,7 +153,7 @@ class ServingCost:
         return self.output_usd_per_million / self.input_usd_per_million
 
 
-@contract(context=POSITIVE, prefill_batch=POSITIVE)
+@contract(context=PROMPT, prefill_batch=POSITIVE)
 def serving_cost(
     deployment: Deployment,
     batch: ArrayLike,

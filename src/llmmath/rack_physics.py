@@ -40,6 +40,7 @@ from .contracts import (
     NAME,
     NOTE,
     POSITIVE,
+    PROMPT,
     SCALAR,
     SCALAR_POSITIVE,
     WHOLE,
@@ -267,6 +268,7 @@ RACK = AnyOf(
 
 
 @contract(
+    context=PROMPT,
     rack=RACK,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
     pue=Optional(PUE),
