@@ -7,7 +7,7 @@
 A scratch course (the root nbgrader_config.py and solutions/, in a temporary folder) gets
 ``n`` submissions of the assignment: 40 % the solution, 30 % with the spec's two mistakes, 10 %
 the release untouched and 20 % broken in the ways tests/test_instructor.py grades (an infinite
-loop, a kernel death, a corrupt file, ...). It then times
+loop, a kernel death, a corrupt file, ...: ``llmmath_course.simulate``). It then times
 ``python scripts/instructor.py autograde <assignment> --jobs J`` and prints (and with
 ``--out``, writes as JSON) the wall time, submissions per minute and the range of scores each
 kind of submission got (a fast run that grades wrongly shows there). ``--breakdown K`` grades
@@ -30,8 +30,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import nbformat
-    from grading_support import load_specs, read, submission_from_release
-    from test_instructor import bad_submissions
+
+    from llmmath_course.simulate import bad_submissions, load_specs, read, submission_from_release
 
     spec = {s.assignment: s for s in load_specs()}[args.assignment]
     scratch = Path(tempfile.mkdtemp(prefix="bench-grading-"))
@@ -73,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             cwd=scratch, env=env, check=True, capture_output=True,
         )  # fmt: skip
         release = scratch / "exercises" / spec.assignment / f"{spec.notebook_id}.ipynb"
-        bad = bad_submissions(release)
+        bad = bad_submissions(release, spec)
         bad_names = sorted(bad)
         kinds: dict[str, int] = {}
         kind_of: dict[str, str] = {}
@@ -172,22 +170,22 @@ def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str
     import cProfile
     import pstats
 
-    import instructor
+    from llmmath_course.instructor import autograde, course
 
     os.chdir(root)
     log = root / "kernel-cpu.log"
     os.environ["LLMMATH_KERNEL_CPU_LOG"] = str(log)
-    instructor._worker_init(str(root), None, kernels)
-    students = instructor.submitted_students(root, assignment)
+    autograde.worker_init(str(root), None, kernels)
+    students = course.submitted_students(root, assignment)
     if len(students) < 2 * count + 1:
         sys.exit(f"--breakdown {count} needs at least {2 * count + 1} submissions (-n)")
-    instructor._worker_grade(assignment, students[0])  # starts the fork server: not counted
+    autograde.worker_grade(assignment, students[0])  # starts the fork server: not counted
     log.write_text("")
     plain, profiled = students[1 : count + 1], students[count + 1 : 2 * count + 1]
     kids_before, server_before = cpu_of_children(), fork_server_cpu()
     worker_before = time.process_time()
     for student in plain:
-        instructor._worker_grade(assignment, student)
+        autograde.worker_grade(assignment, student)
     worker_s = (time.process_time() - worker_before) / count
     kernel_s = (cpu_of_children() - kids_before + fork_server_cpu() - server_before) / count
     # Forked kernels log their own start-up and run CPU (the same kernels as kernel_s).
@@ -195,7 +193,7 @@ def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str
     profile = cProfile.Profile(time.process_time)
     profile.enable()
     for student in profiled:
-        instructor._worker_grade(assignment, student)
+        autograde.worker_grade(assignment, student)
     profile.disable()
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     total = sum(row[2] for row in stats.values())  # every function's own time
@@ -223,7 +221,7 @@ def breakdown(root: Path, assignment: str, count: int, kernels: str) -> dict[str
 
 def fork_server_cpu() -> float:
     """CPU seconds of this worker's fork server and its finished kernels (0 without one)."""
-    from forkkernel import ForkServer
+    from llmmath_course.instructor.forkkernel import ForkServer
 
     server = ForkServer._instance
     if server is None:
@@ -240,7 +238,7 @@ def cpu_of_children() -> float:
 
 def scores_by_kind(root: Path, assignment: str, kind_of: dict[str, str]) -> dict[str, str]:
     """The range of scores each kind of submission got, so a fast but wrong run shows."""
-    from instructor import scores
+    from llmmath_course.instructor.course import scores
 
     by_kind: dict[str, list[float]] = {}
     max_score = 0.0

@@ -1,4 +1,4 @@
-"""CPU cost of one grading kernel: a fresh ``ipykernel_launcher`` against a fork (forkkernel.py).
+"""CPU cost of one grading kernel: a fresh ``ipykernel_launcher`` against a fork (``forkkernel``).
 
     python scripts/bench_kernels.py -n 5
 
@@ -15,9 +15,6 @@ import asyncio
 import json
 import resource
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 IMPORT = (
     "import time as _t; _c = _t.process_time(); import matplotlib.pyplot; "
@@ -56,7 +53,7 @@ def measure(kind: str, n: int) -> dict[str, float]:
 
     server_cpu = 0.0
     if kind == "fork":
-        from forkkernel import ForkServer, _kernel_manager_class
+        from llmmath_course.instructor.forkkernel import ForkServer, _kernel_manager_class
 
         manager = _kernel_manager_class()
         # The server starts once per worker: measure it alone, to leave it out of each kernel.

@@ -320,8 +320,10 @@ def _course_copy(course: Path, exchange: Path, owner: str) -> None:
     vendor = REPO / "book" / "_vendor" / "mathjax"
     shutil.copytree(vendor, course / "book" / "_vendor" / "mathjax")
     (course / "scripts").mkdir()
-    for script in ("instructor.py", "forkkernel.py", "fastgrade.py"):
-        shutil.copy2(REPO / "scripts" / script, course / "scripts" / script)
+    shutil.copy2(REPO / "scripts" / "instructor.py", course / "scripts" / "instructor.py")
+    # The course tooling instructor.py wraps, beside it (the hub's venv does not install it).
+    package = course / "scripts" / "llmmath_course"
+    shutil.copytree(REPO / "src" / "llmmath_course", package, ignore=ignore)
     subprocess.run(["chown", "-R", f"{owner}:{owner}", str(course)], check=True)
 
 

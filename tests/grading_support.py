@@ -1,127 +1,41 @@
 """What the grading tests need to know about each assignment, and the nbgrader plumbing.
 
-Each assignment has a spec in ``tests/specs/<assignment>.py`` defining ``SPEC``; the tests
+Each assignment has a spec in ``tests/specs/<assignment>.py`` defining ``SPEC``
+(``llmmath_course.simulate.AssignmentSpec``); the tests
 in ``test_grading.py`` run every spec through one scratch nbgrader course.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
-SPECS_DIR = Path(__file__).resolve().parent / "specs"
+# The specs and the notebooks they describe live in the course tooling's package (the
+# grading benchmark, scripts/bench_grading.py, uses them too).
+from llmmath_course.simulate import (
+    ROOT,
+    SPECS_DIR,  # noqa: F401
+    AssignmentSpec,
+    Mistake,  # noqa: F401
+    cell_by_id,
+    load_specs,  # noqa: F401
+    nbgrader_meta,
+    read,
+    submission_from_release,
+)
+
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-@dataclass(frozen=True)
-class Mistake:
-    """A realistic wrong answer to one part, and whether the visible checks catch it."""
-
-    #: The answer cell it replaces (its grade_id), and what a learner might write there.
-    cell: str
-    source: str
-    #: A few words on the mistake.
-    what: str
-    #: True when a visible test cell fails on it; False when only the hidden tests can tell.
-    caught: bool
-
-
-@dataclass(frozen=True)
-class AssignmentSpec:
-    """One graded assignment as the tests see it."""
-
-    assignment: str
-    #: The autograded test cells, in notebook order.
-    test_cells: tuple[str, ...]
-    autograded_points: float
-    manual_points: float
-    #: Manually graded answer cells (the reflection).
-    manual_cells: tuple[str, ...]
-    #: The answers the hidden tests pin, by the name the student defines. None of them, at any
-    #: everyday rounding, may appear in exercises/, in feedback or in a failure message.
-    answers: dict[str, float]
-    #: Plausible, well-typed mistakes that pass the visible checks, by solution cell grade_id.
-    wrong_answers: dict[str, str]
-    #: Test cells the mistakes must fail, and the name each failure message must mention.
-    wrong_fails: dict[str, str]
-    #: Pinned values compared with expressions rather than names (e.g. function calls).
-    pinned_expressions: int = 0
-    #: Text that names the hidden asserts' messages; never in the release, always in feedback.
-    hidden_message: str = "is off by more than"
-    notebook: str = ""
-    #: Realistic mistakes beyond ``wrong_answers`` (which the visible checks never catch), each
-    #: with whether a visible check catches it: tests/test_visible_checks.py runs every one.
-    mistakes: tuple[Mistake, ...] = ()
-    #: Sentences the leak detector must catch, and ones it must let through.
-    leaky_examples: tuple[str, ...] = field(default_factory=tuple)
-    clean_examples: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def notebook_id(self) -> str:
-        return self.notebook or self.assignment
-
-    @property
-    def source_nb(self) -> Path:
-        return ROOT / "solutions" / self.assignment / f"{self.notebook_id}.ipynb"
-
-    @property
-    def release_dir(self) -> Path:
-        return ROOT / "exercises" / self.assignment
-
-    @property
-    def release_nb(self) -> Path:
-        return self.release_dir / f"{self.notebook_id}.ipynb"
-
-    def points_by_cell(self) -> dict[str, float]:
-        """Each autograded test cell's points, as the source notebook's nbgrader metadata says."""
-        nb = read(self.source_nb)
-        return {g: nbgrader_meta(cell_by_id(nb, g))["points"] for g in self.test_cells}
-
-    @property
-    def wrong_score(self) -> float:
-        """What the spec's wrong answers earn: the autograded points of the cells they pass."""
-        points = self.points_by_cell()
-        return float(sum(p for g, p in points.items() if g not in self.wrong_fails))
-
-
-def load_specs() -> list[AssignmentSpec]:
-    """Every ``SPEC`` in ``tests/specs/*.py``, sorted by assignment."""
-    specs = []
-    for path in sorted(SPECS_DIR.glob("*.py")):
-        module_spec = importlib.util.spec_from_file_location(f"specs.{path.stem}", path)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        specs.append(module.SPEC)
-    return specs
-
-
 # ---- notebooks ------------------------------------------------------------------------------
-def read(path: Path) -> Any:
-    return nbformat.read(path, as_version=4)
-
-
-def nbgrader_meta(cell: Any) -> dict[str, Any]:
-    return dict(cell.metadata.get("nbgrader", {}))
-
-
-def cell_by_id(nb: Any, grade_id: str) -> Any:
-    matches = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id]
-    assert len(matches) == 1, f"expected one cell with grade_id {grade_id!r}, found {len(matches)}"
-    return matches[0]
-
-
 def region(source: str, begin: str, end: str) -> list[str]:
     """The lines strictly between each ``### begin`` / ``### end`` pair."""
     lines, inside = [], False
@@ -165,20 +79,6 @@ def error_text(cell: Any) -> str:
         if output.output_type == "error":
             parts += [output.ename, output.evalue, *output.traceback]
     return ANSI.sub("", "\n".join(parts))
-
-
-def submission_from_release(release_nb: Path, source_nb: Path, wrong: dict[str, str]) -> Any:
-    """A release with every answer cell filled in from the solutions, except ``wrong`` ones."""
-    release, source = read(release_nb), read(source_nb)
-    for cell in release.cells:
-        meta = nbgrader_meta(cell)
-        if meta.get("solution") and cell.cell_type == "code":
-            grade_id = meta["grade_id"]
-            solved = cell_by_id(source, grade_id).source
-            cell.source = wrong.get(grade_id) or "\n".join(
-                line for line in solved.splitlines() if "SOLUTION" not in line
-            )
-    return release
 
 
 def hidden_expected_values(spec: AssignmentSpec) -> dict[str, list[float]]:

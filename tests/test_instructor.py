@@ -41,6 +41,8 @@ from grading_support import (
     submission_from_release,
 )
 
+from llmmath_course.simulate import BAD_KINDS, bad_submissions, reflected
+
 SPEC = {spec.assignment: spec for spec in load_specs()}["roofline"]
 ASSIGNMENT, NOTEBOOK, COURSE = SPEC.assignment, SPEC.notebook_id, "llmmath"
 BIN = str(Path(sys.executable).parent)
@@ -83,88 +85,6 @@ BAD: dict[str, tuple[float, bool]] = {
 }
 
 GRADED = len(GOOD) + len(BAD)  # submissions in one grading run of the term
-
-
-def bad_submissions(release: Path) -> dict[str, Any]:
-    """Every bad case as a notebook (or, for the corrupt one, bytes)."""
-
-    def solved(wrong: dict[str, str] | None = None) -> Any:
-        return reflected(submission_from_release(release, SPEC.source_nb, wrong or {}))
-
-    def edit(nb: Any, grade_id: str, before: str = "", after: str = "") -> Any:
-        cell = cell_by_id(nb, grade_id)
-        cell.source = before + cell.source + after
-        return nb
-
-    isclose_patch = (
-        "import math\n"
-        "_isclose = math.isclose\n"
-        "math.isclose = lambda a, b, **k: b != critical_batch_h100 or _isclose(a, b, **k)\n"
-        "critical_batch_int8 = 300.0\n"
-    )
-    # Issue #37: the isclose every hidden test calls, replaced through the module's __dict__
-    # (which the tamper heuristic does not see), true for everything but Part 4's visible
-    # check; before the hidden tests moved out of the kernel, this scored full marks.
-    disguised = (
-        "import math\n\n"
-        "_isclose = math.isclose\n"
-        "ns = math.__dict__\n"
-        "ns['isclose'] = lambda a, b, **k: _isclose(a, b, **k) or k.get('rel_tol') != 1e-3\n\n"
-    )
-    subs: dict[str, Any] = {
-        "loop": edit(solved(), "decode_batch1", "while True:\n    pass\n"),
-        "import_error": edit(solved(), "matmul_intensity", "import no_such_module_xyz\n"),
-        "huge_output": edit(
-            solved(), "critical_batch", after="\nprint('x' * 2_000_000)\nprint('y\\n' * 100_000)\n"
-        ),
-        "sys_exit": edit(solved(), "critical_batch", after="\nimport sys\nsys.exit(3)\n"),
-        "kernel_death": edit(solved(), "critical_batch", after="\nimport os\nos._exit(1)\n"),
-        "patched_isclose": solved({"critical_batch_int8": isclose_patch}),
-        "disguised_patch": edit(solved(SPEC.wrong_answers), "matmul_intensity", disguised),
-        "shadowed_builtin": solved(
-            {
-                "matmul_intensity": "def isinstance(obj, kind):\n    return True\n\n"
-                "def matmul_intensity(batch, d_in, d_out, bytes_per_element):\n    return 1\n"
-            }
-        ),
-        "silenced_tracebacks": solved(
-            {
-                "critical_batch_int8": "get_ipython().showtraceback = lambda *a, **k: None\n"
-                "critical_batch_int8 = 5.0\n"
-            }
-        ),
-        "wrong_types": solved(
-            {
-                "matmul_intensity": "def matmul_intensity(batch, d_in, d_out, bytes_per_element):"
-                "\n    return [1.0]\n",
-                "critical_batch": "critical_batch_h100 = '295.2'\nbatch_64_memory_bound = 'yes'\n",
-            }
-        ),
-        "empty_notebook": nbformat.v4.new_notebook(),
-        "corrupt_ipynb": b'{"cells": [{"cell_type": "code", "source": ',
-    }
-    deleted = solved()
-    deleted.cells = [
-        c
-        for c in deleted.cells
-        if c.metadata.get("nbgrader", {}).get("grade_id") != "test_critical_batch"
-    ]
-    subs["deleted_test"] = deleted
-    edited = solved({"critical_batch_int8": "critical_batch_int8 = 300.0\n"})
-    cell_by_id(edited, "test_critical_batch_int8").source = "pass\n"
-    subs["edited_test"] = edited
-    assert sorted(subs) == sorted(BAD)
-    return subs
-
-
-REFLECTION = "The step waits on reading the weights, so more FLOP/s does not help."
-
-
-def reflected(nb: Any) -> Any:
-    """The notebook with the hand-graded reflection answered (a grader then has to score it)."""
-    for grade_id in SPEC.manual_cells:
-        cell_by_id(nb, grade_id).source = REFLECTION
-    return nb
 
 
 class Course:
@@ -245,10 +165,10 @@ def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         path = course.home(student) / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
         fetched[student] = read(path)
         if student == "alice":
-            nbformat.write(reflected(submission_from_release(path, SPEC.source_nb, {})), path)
+            nbformat.write(reflected(submission_from_release(path, SPEC.source_nb, {}), SPEC), path)
         elif student == "bob":
             answered = submission_from_release(path, SPEC.source_nb, SPEC.wrong_answers)
-            nbformat.write(reflected(answered), path)
+            nbformat.write(reflected(answered, SPEC), path)
         course.student(student, f"nbgrader submit {ASSIGNMENT} --course={COURSE}")
     # A submission for an assignment that was never released is refused at the exchange.
     stray = course.home("dave") / "nosuch"
@@ -257,7 +177,9 @@ def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     refused = course.student("dave", f"nbgrader submit nosuch --course={COURSE}", ok=False)
 
     release = root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-    for student, nb in bad_submissions(release).items():
+    bad = bad_submissions(release, SPEC)
+    assert sorted(bad) == sorted(BAD) == sorted(BAD_KINDS)
+    for student, nb in bad.items():
         folder = root / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         if isinstance(nb, bytes):
@@ -734,9 +656,10 @@ def test_rubric_is_for_graders_only(term: dict[str, Any]) -> None:
 
 
 def test_score_plot_counts_students_in_whole_numbers(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from instructor import Row, _plot
     from matplotlib.figure import Figure
+
+    from llmmath_course.instructor.report import plot_scores
+    from llmmath_course.instructor.rows import Row
 
     figures: list[Any] = []
 
@@ -745,7 +668,7 @@ def test_score_plot_counts_students_in_whole_numbers(tmp_path: Path) -> None:
         return figures[-1]
 
     rows = [Row("a", 3.0, 10.0), Row("b", 7.0, 10.0), Row("c", 8.0, 10.0)]
-    _plot(rows, ASSIGNMENT, tmp_path / "scores.png", keep)
+    plot_scores(rows, ASSIGNMENT, tmp_path / "scores.png", keep)
     ticks = figures[0].axes[0].get_yticks()
     assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), ticks
 
@@ -1047,8 +970,7 @@ def test_hints_name_commands_that_exist_where_they_are_printed(
     """grade's next steps and release-feedback's refusal name commands that run where they are
     printed: make targets of this Makefile in a checkout; the script itself, with arguments its
     parser takes, in a course root with no Makefile (the hub's ~/course, issue #37)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from instructor import commands, next_steps
+    from llmmath_course.instructor.feedback import commands, next_steps
 
     if with_makefile:
         (tmp_path / "Makefile").write_text("")

@@ -1,6 +1,6 @@
 """The batching exercise (solutions/batching/batching.ipynb) as the grading tests see it."""
 
-from grading_support import AssignmentSpec
+from llmmath_course.simulate import AssignmentSpec
 
 SPEC = AssignmentSpec(
     assignment="batching",

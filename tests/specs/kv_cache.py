@@ -1,6 +1,6 @@
 """The KV-cache exercise (solutions/kv_cache/kv_cache.ipynb) as the grading tests see it."""
 
-from grading_support import AssignmentSpec
+from llmmath_course.simulate import AssignmentSpec
 
 SPEC = AssignmentSpec(
     assignment="kv_cache",

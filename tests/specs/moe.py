@@ -1,8 +1,7 @@
 """The MoE exercise (solutions/moe/moe.ipynb) as the grading tests see it."""
 
-from grading_support import AssignmentSpec, Mistake
-
 from llmmath import moe_balance
+from llmmath_course.simulate import AssignmentSpec, Mistake
 
 
 def _hot_experts() -> dict[str, float]:

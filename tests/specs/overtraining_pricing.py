@@ -1,9 +1,8 @@
 """The over-training and pricing exercise (solutions/overtraining_pricing/) as the grading
 tests see it."""
 
-from grading_support import AssignmentSpec, Mistake
-
 from llmmath import serving_systems
+from llmmath_course.simulate import AssignmentSpec, Mistake
 
 
 def _fleet_pools() -> dict[str, float]:

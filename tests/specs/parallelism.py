@@ -1,8 +1,7 @@
 """The parallelism exercise (solutions/parallelism/parallelism.ipynb) seen by the grading tests."""
 
-from grading_support import AssignmentSpec, Mistake
-
 from llmmath import serving_systems
+from llmmath_course.simulate import AssignmentSpec, Mistake
 
 
 def _tp_latency() -> dict[str, float]:

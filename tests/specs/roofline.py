@@ -1,6 +1,6 @@
 """The roofline exercise (solutions/roofline/roofline.ipynb) as the grading tests see it."""
 
-from grading_support import AssignmentSpec, Mistake
+from llmmath_course.simulate import AssignmentSpec, Mistake
 
 SPEC = AssignmentSpec(
     assignment="roofline",

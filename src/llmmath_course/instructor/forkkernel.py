@@ -1,4 +1,4 @@
-"""Grading kernels forked from a pristine, pre-imported parent (used by instructor.py).
+"""Grading kernels forked from a pristine, pre-imported parent (used by ``autograde``).
 
 A fresh ``python -m ipykernel_launcher`` per student costs about half a second of CPU to start
 Python and import IPython, and the exercise's plot cell another 0.65 s to import matplotlib.
@@ -10,9 +10,9 @@ holding nothing of any other student (the parent never ran a student's cell, so 
 ``ipykernel_launcher`` would, with the connection file, working folder and environment the
 kernel manager asked for.
 
-``ForkExecute`` is nbgrader's ``Execute`` preprocessor with ``ForkKernelManager``; instructor.py
-puts it first in ``Autograde.autograde_preprocessors``. Plain ``nbgrader autograde`` and the
-formgrader keep nbgrader's own kernels.
+``ForkExecute`` is nbgrader's ``Execute`` preprocessor with ``ForkKernelManager``; ``autograde``
+puts it in ``Autograde.autograde_preprocessors`` in place of ``Execute``. Plain ``nbgrader
+autograde`` and the formgrader keep nbgrader's own kernels.
 """
 
 from __future__ import annotations
@@ -145,9 +145,9 @@ def _become_kernel(request: dict[str, Any], server: int) -> None:
 
         started = time.process_time()
         app = IPKernelApp.instance()
-        app.initialize(argv)
+        app.initialize(argv)  # type: ignore[no-untyped-call]  # ipykernel types neither
         ready = time.process_time()
-        app.start()
+        app.start()  # type: ignore[no-untyped-call]
     finally:
         _log_cpu(started, ready)
         os._exit(0)
@@ -161,6 +161,8 @@ class ForkServer:
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
+            # This file as a script: no import of the package it sits in (the hub's course
+            # root has it beside scripts/instructor.py, on no path of its own).
             [sys.executable, __file__],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -230,15 +232,15 @@ class ForkedProcess:
 
 
 def _provisioner_class() -> type:
-    from jupyter_client.provisioning import LocalProvisioner
+    from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
-    class ForkProvisioner(LocalProvisioner):  # type: ignore[misc]
+    class ForkProvisioner(LocalProvisioner):
         async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
             server = ForkServer.instance()
             env = dict(kwargs.get("env") or os.environ)
             cwd = str(kwargs.get("cwd") or Path.cwd())
             pid = server.ask({"op": "launch", "argv": cmd, "cwd": cwd, "env": env})["pid"]
-            self.process = ForkedProcess(server, pid)
+            self.process = ForkedProcess(server, pid)  # type: ignore[assignment]  # as a Popen
             self.pid = self.pgid = pid
             self.cwd = cwd
             return self.connection_info
@@ -252,7 +254,7 @@ def _kernel_manager_class() -> type:
 
     provisioner = _provisioner_class()
 
-    class ForkKernelManager(AsyncKernelManager):  # type: ignore[misc]
+    class ForkKernelManager(AsyncKernelManager):
         """A kernel forked from the worker's fork server, on local ipc sockets (no TCP)."""
 
         async def _async_pre_start_kernel(self, **kwargs: Any) -> Any:

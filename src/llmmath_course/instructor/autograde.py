@@ -1,0 +1,165 @@
+"""Autograde every new submission in worker processes, journalled so a killed run resumes.
+
+Each worker calls nbgrader's own ``NbGraderAPI.autograde`` once per student. With
+``kernels="fork"`` the course's autograde steps (``Autograde.autograde_preprocessors``, a
+configurable nbgrader setting) get ``ForkExecute`` in place of nbgrader's ``Execute``: the same
+preprocessor with kernels forked from a pre-imported process (``forkkernel``). Nothing else of
+nbgrader is replaced: its gradebook and metadata checks run as they ship.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from llmmath_course.instructor.course import (
+    append_journal,
+    course_config,
+    ensure_assignment,
+    in_gradebook,
+    make_api,
+    quiet_warnings,
+    read_journal,
+    submission_stamp,
+    submitted_students,
+)
+
+_WORKER_API: Any = None
+# Failures of the machine, not of the submission: a gradebook write that collided with another
+# process, or a kernel too slow to start on a loaded machine. Retried once, serially, at the end.
+_TRANSIENT = ("database is locked", "Kernel didn't respond")
+KERNELS = ("fork", "fresh")
+
+
+def require_hidden_checks(root: Path) -> list[Any]:
+    """The course's autograde steps; exit unless they check hidden tests outside the kernel
+    (grading/llmmath_nbgrader.py, switched on by nbgrader_config.py)."""
+    from nbgrader.converters import Autograde
+
+    steps = list(Autograde(config=course_config(root)).autograde_preprocessors)
+    if "CheckHiddenTests" not in [getattr(step, "__name__", str(step)) for step in steps]:
+        sys.exit(
+            f"{root / 'nbgrader_config.py'} does not check the hidden tests outside the "
+            "students' kernels: copy grading/ (llmmath_nbgrader.py) next to it"
+        )
+    return steps
+
+
+def grading_config(root: Path, timeout: int | None, kernels: str) -> dict[str, dict[str, Any]]:
+    """The config a worker's API gets on top of the course's: the cell timeout, and with
+    ``kernels="fork"`` the autograde steps with ``ForkExecute`` for nbgrader's ``Execute``."""
+    from nbgrader.preprocessors import Execute
+
+    from llmmath_course.instructor.forkkernel import fork_execute_class
+
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels must be one of {KERNELS}, not {kernels!r}")
+    overrides: dict[str, dict[str, Any]] = {}
+    if timeout:
+        overrides["Execute"] = {"timeout": timeout}
+    steps = require_hidden_checks(root)
+    if kernels == "fork":
+        if Execute not in steps:  # an nbgrader whose steps changed: say so, never grade slower
+            raise RuntimeError(
+                f"nbgrader's Execute is not among the autograde steps {steps}: "
+                "the fork kernels cannot replace it (use --kernels fresh)"
+            )
+        fork_execute = fork_execute_class()
+        steps = [fork_execute if step is Execute else step for step in steps]
+        overrides["Autograde"] = {"autograde_preprocessors": steps}
+    return overrides
+
+
+def worker_init(root: str, timeout: int | None, kernels: str = "fork") -> None:
+    """Set up this grading process: its own nbgrader API with ``grading_config``."""
+    global _WORKER_API
+    quiet_warnings()
+    _WORKER_API = make_api(Path(root), grading_config(Path(root), timeout, kernels))
+
+
+def worker_grade(assignment: str, student: str) -> tuple[str, bool, str, float]:
+    """Autograde one student in this process: (student, success, nbgrader's log, seconds)."""
+    start = time.perf_counter()
+    result = _WORKER_API.autograde(assignment, student, force=True, create=True)
+    log = result.get("log", "") + result.get("error", "")
+    return student, bool(result["success"]), log, time.perf_counter() - start
+
+
+def autograde(
+    root: Path,
+    assignment: str,
+    jobs: int = 1,
+    timeout: int | None = None,
+    force: bool = False,
+    kernels: str = "fork",
+) -> list[str]:
+    """Autograde every submission of ``assignment`` not yet in the journal; return failures."""
+    if not (root / "solutions" / assignment).is_dir() and not in_gradebook(root, assignment):
+        sys.exit(f"unknown assignment {assignment!r}: no solutions/{assignment}/ in {root}")
+    students = submitted_students(root, assignment)
+    done = {} if force else read_journal(root, assignment)
+    stamps = {s: submission_stamp(root, s, assignment) for s in students}
+    todo = [s for s in students if done.get(s) != stamps[s]]
+    print(
+        f"autograde {assignment}: {len(students)} submissions, {len(students) - len(todo)} "
+        f"already graded, {len(todo)} to grade with {jobs} process(es)",
+        flush=True,
+    )
+    if not todo:
+        return []
+    ensure_assignment(root, assignment)
+    require_hidden_checks(root)
+    failed: list[str] = []
+    start = time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=worker_init,
+        initargs=(str(root), timeout, kernels),
+    ) as pool:
+        futures = [pool.submit(worker_grade, assignment, s) for s in todo]
+        retry: list[str] = []
+        for count, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            student, ok, log, seconds = future.result()
+            if not ok and any(marker in log for marker in _TRANSIENT):
+                retry.append(student)  # not the student's fault: run it again, alone
+                continue
+            _record(root, assignment, student, stamps[student], ok, log, failed)
+            elapsed = time.perf_counter() - start
+            print(
+                f"[{count}/{len(todo)}] {student}: {'graded' if ok else 'NOT GRADED'} in "
+                f"{seconds:.1f} s ({elapsed:.0f} s elapsed, "
+                f"{elapsed / count * (len(todo) - count):.0f} s to go)",
+                flush=True,
+            )
+    if retry:
+        worker_init(str(root), timeout, kernels)
+        for student in retry:
+            student, ok, log, seconds = worker_grade(assignment, student)
+            _record(root, assignment, student, stamps[student], ok, log, failed)
+            print(f"[retry] {student}: {'graded' if ok else 'NOT GRADED'} in {seconds:.1f} s")
+    wall = time.perf_counter() - start
+    print(
+        f"autograded {len(todo) - len(failed)} of {len(todo)} in {wall:.1f} s"
+        + (f"; nbgrader could not grade {len(failed)}: {', '.join(failed)}" if failed else ""),
+        flush=True,
+    )
+    return failed
+
+
+def _record(
+    root: Path, assignment: str, student: str, stamp: str, ok: bool, log: str, failed: list[str]
+) -> None:
+    # A failed submission is journalled too: it is in the gradebook with no autograded score
+    # and the report flags it; rerunning with --force tries it again.
+    append_journal(root, assignment, student, stamp)
+    if not ok:
+        failed.append(student)
+        errors = root / "autograded" / f".errors-{assignment}"
+        errors.mkdir(parents=True, exist_ok=True)
+        (errors / f"{student}.log").write_text(log)

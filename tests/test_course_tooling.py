@@ -1,0 +1,120 @@
+"""The course tooling (src/llmmath_course/): its shape, and what it relies on inside the pinned
+nbgrader and jupyter_client, so that an upgrade that changes any of it fails here, loudly,
+instead of grading slower or not at all. tests/test_instructor.py grades whole classes with it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import llmmath_course
+from llmmath_course.instructor import forkkernel
+from llmmath_course.instructor.course import course_config
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(llmmath_course.__file__).parent
+MODULES = sorted(
+    info.name for info in pkgutil.walk_packages([str(PACKAGE)], prefix="llmmath_course.")
+)
+MAX_LINES = 500  # as src/llmmath (tests/test_package.py)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_modules_stay_short_and_import_alone(module: str) -> None:
+    path = Path(importlib.import_module(module).__file__ or "")
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{module} has {lines} lines; split it along a seam"
+
+
+def test_the_course_tooling_never_imports_the_model_package() -> None:
+    """The hub runs it with an environment that does not install llmmath (scripts/hub.py)."""
+    found = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if re.search(r"^\s*(from|import) llmmath\b(?!_course)", path.read_text(), re.M)
+    ]
+    assert not found, f"{found} import llmmath"
+
+
+def test_the_wrapper_runs_the_command_line() -> None:
+    """``python scripts/instructor.py`` is the documented command (book/instructor.md)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "instructor.py"), "--help"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    for command in ("grade", "autograde", "regrade", "release-feedback", "review", "report"):
+        assert command in out.stdout, out.stdout
+
+
+def test_a_forked_kernel_gets_only_its_own_arguments() -> None:
+    """Given ``-m ipykernel_launcher`` too, IPython would run that module inside each kernel."""
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "/tmp/k.json"]
+    assert forkkernel._kernel_args(argv) == ["-f", "/tmp/k.json"]
+    assert forkkernel._kernel_args(["/usr/bin/kernel", "-f", "k.json"]) == ["-f", "k.json"]
+
+
+# ---- what the fork kernels rely on in nbgrader and jupyter_client ------------------------------
+def test_nbgrader_autogrades_with_a_replaceable_execute_step() -> None:
+    """autograde swaps nbgrader's ``Execute`` for ``ForkExecute`` in the course's
+    ``Autograde.autograde_preprocessors`` (a configurable setting), and ``ForkExecute`` sets
+    nbclient's ``kernel_manager_class``."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    steps = list(Autograde(config=course_config(ROOT)).autograde_preprocessors)
+    assert Execute in steps, f"nbgrader's autograde steps no longer hold Execute: {steps}"
+    assert "kernel_manager_class" in Execute.class_trait_names()
+    assert "CheckHiddenTests" in [getattr(s, "__name__", "") for s in steps]
+
+
+def test_jupyter_client_provisioner_uses_only_what_a_forked_process_has() -> None:
+    """``ForkProvisioner`` is jupyter_client's ``LocalProvisioner`` (its documented extension
+    point) with ``launch_kernel`` replaced: every ``self.process`` method the rest of
+    ``LocalProvisioner`` calls must exist on ``ForkedProcess``, and the fields it sets must
+    still be the ones ``launch_kernel`` sets."""
+    from jupyter_client.provisioning.local_provisioner import LocalProvisioner
+
+    source = inspect.getsource(LocalProvisioner)
+    used = set(re.findall(r"self\.process\.(\w+)", source)) - {"win32_interrupt_event"}
+    process = forkkernel.ForkedProcess(server=None, pid=0)  # type: ignore[arg-type]
+    missing = sorted(name for name in used if not hasattr(process, name))
+    assert not missing, f"LocalProvisioner now calls process.{missing}: ForkedProcess lacks them"
+    assert inspect.iscoroutinefunction(LocalProvisioner.launch_kernel)
+    set_there = set(
+        re.findall(r"self\.(\w+)\s*=", inspect.getsource(LocalProvisioner.launch_kernel))
+    )
+    assert set_there <= {"process", "pid", "pgid", "cwd", "connection_info", "ip", "ports_cached"}
+
+
+def test_jupyter_client_still_has_the_private_hook_the_kernel_manager_overrides() -> None:
+    """``ForkKernelManager`` overrides ``AsyncKernelManager._async_pre_start_kernel`` (private)
+    to choose ipc sockets and its provisioner before the kernel starts."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    hook = getattr(AsyncKernelManager, "_async_pre_start_kernel", None)
+    assert hook is not None and inspect.iscoroutinefunction(hook), "the hook is gone"
+    for name in ("transport", "ip", "provisioner", "kernel_id", "kernel_spec"):
+        assert hasattr(AsyncKernelManager, name), f"AsyncKernelManager.{name} is gone"
+
+
+def test_plain_nbgrader_is_untouched_by_grading() -> None:
+    """Nothing in nbgrader is patched: setting up a grading worker leaves its classes alone."""
+    code = (
+        "from nbgrader import api; from nbgrader.nbgraderformat import common; import jsonschema\n"
+        "before = (api.Gradebook.__init__, common.jsonschema)\n"
+        "from llmmath_course.instructor.autograde import grading_config\n"
+        "from pathlib import Path\n"
+        f"grading_config(Path({str(ROOT)!r}), None, 'fork')\n"
+        "after = (api.Gradebook.__init__, common.jsonschema)\n"
+        "print(before == after, common.jsonschema is jsonschema)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "True"], out.stdout + out.stderr
