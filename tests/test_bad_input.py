@@ -133,10 +133,16 @@ def test_model_fields() -> None:
 
 
 def test_a_custom_memory_tier_works_wherever_a_tier_does(dep: deployment.Deployment) -> None:
+    """A renamed copy of a preset tier is taken as that tier: the same costs, its own name."""
     tier = dataclasses.replace(kv_cache.get_tier("host_DRAM"), name="my DRAM")
     cache = kv_cache.prefix_cache(dep, 1000, 10.0, 1.0, tiers=[tier])
+    preset = kv_cache.prefix_cache(dep, 1000, 10.0, 1.0, tiers=["host_DRAM"])
     assert cache.tiers == ("my DRAM",)
-    assert kv_cache.break_even_hold_s(dep, 1000, tier, 1.0) >= 0
+    assert cache.keep_usd == pytest.approx(preset.keep_usd, rel=1e-12)
+    assert cache.hold_usd == pytest.approx(preset.hold_usd, rel=1e-12)
+    hold = kv_cache.break_even_hold_s(dep, 1000, tier, 1.0)
+    same = kv_cache.break_even_hold_s(dep, 1000, "host_DRAM", 1.0)
+    assert hold > 0 and hold == pytest.approx(same, rel=1e-12)
 
 
 def test_fractional_counts_are_refused() -> None:

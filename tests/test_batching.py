@@ -904,8 +904,10 @@ def test_explorer_says_what_does_not_fit() -> None:
     assert explorer.message.get_text() == "" and len(explorer.cost.total_line.get_xdata()) > 0
 
 
-def test_explorer_figure_is_a_figure() -> None:
-    assert isinstance(batching_widgets.declaration().figure(batch=64), Figure)
+def test_the_declared_figure_is_drawn_at_the_batch_asked_for() -> None:
+    figure = batching_widgets.declaration().figure(batch=64)
+    shown = [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+    assert any(text.startswith("batch 64: ") for text in shown), shown
     assert plots.batching is batching_plots
 
 

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.figure import Figure
 
 from llmmath import batching, focus, kv_cache, plots, widgets
 from llmmath.batching import Deployment, DoesNotFitError
@@ -361,13 +360,24 @@ def test_weights_that_do_not_fit_say_so() -> None:
 
 
 # ---- figures and explorers ------------------------------------------------------------------
-def test_figures_return_figures() -> None:
+def test_figures_draw_the_model_s_numbers() -> None:
     from llmmath.plots import kv_cache as kv_plots
 
-    assert isinstance(kv_plots.kv_per_token_figure(), Figure)
-    assert isinstance(kv_plots.capacity_figure(LLAMA), Figure)
-    assert isinstance(kv_plots.step_time_figure(LLAMA, batches=(1, 16, 64)), Figure)
-    assert isinstance(kv_plots.tier_map_figure(LLAMA, 4096), Figure)
+    names = ["Llama-3-70B", "DeepSeek-V3"]
+    bars = kv_plots.kv_per_token_figure(names).axes[0].patches
+    built = [kv_cache.kv_bytes_per_token(n, "bf16") for n in names]
+    assert [b.get_width() for b in bars[len(names) :]] == pytest.approx(built, rel=1e-12)
+    wall = kv_plots.capacity_figure(LLAMA).axes[0]
+    curve = kv_cache.capacity_curve(LLAMA)
+    assert wall.lines[0].get_ydata() == pytest.approx(curve.max_batch, rel=1e-12)
+    assert wall.lines[1].get_ydata()[0] == pytest.approx(curve.critical_batch, rel=1e-12)
+    steps = kv_plots.step_time_figure(LLAMA, batches=(1, 16, 64)).axes[0]
+    assert [t.get_text() for t in steps.get_legend().get_texts()] == ["B = 1", "B = 16", "B = 64"]
+    one = kv_cache.step_time_curve(LLAMA, 1)
+    fits = np.asarray(one.fits, dtype=bool)
+    assert steps.lines[0].get_ydata() == pytest.approx(1e3 * one.time_s[fits], rel=1e-12)
+    cheapest = kv_plots.tier_map_figure(LLAMA, 4096).axes[0].collections[0].get_array()
+    assert np.array_equal(np.ravel(cheapest), np.ravel(kv_cache.tier_map(LLAMA, 4096).cheapest))
     assert plots.kv_cache is kv_plots
 
 
@@ -377,7 +387,8 @@ def test_explorer_redraws_and_reports() -> None:
     explorer = KVCacheExplorer()
     explorer.update("Llama-3-70B", 8, "bf16", batch=16, context=4096)
     assert explorer.png()[:4] == b"\x89PNG"
-    assert "fit" in explorer.readout.get_text()
+    room = float(kv_cache.max_batch(LLAMA, 4096))  # LLAMA: Llama-3-70B on 8 x H100, bf16
+    assert f"B = 16 fits (≤ {room:,.0f})" in explorer.readout.get_text()
     explorer.update("Llama-3.1-405B", 8, "bf16", batch=16, context=4096)  # does not fit
     assert "does not fit" in explorer.message.get_text()
     tiers = TierExplorer()

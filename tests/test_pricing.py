@@ -5,6 +5,8 @@ datasheet numbers of the reference sheet (9.89e14 FLOP/s dense bf16, 3.35e12 B/s
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -234,20 +236,29 @@ def test_vectorized() -> None:
 
 
 # ---- figures and widgets of the chapter ---------------------------------------------------
-def test_chapter_figures_are_figures() -> None:
-    from matplotlib.figure import Figure
+def texts(figure: Any) -> list[str]:
+    return [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
 
+
+def test_chapter_figures_draw_the_model_s_numbers() -> None:
+    from llmmath import scaling
     from llmmath.plots import overtraining_pricing as pricing_plots
     from llmmath.widgets import overtraining_pricing as pricing_widgets
 
-    for figure in (
-        pricing_plots.total_compute_vs_size(1.937, (0.0, 1e13)),
-        pricing_plots.tokens_per_param_vs_demand(2.0),
-        pricing_plots.price_sheet_ratios(),
-        pricing_widgets.overtraining_declaration().figure(target_loss=1.9, inference_tokens=1e12),
-        pricing_widgets.serving_declaration().figure(batch=8),
-    ):
-        assert isinstance(figure, Figure)
+    ratios = pricing_plots.tokens_per_param_vs_demand(2.0).axes[0]
+    curve = scaling.tokens_per_param_curve(2.0)
+    assert ratios.lines[0].get_ydata() == pytest.approx(curve.tokens_per_param, rel=1e-12)
+    assert ratios.lines[1].get_ydata()[0] == pytest.approx(curve.without_inference, rel=1e-12)
+    sheets = [pricing.get_price_sheet(n) for n in pricing.list_price_sheets()]
+    bars = pricing_plots.price_sheet_ratios().axes[0].patches[: len(sheets)]
+    assert [b.get_width() for b in bars] == pytest.approx([s.output_input_ratio for s in sheets])
+    # The explorers' figures are drawn at the state asked for.
+    overtraining = pricing_widgets.overtraining_declaration()
+    best = scaling.inference_aware_optimum(1.9, 1e12)
+    shown = " ".join(texts(overtraining.figure(target_loss=1.9, inference_tokens=1e12)))
+    assert f"best P {float(best.params) / 1e9:.3g}B" in shown and "loss 1.9" in shown
+    serving = texts(pricing_widgets.serving_declaration().figure(batch=8))
+    assert any(text.startswith("batch 8: output ") for text in serving)
 
 
 def test_total_compute_figure_marks_each_optimum() -> None:

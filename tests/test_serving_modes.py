@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 import pytest
-from matplotlib.figure import Figure
 
 from llmmath import (
     batching,
@@ -286,7 +285,11 @@ def test_formats_move_the_capacity_wall_not_b_star() -> None:
 
 # ---- figures ------------------------------------------------------------------------------------
 def test_figures_draw(llama: Deployment, deepseek: Deployment) -> None:
-    assert isinstance(plots.serving_modes.fast_mode_figure(llama, 2048), Figure)
+    ax = plots.serving_modes.fast_mode_figure(llama, 2048).axes[0]
+    top = float(serving_modes.fast_mode(llama, 2048, 1.0).max_speedup)
+    fast = serving_modes.fast_mode(llama, 2048, ax.lines[0].get_xdata())
+    assert ax.lines[0].get_ydata() == pytest.approx(fast.price_multiple, rel=1e-12)
+    assert ax.lines[0].get_xdata()[-1] == pytest.approx(top * 0.999)  # up to the weight floor
     cases = [("MTP", deepseek, 1, 0.85, 0.044), ("draft", llama, 3, 0.7, 0.02)]
     figure = plots.serving_modes.speculative_figure(cases, 2048)
     assert len(figure.axes[0].lines) == 3
