@@ -21,6 +21,12 @@ def test_source_leaves_out_the_contract_however_long() -> None:
     assert inspect.getsource(serving_modes.slow_mode).split("def slow_mode(", 1)[1] in shown + "\n"
 
 
+def test_source_leaves_out_only_the_contract_brackets_in_its_strings_or_not() -> None:
+    code = '@cache\n@contract(\n    unit=OneOf((")", "(")),\n    where=rule,\n)\n'
+    code += "def f(unit):\n    return 1"
+    assert pages._without_contract(code) == "@cache\ndef f(unit):\n    return 1"
+
+
 def test_source_links_to_the_api_reference_in_the_book_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -8,6 +8,7 @@ read files from disk or resolve ``{doc}`` links to the book's pages.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import textwrap
@@ -45,15 +46,18 @@ def source(function: Callable[..., Any] | property) -> Markdown:
 
 
 def _without_contract(code: str) -> str:
-    """``code`` less its leading ``@contract(...)`` decorator, however many lines it spans."""
-    if not code.startswith("@contract("):
-        return code
-    depth = 0
-    for end, char in enumerate(code):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == ")" and depth == 0:
-            return code[end + 1 :].lstrip("\n")
-    return code
+    """``code`` (one definition) less its ``@contract(...)`` decorator, however many lines it
+    spans; other decorators (``@property``) stay."""
+    node = ast.parse(code).body[0]
+    decorators = node.decorator_list if isinstance(node, ast.FunctionDef) else []
+    dropped = {
+        line
+        for d in decorators
+        if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "contract"
+        for line in range(d.lineno, (d.end_lineno or d.lineno) + 1)
+    }
+    lines = code.splitlines()
+    return "\n".join(text for number, text in enumerate(lines, 1) if number not in dropped)
 
 
 def exercise_path(assignment: str) -> str:
