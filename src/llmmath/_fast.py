@@ -240,15 +240,15 @@ def finite(result: object, infinite_ok: bool = False) -> bool:
         # A record built inside the call: its numbers (records it holds, such as the
         # Deployment, were checked when they came in).
         fields = result.__dict__
-        return all(finite(fields[name], infinite_ok) for name in spec.numeric_fields(fields))
+        return _all_finite([fields[name] for name in spec.numeric_fields(fields)], infinite_ok)
     if kind is float or kind is np.float64:
-        return not math.isnan(result) if infinite_ok else math.isfinite(result)  # type: ignore[arg-type]
+        return _ok(result, infinite_ok)  # type: ignore[arg-type]
     if kind is np.ndarray:
         array: np.ndarray = result  # type: ignore[assignment]
         if array.dtype.kind != "f" or not array.size:
             return True
-        total = float(np.add.reduce(array, axis=None))
-        if not math.isnan(total) if infinite_ok else math.isfinite(total):
+        total = array.item() if array.size == 1 else float(np.add.reduce(array, axis=None))
+        if _ok(total, infinite_ok):
             return True
         return not np.isnan(array).any() if infinite_ok else bool(np.isfinite(array).all())
     if isinstance(result, np.floating):
@@ -262,6 +262,25 @@ def finite(result: object, infinite_ok: bool = False) -> bool:
         RECORDS[kind] = inherited
         return finite(result, infinite_ok)
     return True
+
+
+def _ok(number: float, infinite_ok: bool) -> bool:
+    return not math.isnan(number) if infinite_ok else math.isfinite(number)
+
+
+def _all_finite(values: list[Any], infinite_ok: bool) -> bool:
+    """:func:`finite` of each value; the single numbers (a record's scalar fields) added up
+    first, as one test, and looked at one by one only when that sum is not finite."""
+    total = 0.0
+    for value in values:
+        kind = type(value)
+        if kind is float or kind is np.float64:
+            total += value
+        elif kind is np.ndarray and value.size == 1 and value.dtype.kind == "f":
+            total += value.item()
+        elif not finite(value, infinite_ok):
+            return False
+    return _ok(total, infinite_ok) or all(finite(value, infinite_ok) for value in values)
 
 
 #: Every checked record class, and its contract (a result's fields are checked for inf/NaN).
