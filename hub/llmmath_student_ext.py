@@ -12,6 +12,12 @@ whose check of the notebooks handed in no longer counts JupyterLab's
 ``.ipynb_checkpoints/*-checkpoint.ipynb``. Submit never copies them (they are on
 ``CourseDirectory.ignore``), but its check listed each as an "extra notebook" and logged a
 warning at every submission, as if the submission carried it.
+
+``GET llmmath/my-work/<course>/<assignment>`` (where the book's JupyterHub button sends a
+student from an exercise page, once nbgitpuller has pulled the course into ``~/<course>``):
+copies ``~/<course>/exercises/<assignment>/`` to ``~/<course>/my-work/<assignment>/`` the first
+time only, as ``make lab`` does (``scripts/lab.py``'s ``copy_exercise``; ``my-work/`` is
+gitignored, so nbgitpuller never touches it), and opens the copy in JupyterLab.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from nbgrader.exchange.default import submit as nbgrader_submit
 from nbgrader.server_extensions.assignment_list.handlers import AssignmentActionHandler
@@ -82,16 +89,35 @@ class CheckpointQuietSubmit(nbgrader_submit.ExchangeSubmit):  # type: ignore[mis
             nbgrader_submit.find_all_notebooks = find
 
 
+class MyWorkHandler(JupyterHandler):  # type: ignore[misc]
+    """GET llmmath/my-work/<course>/<assignment>: the student's own copy, made once, opened."""
+
+    @web.authenticated
+    def get(self, course: str, assignment: str) -> None:
+        from lab import LEARNER_DIR, copy_exercise  # scripts/lab.py, beside this module
+
+        root = Path(self.settings["server_root_dir"]).expanduser()
+        folder = root / course
+        if course in (".", "..") or not (folder / "exercises" / assignment).is_dir():
+            raise web.HTTPError(404, f"no exercise {assignment} in ~/{course}/exercises/")
+        said = copy_exercise(folder, folder / LEARNER_DIR, assignment)
+        self.log.info("llmmath: %s", said)
+        notebook = f"{course}/{LEARNER_DIR}/{assignment}/{assignment}.ipynb"
+        self.redirect(url_path_join(self.base_url, "lab", "tree", notebook))
+
+
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "llmmath_student_ext"}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     web_app = serverapp.web_app
-    pattern = url_path_join(web_app.settings["base_url"], "/assignments/fetch_feedback")
-    web_app.add_handlers(".*$", [(pattern, FetchFeedbackHandler)])
+    base = web_app.settings["base_url"]
+    pattern = url_path_join(base, "/assignments/fetch_feedback")
+    my_work = url_path_join(base, r"/llmmath/my-work/([A-Za-z0-9_.-]+)/([a-z0-9_]+)")
+    web_app.add_handlers(".*$", [(pattern, FetchFeedbackHandler), (my_work, MyWorkHandler)])
     # tornado puts a new host rule just before the last one; move it first, so that it answers
     # before nbgrader's assignments/<action>, whichever extension loaded first.
     rules = web_app.default_router.rules
     rules.insert(0, rules.pop(-2))
-    serverapp.log.info("llmmath: Fetch Feedback says when there is none yet")
+    serverapp.log.info("llmmath: Fetch Feedback says when there is none yet; my-work copies")

@@ -93,7 +93,8 @@ CULL = {"cull_idle_timeout": 1800, "cull_interval": 300, "cull_connected": True}
 # What students' servers must not load: nbgrader's grader-side server and lab extensions; and
 # jupyter_lsp, which looks for nineteen language servers at every start (none is installed, and
 # JupyterLab's LSP client is off by default): 0.4 s of CPU a server, 12 s for a class of thirty.
-# llmmath_student_ext (hub/) makes Fetch Feedback say when there is none to fetch; the learner's
+# llmmath_student_ext (hub/) makes Fetch Feedback say when there is none to fetch and makes an
+# exercise's my-work/ copy for the book's launch button; the learner's
 # Lab extension (lab/learner/labextensions, added in _write_configs) keeps Validate from saying
 # "Success! Your notebook passes all the tests." when only the visible checks ran.
 STUDENT_SERVER = {
@@ -106,6 +107,9 @@ STUDENT_SERVER = {
             "nbgrader.server_extensions.assignment_list": True,
             "nbgrader.server_extensions.validate_assignment": True,
             "llmmath_student_ext": True,
+            # The book's JupyterHub button: git-pull?repo=... clones or merges the course into
+            # the student's home, never over their edits (book/_ext/hub_launch.py).
+            "nbgitpuller": True,
         },
     },
     "LabApp": NO_NEWS,
@@ -150,8 +154,12 @@ GRADER_SETTINGS = {
     },
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
 }
+# A lesson (.md) opens as a notebook, as in `make lab` (lab/overrides.json): the launch button's
+# lab/tree/<course>/lessons/<page>.md showed the MyST source as text.
+DOC_VIEWERS = "@jupyterlab/docmanager-extension:plugin"
 STUDENT_SETTINGS = {
-    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+    DOC_VIEWERS: json.loads((REPO / "lab" / "overrides.json").read_text())[DOC_VIEWERS],
 }
 # `make check ASSIGNMENT=roofline` in a student's terminal, from any folder: make reads the
 # files named in MAKEFILES before its own (hub/jupyterhub_config.py sets it for every server).
@@ -296,12 +304,16 @@ def _write_configs(state: Path, exchange: Path) -> None:
         (folder / "jupyter_server_config.json").write_text(json.dumps(server, indent=1))
         (folder / "labconfig" / "page_config.json").write_text(json.dumps(lab, indent=1))
         (folder / "lab-settings" / "overrides.json").write_text(json.dumps(settings, indent=1))
-    # What every server imports from here (PYTHONPATH) and runs: the student extension, and
-    # scripts/check.py for `make check` (it reads only the student's own notebook).
+    # What every server imports from here (PYTHONPATH) and runs: the student extension,
+    # scripts/check.py for `make check` (it reads only the student's own notebook), and llmmath.
     python = state / "config" / "python"
     python.mkdir()
     shutil.copy2(REPO / "hub" / "llmmath_student_ext.py", python)
     shutil.copy2(REPO / "scripts" / "check.py", python)
+    shutil.copy2(REPO / "scripts" / "lab.py", python)  # copy_exercise, for llmmath/my-work
+    # The course's package, for the lessons the launch button opens (`import llmmath`).
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(REPO / "src" / "llmmath", python / "llmmath", ignore=skip)
     shutil.copytree(REPO / "lab" / "learner" / "labextensions", state / "config" / "labextensions")
     (state / "config" / "check.mk").write_text(CHECK_MAKEFILE.format(check=python / "check.py"))
     subprocess.run(["chmod", "-R", "u=rwX,go=rX", str(state / "config")], check=True)

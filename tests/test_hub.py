@@ -26,6 +26,7 @@ import csv
 import grp
 import json
 import os
+import pwd
 import re
 import secrets
 import shutil
@@ -535,6 +536,220 @@ def in_terminal(api: Api, user: str, command: str, until: str, timeout: float = 
             return thread.submit(asyncio.run, session()).result()
     finally:
         api.call("DELETE", f"/user/{user}/api/terminals/{name}")
+
+
+def course_repository(site: Path) -> str:
+    """The course as a git server serves it: a bare repository of the batching lesson and its
+    exercise (and the course's .gitignore) in ``site/course/llmmath``, served over git's smart
+    HTTP by git-http-backend (see git_server). Its path below the site's URL."""
+    work = site / "work"
+    (work / "lessons").mkdir(parents=True)
+    shutil.copy2(ROOT / "lessons" / "batching.md", work / "lessons" / "batching.md")
+    shutil.copytree(ROOT / "exercises" / "batching", work / "exercises" / "batching")
+    shutil.copy2(ROOT / ".gitignore", work / ".gitignore")
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "the course")
+    git(site, "clone", "-q", "--bare", str(work), str(site / "course" / "llmmath"))
+    return "cgi-bin/git/course/llmmath"
+
+
+@contextlib.contextmanager
+def git_server(site: Path) -> Iterator[str]:
+    """Serve ``site`` on loopback, its git repositories through git-http-backend (CGI), as a
+    course's git server would. Not file://: git refuses to clone a repository another OS user
+    owns ("dubious ownership"), and nbgitpuller clones as the student; not git's static "dumb"
+    HTTP either: nbgitpuller's clone is shallow (--depth 1), which needs the smart protocol.
+    The CGI runs as nobody (http.server's rule for root), trusting the repositories here."""
+    import functools
+    import http.server
+    import threading
+
+    (site / "cgi-home").mkdir()
+    (site / "cgi-home" / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
+    (site / "cgi-bin").mkdir()
+    backend = site / "cgi-bin" / "git"
+    backend.write_text(
+        "#!/bin/sh\n"
+        f"export GIT_PROJECT_ROOT={site} GIT_HTTP_EXPORT_ALL=1 HOME={site / 'cgi-home'}\n"
+        "exec /usr/lib/git-core/git-http-backend\n"
+    )
+    subprocess.run(["chmod", "-R", "a+rX", str(site)], check=True)
+    backend.chmod(0o755)
+
+    class Quiet(http.server.CGIHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def save(page: Any, name: str) -> None:
+    """Ctrl+S, until the tab of the file ``name`` is no longer marked modified."""
+    page.keyboard.press("Control+S")
+    dirty = f".lm-TabBar-tab.jp-mod-dirty:has-text('{name}')"
+    page.wait_for_selector(dirty, state="detached", timeout=60_000)
+
+
+def first_solution_cell(notebook: Path) -> int:
+    """The index of the first code cell a student answers in (nbgrader's locked cells are
+    read-only in JupyterLab)."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    return next(
+        i for i, cell in enumerate(cells)
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")
+    )  # fmt: skip
+
+
+def git(where: Path, *argv: str) -> str:
+    identity = ("-c", "user.name=Instructor", "-c", "user.email=instructor@example.edu")
+    done = subprocess.run(["git", *identity, *argv], cwd=where, capture_output=True, text=True)
+    assert done.returncode == 0, f"git {' '.join(argv)}: {done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def panel(tab: Any) -> Any:
+    """The document in JupyterLab's current main-area tab (a restored layout keeps other
+    notebooks open behind it, whose cells a plain selector would find first)."""
+    current = tab.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")
+    current.wait_for(timeout=180_000)
+    return tab.locator(f"[id='{current.get_attribute('data-id')}']")
+
+
+def launch(page: Any, book: str, text: str, name: str) -> Any:
+    """On the built book's ``book`` page, open the launch menu and click the ``text`` button,
+    as a student does; the tab it opens (the link has target=_blank), once JupyterLab shows the
+    file ``name`` in its current tab."""
+    page.goto(book)
+    page.click(".dropdown-launch-buttons button")
+    with page.expect_popup() as opened:
+        page.locator(".dropdown-launch-buttons a", has_text=text).click()
+    tab = opened.value
+    try:
+        tab.wait_for_url("**/lab/tree/**", timeout=180_000)  # after nbgitpuller's sync page
+        current = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current"
+        tab.locator(current, has_text=name).wait_for(timeout=180_000)
+        panel(tab).locator(".jp-Cell").first.wait_for(timeout=180_000)
+    except Exception as error:
+        tab.screenshot(path=str(Path(tempfile.gettempdir()) / "llmmath-launch-failed.png"))
+        shown = tab.locator("body").inner_text()[-3000:]
+        raise AssertionError(f"{text}: the tab is at {tab.url}, showing:\n{shown}") from error
+    return tab
+
+
+@pytest.mark.browser
+def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
+    class_hub: tuple[Hub, Api], tmp_path: Path
+) -> None:
+    """#35: the book built with the class hub's and the course repository's addresses; on the
+    batching page a student clicks JupyterHub: nbgitpuller clones the course into their home
+    and JupyterLab opens the lesson as a notebook, its MyST rendered. On the exercise page the
+    button opens their own copy, ~/llmmath/my-work/batching/, made on the first click; they
+    type into it and save, and edit the lesson too; the instructor pushes a new file; both
+    buttons again: the new file is pulled and both edits are kept."""
+    from lesson_support import lesson
+    from site_support import chromium
+    from test_launch import build_launch_pages, launch_links
+
+    hub, _ = class_hub
+    student = hub.students[1]
+    site = Path(tempfile.mkdtemp(prefix="llmmath-launch-"))
+    site.chmod(0o755)
+    try:
+        repository = course_repository(site)
+        with git_server(site) as base, chromium() as browser:
+            html = build_launch_pages(site / "build", hub.url, f"{base}/{repository}")
+            pages = f"{base}/{html.relative_to(site).as_posix()}"
+            lesson_link = launch_links(html / "lessons" / "batching.html")["JupyterHub"]
+            print(f"\nthe batching page's button: {lesson_link}")
+            assert lesson_link.startswith(f"{hub.url}/hub/user-redirect/git-pull?"), lesson_link
+            page = login(browser, hub, student)
+            lab = launch(page, f"{pages}/lessons/batching.html", "JupyterHub", "batching.md")
+            assert lab.url.endswith("/lab/tree/llmmath/lessons/batching.md"), lab.url
+            clone = hub.home(student) / "llmmath"
+            assert clone.stat().st_uid == pwd.getpwnam(student).pw_uid, "cloned as the student"
+            heading = panel(lab).locator(".jp-MarkdownCell .myst h1")
+            heading.filter(has_text="Batching: the cost hyperbola").wait_for(timeout=120_000)
+            prose = panel(lab).locator(".jp-MarkdownCell .myst")
+            text = " ".join(prose.all_inner_texts())
+            raw = [s for s in (":::{", "```{", "{ref}`", "(batching)=") if s in text]
+            assert not raw, f"the lesson's MyST shows as text: {raw}"
+            lab.screenshot(path=str(tmp_path / "launch-lesson.png"))
+            # It runs on the hub (llmmath from the hub's config/python) and shows the book's
+            # numbers: "{eval}`one_ms` ms in all", as the lesson computes it.
+            lab.click(".lm-MenuBar-itemLabel:text-is('Run')")
+            lab.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+            in_all = f"{lesson('batching.md').one_ms} ms in all"
+            prose.filter(has_text=in_all).wait_for(timeout=300_000)
+            stderr = panel(lab).locator("[data-mime-type='application/vnd.jupyter.stderr']")
+            failed = [s for s in stderr.all_inner_texts() if "Error" in s or "Traceback" in s]
+            assert not failed, f"the lesson failed on the hub: {failed}"
+            panel(lab).locator(".jp-MarkdownCell", has_text=in_all).scroll_into_view_if_needed()
+            lab.screenshot(path=str(tmp_path / "launch-lesson-ran.png"))
+            # The student writes a note into the lesson (a file of the course's repository).
+            note = "My batching notes: kept across pulls."
+            first = panel(lab).locator(".jp-MarkdownCell").first
+            first.dblclick()  # a rendered cell opens its editor on a double click
+            first.locator(".cm-content").click()
+            lab.keyboard.press("Control+End")
+            lab.keyboard.insert_text(f"\n\n{note}")
+            lab.keyboard.press("Shift+Enter")  # rendered again
+            lab.screenshot(path=str(tmp_path / "launch-lesson-note.png"))
+            save(lab, "batching.md")
+            lab.close()
+            assert note in (clone / "lessons" / "batching.md").read_text(), "the note was not saved"
+
+            typed = "# my own note, kept across pulls"
+            mine = launch(
+                page, f"{pages}/exercises/batching/batching.html", "your copy", "batching.ipynb"
+            )
+            copy = "llmmath/my-work/batching/batching.ipynb"
+            assert mine.url.endswith(f"/lab/tree/{copy}"), mine.url
+            cells = panel(mine).locator(".jp-Notebook .jp-Cell")
+            answer = cells.nth(
+                first_solution_cell(ROOT / "exercises" / "batching" / "batching.ipynb")
+            )
+            answer.scroll_into_view_if_needed()
+            answer.locator(".cm-content").click()
+            mine.keyboard.press("Control+Home")
+            mine.keyboard.insert_text(typed + "\n")
+            save(mine, "batching.ipynb")
+            mine.close()
+            assert typed in (hub.home(student) / copy).read_text(), "the edit was not saved"
+            # The instructor adds a file to the course.
+            (site / "work" / "NEWS.md").write_text("A new section is out.\n")
+            git(site / "work", "add", "NEWS.md")
+            git(site / "work", "commit", "-q", "-m", "news")
+            git(site / "work", "push", "-q", str(site / "course" / "llmmath"), "main")
+
+            again = launch(
+                page, f"{pages}/exercises/batching/batching.html", "your copy", "batching.ipynb"
+            )
+            kept = panel(again).locator(".jp-CodeCell", has_text=typed)
+            kept.scroll_into_view_if_needed(timeout=60_000)
+            again.screenshot(path=str(tmp_path / "launch-exercise-kept.png"))
+            again.close()
+            lab = launch(page, f"{pages}/lessons/batching.html", "JupyterHub", "batching.md")
+            prose = panel(lab).locator(".jp-MarkdownCell .myst")
+            prose.filter(has_text=note).wait_for(timeout=120_000)
+            lab.screenshot(path=str(tmp_path / "launch-lesson-again.png"))
+            lab.close()
+            page.close()
+        assert (clone / "NEWS.md").exists(), "the second click did not pull the new file"
+        assert note in (clone / "lessons" / "batching.md").read_text(), "the note was lost"
+        assert typed in (hub.home(student) / copy).read_text(), "the my-work copy was replaced"
+        print(f"screenshots: {sorted(str(p) for p in tmp_path.glob('launch-*.png'))}")
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
 
 
 def test_the_instructors_terminal_runs_the_guides_commands(class_hub: tuple[Hub, Api]) -> None:
