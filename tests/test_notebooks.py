@@ -30,12 +30,8 @@ def test_lessons_have_execution_front_matter() -> None:
 def test_pages_are_in_the_layout_jupyterlab_saves() -> None:
     """JupyterLab autosaves an opened lesson through jupytext: if the file is already in
     jupytext's layout, a learner who only reads and runs it leaves the checkout clean."""
-    import importlib.util
+    from llmmath_course import page_layout as normalize
 
-    spec = importlib.util.spec_from_file_location("normalize", ROOT / "scripts/normalize_pages.py")
-    assert spec and spec.loader
-    normalize = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(normalize)
     pages = normalize.notebook_pages()
     assert {p.name for p in LESSONS} <= {p.name for p in pages}
     differ = [p.name for p in pages if normalize.as_jupytext_saves(p.read_text()) != p.read_text()]

@@ -1,7 +1,9 @@
-"""The course tooling: grading with nbgrader (``instructor``) and simulated classes (``simulate``).
+"""The course tooling: grading with nbgrader (``instructor``), simulated classes for the grading
+tests and benchmark (``simulate``), and the lessons' saved layout (``page_layout``).
 
 Standard library and the course's pinned Jupyter stack only: nothing here imports ``llmmath``,
 so the hub copies this package beside ``scripts/instructor.py`` into an instructor's course root
-and runs it with an environment that does not install the course's model package.
-``python scripts/instructor.py ...`` is a one-line wrapper around ``instructor.cli.main``.
+and runs it with an environment that does not install the course's model package. The scripts
+(``python scripts/instructor.py ...``, ``python scripts/normalize_pages.py``) are one-line
+wrappers around a ``main`` here.
 """
