@@ -73,8 +73,8 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy --strict on the files pyproject.toml names: the model package (src/llmmath) and the
-# course tooling (src/llmmath_course: grading, scripts/instructor.py's code).
+# mypy --strict on the files pyproject.toml names: the model package (src/llmmath), the course
+# tooling (src/llmmath_course: grading, simulated classes) and the scripts that run it.
 types: setup
 	$(BIN)/mypy
 

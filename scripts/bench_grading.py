@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             folder = scratch / "submitted" / f"s{i:03d}" / spec.assignment
             folder.mkdir(parents=True)
             path = folder / f"{spec.notebook_id}.ipynb"
-            path.write_bytes(nb) if isinstance(nb, bytes) else nbformat.write(nb, path)
+            if isinstance(nb, bytes):
+                path.write_bytes(nb)
+            else:
+                nbformat.write(nb, path)  # type: ignore[no-untyped-call]  # untyped
         print(f"{args.submissions} submissions: {kinds}", flush=True)
         if args.breakdown:
             figures = breakdown(scratch, spec.assignment, args.breakdown, args.kernels)

@@ -15,6 +15,7 @@ import asyncio
 import json
 import resource
 import sys
+from typing import Any
 
 IMPORT = (
     "import time as _t; _c = _t.process_time(); import matplotlib.pyplot; "
@@ -43,7 +44,7 @@ async def one_kernel(manager_class: type) -> float:
 _OUT: list[float] = []
 
 
-def _collect(msg: dict) -> None:
+def _collect(msg: dict[str, Any]) -> None:
     if msg["msg_type"] == "stream":
         _OUT.append(float(msg["content"]["text"]))
 

@@ -70,7 +70,7 @@ def errors(cell: Any) -> list[tuple[str, str]]:
 def heading(cell: Any) -> str | None:
     for line in cell.source.splitlines():
         if line.startswith("#"):
-            return line.lstrip("#").strip()
+            return str(line.lstrip("#").strip())
     return None
 
 
@@ -86,7 +86,7 @@ def execute(path: Path, root: Path) -> Any:
     # The kernel's own log (e.g. its warning that loopback TCP is unencrypted) is not the
     # course's to print; errors in the learner's code still reach the report.
     config.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
-    nb = nbformat.read(path, as_version=4)
+    nb = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]  # untyped
     resources: dict[str, Any] = {"metadata": {"path": str(path.parent)}}
     saved = {k: os.environ.get(k) for k in ("NBGRADER_VALIDATING", "NBGRADER_EXECUTION")}
     os.environ.update(NBGRADER_VALIDATING="1", NBGRADER_EXECUTION="validate")
@@ -217,7 +217,7 @@ def parts(nb: Any) -> tuple[list[Part], list[str]]:
 
 def report(path: Path, shown: str, root: Path) -> bool:
     """Print the per-part report for one notebook; True when every autograded part passes."""
-    nb = nbformat.read(path, as_version=4)
+    nb = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]  # untyped
     print(f"Checking {shown} against its visible tests (hidden tests run when it is graded)")
     if any(HIDDEN_MARKER in cell.source for cell in nb.cells):
         print("  note: this notebook holds hidden tests: it is the instructor's source, not a copy")
