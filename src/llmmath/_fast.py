@@ -135,32 +135,39 @@ def wrap(func: Callable[..., Any], spec: Any, inside: Any, not_finite: type[Exce
     if any(p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY) for p in params):
         raise TypeError(f"contract for {spec.name}: declare each parameter by name, no * or /")
     constraints = spec.constraints
-    # (name, quick test or None, default) by position, and by keyword.
-    rules = {p.name: (p.name, _quick(constraints.get(p.name)), _default(p)) for p in params}
+    # (name, quick test or None, default, whether its shape counts) by position and keyword.
+    arrays = set(spec.arrays) if len(spec.arrays) > 1 else set()
+    rules = {
+        p.name: (p.name, _quick(constraints.get(p.name)), _default(p), p.name in arrays)
+        for p in params
+    }
     positional = [rules[p.name] for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
     varkw = spec.varkw
-    extra = quick(constraints[varkw]) if varkw else None
-    index = {name: i for i, (name, _, _) in enumerate(positional)}
-    arrays = [(name, index.get(name, len(params)), rules[name][2]) for name in spec.arrays]
-    shaped = len(arrays) > 1
+    extra = (varkw, quick(constraints[varkw]), _NO_DEFAULT, False) if varkw else None
+    index = {rule[0]: i for i, rule in enumerate(positional)}
+    shapes = [(n, index.get(n, len(params)), rules[n][2]) for n in spec.arrays if n in arrays]
+    # An array default (a curve's grid) counts as one shaped argument when it is not passed.
+    shaped_defaults = sum(type(d) not in PLAIN for _, _, d in shapes if d is not _NO_DEFAULT)
     where, infinite_ok = spec.where, spec.infinite_ok
     entered, enter, leave = inside.get, inside.set, inside.reset
-    plain, is_finite, no_default = PLAIN, finite, _NO_DEFAULT
+    plain, is_finite = PLAIN, finite
 
     def checked(*args: Any, **kwargs: Any) -> Any:
         if entered():
             return func(*args, **kwargs)
-        for (name, ok, default), value in zip(positional, args, strict=False):
+        shaped = 0
+        for (name, ok, default, array), value in zip(positional, args, strict=False):
             if ok is not None and value is not default and not ok(value):
                 spec.fail(name, value)
+            shaped += array and type(value) not in plain
         for key, value in kwargs.items():
-            name, ok, default = rules.get(key) or (varkw, extra, no_default)
+            name, ok, default, array = rules.get(key) or extra or (key, None, None, False)
             if ok is not None and value is not default and not ok(value):
                 spec.fail(name, value, key if name == varkw else None)
-        if shaped:  # compared only when two of them are not plain numbers
-            named = [(n, args[i] if i < len(args) else kwargs.get(n, d)) for n, i, d in arrays]
-            if sum(type(v) not in plain for _, v in named) > 1:
-                spec.shapes(tuple(named))
+            shaped += array and type(value) not in plain
+        if shaped + shaped_defaults > 1:  # compared only when two are not plain numbers
+            named = [(n, args[i] if i < len(args) else kwargs.get(n, d)) for n, i, d in shapes]
+            spec.shapes(tuple(named))
         if where is not None:
             spec.check_where(args, kwargs)
         token = enter(True)
