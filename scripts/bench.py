@@ -200,8 +200,7 @@ def bench_pages(html: Path, loads: int = 3) -> list[dict[str, object]]:
     """Each lesson page of a built book: its HTML weight, the frames it references, and the
     time to first contentful paint and to the first explorer figure in headless Chromium
     (median of ``loads`` fresh loads, served on loopback)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from site_support import chromium, serve
+    from llmmath_course.browser import chromium, serve
 
     found = []
     with serve(html) as base, chromium() as browser:

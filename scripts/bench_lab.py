@@ -52,9 +52,9 @@ import psutil
 from playwright.sync_api import Page, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from llmmath_course.browser import CHROMIUM, CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from site_support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 # Records, in the page, when a key goes down and when the figure next finishes loading.
 PROBE = """(img) => {

@@ -1,5 +1,6 @@
 """The course tooling: grading with nbgrader (``instructor``), simulated classes for the grading
-tests and benchmark (``simulate``), and the lessons' saved layout (``page_layout``).
+tests and benchmark (``simulate``), the lessons' saved layout (``page_layout``), and Debian's
+chromium on a loopback server for the browser tests and benchmarks (``browser``).
 
 Standard library and the course's pinned Jupyter stack only: nothing here imports ``llmmath``,
 so the hub copies this package beside ``scripts/instructor.py`` into an instructor's course root

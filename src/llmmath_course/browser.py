@@ -1,0 +1,74 @@
+"""Serve a folder on loopback and drive it with Debian's chromium (no download): the book's
+browser tests (tests/site_support.py) and benchmarks (scripts/bench.py, scripts/bench_lab.py)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+MISSING = "Debian's chromium is missing: apt-get install chromium"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` on a free loopback port; yields the base URL, always shuts down."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+_running: list[Browser] = []  # the browser this process has open, if any
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Debian's chromium driven by Playwright (never a downloaded browser); always closed.
+
+    One per process: Playwright's sync API cannot run twice at once in a thread, so a caller
+    inside another's ``with`` (a test using the session's browser) shares the open one."""
+    from playwright.sync_api import sync_playwright
+
+    if _running and _running[-1].is_connected():
+        yield _running[-1]
+        return
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(MISSING)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        _running.append(browser)
+        try:
+            yield browser
+        finally:
+            _running.remove(browser)
+            browser.close()
