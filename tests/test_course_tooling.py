@@ -118,3 +118,33 @@ def test_plain_nbgrader_is_untouched_by_grading() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["True", "True"], out.stdout + out.stderr
+
+
+def test_nbgrader_still_has_what_the_course_plugins_override() -> None:
+    """grading/llmmath_nbgrader.py's collect (refusing a submission not owned by its student)
+    overrides ``ExchangeCollect.init_src`` and calls its private ``_path_to_record`` and
+    ``_sort_by_timestamp``, and sets ``src_records``, which ``copy_files`` reads; its release
+    overrides ``ExchangeReleaseAssignment.ensure_root``. Each must still be there, and mean the
+    same: a record names its file, its student and its time."""
+    from nbgrader.exchange.default.collect import ExchangeCollect
+    from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
+    from nbgrader.utils import check_directory
+
+    for owner, name in [
+        (ExchangeCollect, "init_src"),
+        (ExchangeCollect, "_path_to_record"),
+        (ExchangeCollect, "_sort_by_timestamp"),
+        (ExchangeCollect, "copy_files"),
+        (ExchangeReleaseAssignment, "ensure_root"),
+    ]:
+        assert callable(getattr(owner, name, None)), f"nbgrader's {owner.__name__}.{name} is gone"
+    assert "self.src_records" in inspect.getsource(ExchangeCollect.copy_files)
+    assert callable(check_directory)
+    collect = ExchangeCollect.__new__(ExchangeCollect)  # the two helpers read no settings
+    record = collect._path_to_record("/x/inbound/bob+roofline+2026-12-05 10:00:00.000000 UTC+abc")
+    assert (record["username"], record["filename"]) == (
+        "bob",
+        "bob+roofline+2026-12-05 10:00:00.000000 UTC+abc",
+    ), record
+    later = {**record, "timestamp": record["timestamp"].replace(hour=11)}
+    assert collect._sort_by_timestamp([record, later])[0] is later
