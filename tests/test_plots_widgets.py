@@ -782,3 +782,19 @@ def test_colour_only_lines_are_found() -> None:
     assert len(colour_only_lines(figure)) == 2
     plots.common.mark_curves(lines[1])
     assert not colour_only_lines(figure)
+
+
+@pytest.mark.parametrize("data", [([], []), ([1.0, 2.0], [np.inf, np.nan])], ids=["empty", "inf"])
+def test_a_marked_curve_with_no_finite_point_draws_nothing_and_does_not_fail(
+    data: tuple[list[float], list[float]],
+) -> None:
+    """matplotlib places spaced markers from a line's first finite point, and raised IndexError
+    on a line with none: `make bench` moved an explorer's slider to a setting where one of its
+    marked curves had no point, and the explorer stopped redrawing."""
+    figure = Figure()
+    ax = figure.add_subplot()
+    marked, plain = ax.plot([1, 2], [1, 2]), ax.plot([1, 2], [2, 3])
+    plots.common.mark_curves(marked[0], plain[0])
+    marked[0].set_data(*data)
+    FastCanvas(figure).draw()  # raised IndexError before
+    assert marked[0].get_marker() == "s" and plain[0].get_marker() == "^"

@@ -60,6 +60,17 @@ def plain_axes(ax: Axes) -> None:
 CURVE_MARKERS = ("s", "^", "D", "v", "P", "h", "*")
 
 
+class _SpacedMarkers(Line2D):
+    """A curve whose markers are spaced along it (``markevery`` a float). matplotlib 3.11 places
+    them from the line's first finite point and raises ``IndexError`` on a line that has none:
+    an explorer's curve can be empty, or all infinite, at some setting (``make bench`` moved a
+    slider there). Such a line has nothing to draw, so it draws nothing."""
+
+    def draw(self, renderer: Any) -> None:
+        if np.isfinite(np.asarray(self.get_xydata(), dtype=float)).all(axis=1).any():
+            super().draw(renderer)
+
+
 def mark_curves(*lines: Line2D, every: float | None = 0.1, size: float = 4.0) -> None:
     """Give each of ``lines`` its own marker from :data:`CURVE_MARKERS`: spaced along it
     (``every``: a fraction of the axes' diagonal, in screen distance, so log axes too), or at
@@ -68,6 +79,8 @@ def mark_curves(*lines: Line2D, every: float | None = 0.1, size: float = 4.0) ->
         raise ValueError(f"mark_curves: at most {len(CURVE_MARKERS)} lines; got {len(lines)}")
     for line, marker in zip(lines, CURVE_MARKERS, strict=False):
         line.set(marker=marker, markevery=every, markersize=size)
+        if every is not None and type(line) is Line2D:
+            line.__class__ = _SpacedMarkers  # the same artist, drawn only when it has a point
 
 
 def end_label(ax: Axes, line: Line2D, text: str, **kwargs: Any) -> Annotation:
