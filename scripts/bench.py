@@ -31,9 +31,11 @@ from pathlib import Path
 import ipywidgets as ipw
 import numpy as np
 
-from llmmath import batching, roofline, serving, widgets
-from llmmath.placement import Layout
-from llmmath.widgets.common import Explorer, live_explorer, static_explorer
+from llmmath import batching
+from llmmath.core import roofline, serving
+from llmmath.core.placement import Layout
+from llmmath.display import widgets
+from llmmath.display.widgets.common import Explorer, live_explorer, static_explorer
 
 
 def percentile(values: list[float], q: float) -> float:

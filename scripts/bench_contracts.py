@@ -47,8 +47,9 @@ from typing import Any
 import numpy as np
 
 import llmmath
-from llmmath import batching, contracts, roofline, serving
-from llmmath.placement import Layout
+from llmmath import batching
+from llmmath.core import contracts, roofline, serving
+from llmmath.core.placement import Layout
 
 
 @functools.cache
@@ -158,8 +159,8 @@ def cases() -> dict[str, tuple[Callable[[], object], int]]:
 
 def slider_move() -> Callable[[], object]:
     """The roofline explorer's batch slider moved once: the model call and the redraw."""
-    from llmmath import widgets
-    from llmmath.widgets.common import live_explorer
+    from llmmath.display import widgets
+    from llmmath.display.widgets.common import live_explorer
 
     slider = live_explorer(widgets.roofline.declaration()).controls["batch"]
     values = iter(range(10**9))

@@ -200,8 +200,8 @@ def main_controls() -> dict[str, str]:
     """Each chapter's (``_toc.yml``) main explorer (its first live one on the page) and the
     slider timed on it, by its label: the declaration's ``timed`` control (the slider the
     issue names where it names one), else its first live slider."""
-    from llmmath import widgets
-    from llmmath.chapters import chapters
+    from llmmath.display import widgets
+    from llmmath.display.chapters import chapters
 
     return {c: widgets.main_declaration(c)().timed_control().label for c in chapters()}
 

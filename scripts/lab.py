@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_only:
         return 0
     command = lab_command(root, learner, args.port, args.extra)
-    # Kernels inherit it: a lesson's exercise link opens the learner's copy (llmmath.pages).
+    # Kernels inherit it: a lesson's exercise link opens the learner's copy (llmmath.display.pages).
     os.environ["LLMMATH_LEARNER_DIR"] = learner.relative_to(root).as_posix()
     if args.role == "learner":
         os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(

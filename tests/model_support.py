@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmmath.models import ModelConfig
+from llmmath.core.models import ModelConfig
 
 TOY_SHAPE: dict[str, Any] = {
     "name": "toy",

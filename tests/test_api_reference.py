@@ -15,7 +15,7 @@ import pytest
 from site_support import HTML, ROOT
 
 import llmmath
-from llmmath.contracts import Contract
+from llmmath.core.contracts import Contract
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import llmmath_api  # book/_ext is Sphinx's, not a package
@@ -25,7 +25,8 @@ API = HTML / "book" / "api"
 
 def public_modules() -> list[str]:
     found = [m.name for m in pkgutil.walk_packages(llmmath.__path__, "llmmath.")]
-    return sorted(n.removeprefix("llmmath.") for n in found if "._" not in n)
+    shown = (n.removeprefix("llmmath.") for n in found if "._" not in n)
+    return sorted(n for n in shown if n not in llmmath_api.EXERCISE_ADDRESSES)
 
 
 def test_every_public_module_is_on_exactly_one_page() -> None:
@@ -117,7 +118,7 @@ def test_every_contracted_callable_has_parameters_and_its_constraints() -> None:
 
 
 def test_decode_step_says_units_constraints_returns_and_its_lessons() -> None:
-    text = " ".join(entries()["llmmath.serving.decode_step"].split())
+    text = " ".join(entries()["llmmath.core.serving.decode_step"].split())
     assert (
         "batch – unit: sequences. accepts: a number or an array of numbers, finite and > 0" in text
     )
@@ -125,7 +126,7 @@ def test_decode_step_says_units_constraints_returns_and_its_lessons() -> None:
     assert "overlap – accepts: a string, one of ['none', 'perfect']. Default 'perfect'." in text
     assert "Returns: DecodeStep" in text
     page = (API / "core.html").read_text()
-    entry = page[page.index('id="llmmath.serving.decode_step"') :]
+    entry = page[page.index('id="llmmath.core.serving.decode_step"') :]
     entry = entry[: entry.index('<dt class="sig', 10)]
     assert 'href="../../lessons/batching.html"' in entry, "decode_step does not link its lesson"
 

@@ -10,28 +10,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llmmath import (
-    api_prices,
+from llmmath import api_prices, kv_cache, memory_tiers, moe, parallelism, pricing, scaling
+from llmmath.beyond import serving_modes
+from llmmath.core import (
     deployment,
     dtypes,
     hardware,
-    kv_cache,
     measure,
-    memory_tiers,
     models,
-    moe,
-    parallelism,
     placement,
-    pricing,
-    published,
     roofline,
-    scaling,
     serving,
-    serving_modes,
     training,
     training_memory,
 )
-from llmmath.contracts import INSIDE, MAX_CHIPS, NotFiniteError, Real, contract
+from llmmath.core._checks import NotFiniteError
+from llmmath.core._constraints import Real
+from llmmath.core.contracts import INSIDE, MAX_CHIPS, contract
+from llmmath.validation import published
 
 
 @pytest.fixture(scope="module")

@@ -21,12 +21,15 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 from PIL import Image
 
-from llmmath import batching, plots, serving_modes, widgets
-from llmmath.batching import Deployment, DoesNotFitError
-from llmmath.hardware import PRESET_NAMES, get_chip
-from llmmath.models import ModelConfig, get_model
-from llmmath.plots import batching as batching_plots
-from llmmath.widgets import batching as batching_widgets
+from llmmath import batching
+from llmmath.beyond import serving_modes
+from llmmath.core.deployment import Deployment
+from llmmath.core.hardware import PRESET_NAMES, get_chip
+from llmmath.core.models import ModelConfig, get_model
+from llmmath.core.placement import DoesNotFitError
+from llmmath.display import plots, widgets
+from llmmath.display.plots import batching as batching_plots
+from llmmath.display.widgets import batching as batching_widgets
 
 C_H100, W_H100, HBM_H100 = 9.89e14, 3.35e12, 80e9
 LLAMA70_PARAMS = 70_553_706_496

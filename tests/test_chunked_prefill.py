@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath import data
-from llmmath.deployment import Deployment
-from llmmath.layout_search import workload
-from llmmath.serving_systems import ChunkedPrefill, chunked_prefill, default_prefill_chunk
+from llmmath.beyond.layout_search import workload
+from llmmath.beyond.serving_systems import ChunkedPrefill, chunked_prefill, default_prefill_chunk
+from llmmath.core import data
+from llmmath.core.deployment import Deployment
 
 #: Llama-3-8B on one H100: 8 sequences decoding, 7,000-token prompts, 500-token outputs.
 VIEW = workload(Deployment("Llama-3-8B", "H100"), 7000, 500, 8)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from lesson_support import lesson
 
-from llmmath import batching, get_chip, kv_cache, pricing, serving_modes
+from llmmath import batching, get_chip, kv_cache, pricing
+from llmmath.beyond import serving_modes
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 

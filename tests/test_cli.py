@@ -16,11 +16,13 @@ import pytest
 from lesson_support import lesson
 
 import llmmath
-from llmmath import batching, cli, hardware, serving
-from llmmath.deployment import Deployment
-from llmmath.models import get_model, load_models
-from llmmath.placement import Layout
-from llmmath.training import training_step
+from llmmath import batching
+from llmmath.cli import command as cli
+from llmmath.core import hardware, serving
+from llmmath.core.deployment import Deployment
+from llmmath.core.models import get_model, load_models
+from llmmath.core.placement import Layout
+from llmmath.core.training import training_step
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -152,7 +154,7 @@ def test_fit_heading_says_the_exact_kv_at_the_context(capsys: pytest.CaptureFixt
     assert "a cached token holds 258 kB at 8,192 tokens" in heading
     _, out, _ = run(capsys, "fit", str(CONFIGS / "gemma-2-9b"), "H100", "--context", "2k,8k")
     assert "344 kB per token at full attention" in out and "KV/token" in out
-    from llmmath.cli_format import si
+    from llmmath.cli.formatting import si
 
     at_8k = full * (21 + 21 * 4096 / 8000) / 42  # "8k" is 8,000 tokens
     rows = [line for line in out.splitlines() if line.startswith(("  2,000", "  8,000"))]
@@ -613,7 +615,7 @@ def test_memory_utilization_and_reserve_shrink_the_room(capsys: pytest.CaptureFi
 
 # ---- the workload view (#34 section 3) ---------------------------------------------------------
 def test_workload_json_is_the_package_s_workload(capsys: pytest.CaptureFixture[str]) -> None:
-    from llmmath.layout_search import workload
+    from llmmath.beyond.layout_search import workload
 
     argv = ["workload", "Llama-3-70B", "H100x8", "--layout", "tp8", "--input", "2k",
             "--output", "500", "--concurrency", "64", "--cache-hit", "0.25"]  # fmt: skip
@@ -651,8 +653,8 @@ def test_workload_chunked_prefill_is_the_package_s(capsys: pytest.CaptureFixture
     """The TTFT and longest step under a token budget a step are
     ``serving_systems.chunked_prefill``'s; the default budget is the engines'; a budget too
     small for the decodes, or given with --disaggregate, is refused naming the flag."""
-    from llmmath.layout_search import workload
-    from llmmath.serving_systems import chunked_prefill
+    from llmmath.beyond.layout_search import workload
+    from llmmath.beyond.serving_systems import chunked_prefill
 
     argv = ["workload", "Llama-3-8B", "H100", "--input", "7000", "--output", "500",
             "--concurrency", "8"]  # fmt: skip
@@ -689,7 +691,7 @@ def test_the_published_measurements_the_book_reproduces(
 ) -> None:
     """Each measurement lies below the floor of its setting (measured/floor in (0, 1]) and
     the calibrated workload meets it; the numbers are the data file's, with their source."""
-    from llmmath import data as tables
+    from llmmath.core import data as tables
 
     spec = tables.table("systems")["reproduced"][key]
     assert spec["source"] and spec["source_date"] and spec["assumes"]

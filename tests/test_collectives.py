@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llmmath import collectives, get_chip
+from llmmath import get_chip
+from llmmath.core import collectives
 
 # Latencies of the H100 preset: NCCL 2.20.3's ring/LL cost model (src/graph/tuning.cc, read at
 # commit b6475625; data/hardware.toml): hwLat per step, baseLat once per ring collective.
@@ -211,7 +212,7 @@ def test_all_reduce_cost_curve_splits_latency_from_bytes() -> None:
 
 
 def test_ring_figure_draws_the_schedule() -> None:
-    from llmmath import plots
+    from llmmath.display import plots
 
     figure = plots.collectives.ring_all_reduce_figure("H100", 4, 64e6)
     ring_ax, cost_ax = figure.axes

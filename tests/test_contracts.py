@@ -24,43 +24,44 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llmmath
-from llmmath import (
-    api_prices,
+from llmmath import api_prices, pricing
+from llmmath.core import (
     data,
     deployment,
     hardware,
     measure,
     models,
     placement,
-    pricing,
-    published,
     racks,
     serving,
     training_memory,
 )
-from llmmath._fast import finite, quick
-from llmmath.contracts import (
-    RESULT,
-    AnyOf,
-    Constraint,
-    Count,
-    Instance,
-    NotFiniteError,
-    Real,
-    checked,
-    contract,
-)
-from llmmath.placement import DoesNotFitError
+from llmmath.core._checks import NotFiniteError
+from llmmath.core._constraints import AnyOf, Constraint, Count, Instance, Real
+from llmmath.core._fast import finite, quick
+from llmmath.core.contracts import RESULT, checked, contract, short_module
+from llmmath.core.placement import DoesNotFitError
+from llmmath.validation import published
 
-#: Everything but the drawing layers, the command line (``cli*``, ``hf_config``), the lesson
-#: display helpers (``pages``: links and source listings for the book, no model arithmetic) and
-#: the contract machinery itself is core: a module added to the package tomorrow is walked too.
-NOT_CORE = {"plots", "widgets", "cli", "hf_config", "pages", "contracts"}
+#: The addresses released exercises import (one-line re-exports of the core's modules).
+SHIMS = {"serving", "deployment"}
+#: The model is every module but the display layer (figures, explorers, page helpers), the
+#: command line, the reader of ``config.json`` files and the contract machinery itself: a module
+#: added to the package tomorrow is walked too. Named as messages name them (``serving``).
+NOT_MODEL = ("llmmath.display", "llmmath.cli", "llmmath.core.hf_config", "llmmath.core.contracts")
 CORE = sorted(
-    m.name
-    for m in pkgutil.iter_modules(llmmath.__path__)
-    if m.name[0] != "_" and m.name not in NOT_CORE and not m.name.startswith("cli_")
+    short_module(m.name)
+    for m in pkgutil.walk_packages(llmmath.__path__, "llmmath.")
+    if not m.ispkg
+    and "._" not in m.name
+    and not m.name.startswith(NOT_MODEL)
+    and m.name.removeprefix("llmmath.") not in SHIMS
 )
+MODULES = {  # short name -> where it is defined
+    short_module(m.name): m.name
+    for m in pkgutil.walk_packages(llmmath.__path__, "llmmath.")
+    if m.name.removeprefix("llmmath.") not in SHIMS
+}
 #: These time the machine itself: their valid extremes (a 16k matmul, 1000 repeats) take
 #: minutes by design, so only their bad inputs are tried.
 TIMED = {"measure"}
@@ -70,7 +71,7 @@ def public_callables() -> Iterator[tuple[str, Callable[..., Any]]]:
     """Every function and class a core module defines and makes public (``__all__`` where it
     has one, else every name without a leading underscore)."""
     for short in CORE:
-        module = importlib.import_module(f"llmmath.{short}")
+        module = importlib.import_module(MODULES[short])
         names = getattr(module, "__all__", None) or [n for n in vars(module) if n[0] != "_"]
         for name in names:
             obj = getattr(module, name)
@@ -182,8 +183,8 @@ def parameters(obj: Callable[..., Any]) -> dict[str, tuple[Constraint, inspect.P
 EXAMPLES: dict[object, Callable[[], object]] = {
     "chip_from_dict.spec": lambda: dict(data.table("hardware")["H100"]),
     "model_from_dict.spec": lambda: dict(data.table("models")["Llama-3-8B"]),
-    "load_chips.path": lambda: str(Path(hardware.__file__).parent / "data" / "hardware.toml"),
-    "load_models.path": lambda: str(Path(models.__file__).parent / "data" / "models.toml"),
+    "load_chips.path": lambda: str(Path(llmmath.__file__).parent / "data" / "hardware.toml"),
+    "load_models.path": lambda: str(Path(llmmath.__file__).parent / "data" / "models.toml"),
     "TrainingStep.communication": dict,
     hardware.Chip: lambda: hardware.get_chip("H100"),
     models.ModelConfig: lambda: models.get_model("Llama-3-8B"),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llmmath import api_prices, batching, rack_physics
-from llmmath.batching import Deployment
+from llmmath import api_prices, batching
+from llmmath.beyond import rack_physics
+from llmmath.core.deployment import Deployment
 
 DGX = "DGX H100 node (air)"
 

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from lesson_support import lesson
 
-from llmmath import api_prices, batching, get_chip, get_model, hardware, kv_cache, moe, training
-from llmmath.batching import Deployment
+from llmmath import api_prices, batching, get_chip, get_model, kv_cache, moe
+from llmmath.core import hardware, training
+from llmmath.core.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -274,7 +275,7 @@ def test_data_parallel_batch_in_a_rack_against_a_node() -> None:
 
 # ---- errata 14: the page says which vendor prices were re-read, as the data file records -------
 def test_fast_mode_text_says_which_prices_were_re_checked() -> None:
-    from llmmath import serving_modes
+    from llmmath.beyond import serving_modes
 
     vendors = {v.label: v for v in serving_modes.fast_mode_prices()}
     assert vendors["Claude Opus 4.6 fast mode"].checked

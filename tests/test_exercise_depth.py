@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from grading_support import AssignmentSpec, load_specs
 
-from llmmath import focus, number_formats, speculative
-from llmmath.deployment import Deployment
+from llmmath.beyond import focus, number_formats, speculative
+from llmmath.core.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSWERS = {spec.assignment: spec.answers for spec in load_specs()}

@@ -18,8 +18,10 @@ from collections.abc import Callable
 import pytest
 from grading_support import cell_by_id, load_specs, read, region
 
-from llmmath import batching, kv_cache, number_formats, serving, speculative
-from llmmath.deployment import Deployment
+from llmmath import batching, kv_cache
+from llmmath.beyond import number_formats, speculative
+from llmmath.core import serving
+from llmmath.core.deployment import Deployment
 
 SPECS = {spec.assignment: spec for spec in load_specs()}
 

@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.ft2font import FT2Font
 
-from llmmath.plots import fast_text
+from llmmath.display.plots import fast_text
 
 #: What fast_text calls or overrides that matplotlib does not document, by owner.
 HOOKS = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmmath import focus
+from llmmath.beyond import focus
 
 D, V = 2816, 262_144
 ATTENTION = 25 * (2 * D * 16 * 256 + 2 * D * 8 * 256) + 5 * (2 * D * 16 * 512 + D * 2 * 512)

@@ -1,4 +1,4 @@
-"""llmmath.hardware: presets, lookups, custom chips, and errors that say what was wrong."""
+"""llmmath.core.hardware: presets, lookups, custom chips, and errors that say what was wrong."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from llmmath import hardware
-from llmmath.hardware import Chip, add_chip, get_chip, list_chips, load_chips
+from llmmath.core import hardware
+from llmmath.core.hardware import Chip, add_chip, get_chip, list_chips, load_chips
 
 EXPECTED_PRESETS = ["A100", "H100", "H200", "B200", "GB200-NVL72", "TPU-v5e", "TPU-v5p", "TPU-v6e"]
 
@@ -244,7 +244,7 @@ def test_add_chip_makes_it_available_by_name(private_registry: dict[str, Chip]) 
     assert list_chips()[-1] == "Toy-1"
     assert "Toy-1" not in hardware.PRESET_NAMES
     # Functions that take a chip name see it too.
-    from llmmath import roofline
+    from llmmath.core import roofline
 
     assert roofline.critical_batch("Toy-1") == pytest.approx(250.0, rel=1e-12)
 
@@ -258,7 +258,7 @@ def test_hardware_file_environment_variable_adds_chips(tmp_path: Path) -> None:
     path = tmp_path / "extra.toml"
     path.write_text(CUSTOM_TOML)
     script = (
-        "import json, llmmath; from llmmath import hardware, roofline;"
+        "import json, llmmath; from llmmath.core import hardware, roofline;"
         "print(json.dumps({'chips': llmmath.list_chips(),"
         " 'presets': list(hardware.PRESET_NAMES),"
         " 'critical': roofline.critical_batch('Toy-1')}))"

@@ -1,4 +1,4 @@
-"""llmmath.hf_config: Hugging Face config.json files of several families, offline.
+"""llmmath.core.hf_config: Hugging Face config.json files of several families, offline.
 
 Each saved config (tests/data/hf_configs/, sources in its README) must give the parameter
 count its publisher states, within 1%.
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from llmmath import models
-from llmmath.hf_config import model_from_hf_config, read_hf_config
+from llmmath.core import models
+from llmmath.core.hf_config import model_from_hf_config, read_hf_config
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 
@@ -147,7 +147,7 @@ def test_gemma_4_reads_its_global_layers() -> None:
 
 
 def test_quantization_config_says_which_format_holds_each_part() -> None:
-    from llmmath.hf_config import weight_format
+    from llmmath.core.hf_config import weight_format
 
     gpt, _ = read_hf_config(CONFIGS / "gpt-oss-120b" / "config.json")
     fmt = weight_format(_config("gpt-oss-120b"), gpt)

@@ -19,9 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath import batching, focus, kv_cache, plots, widgets
-from llmmath.batching import Deployment, DoesNotFitError
-from llmmath.models import get_model, list_models
+from llmmath import batching, kv_cache
+from llmmath.beyond import focus
+from llmmath.core.deployment import Deployment
+from llmmath.core.models import get_model, list_models
+from llmmath.core.placement import DoesNotFitError
+from llmmath.display import plots, widgets
 
 LLAMA = Deployment("Llama-3-70B", "H100", 8)
 
@@ -361,7 +364,7 @@ def test_weights_that_do_not_fit_say_so() -> None:
 
 # ---- figures and explorers ------------------------------------------------------------------
 def test_figures_draw_the_model_s_numbers() -> None:
-    from llmmath.plots import kv_cache as kv_plots
+    from llmmath.display.plots import kv_cache as kv_plots
 
     names = ["Llama-3-70B", "DeepSeek-V3"]
     bars = kv_plots.kv_per_token_figure(names).axes[0].patches
@@ -382,7 +385,7 @@ def test_figures_draw_the_model_s_numbers() -> None:
 
 
 def test_explorer_redraws_and_reports() -> None:
-    from llmmath.plots.kv_cache import KVCacheExplorer, TierExplorer
+    from llmmath.display.plots.kv_cache import KVCacheExplorer, TierExplorer
 
     explorer = KVCacheExplorer()
     explorer.update("Llama-3-70B", 8, "bf16", batch=16, context=4096)
@@ -400,7 +403,7 @@ def test_explorer_redraws_and_reports() -> None:
 
 
 def test_static_explorers_stay_small(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llmmath.widgets import kv_cache as kv_widgets
+    from llmmath.display.widgets import kv_cache as kv_widgets
 
     assert kv_widgets.declaration().frame_count() == 3 * 2 * 4 * 5 <= 150
     assert kv_widgets.tier_declaration().frame_count() == 3 * 3 * 3 * 5 <= 150
@@ -431,7 +434,7 @@ def test_break_even_hold_moves_with_the_prefills_mfu() -> None:
 def test_static_busy_share_is_for_a_stated_batch() -> None:
     # Without continuous batching a batch waits for its longest answer: for n exponential
     # answers (uncapped) the longest is the mean times H_n, so the busy share is 1 / H_n.
-    from llmmath import serving_modes
+    from llmmath.beyond import serving_modes
 
     llama = Deployment("Llama-3-70B", "H100", 8)
     default = serving_modes.kv_packing(llama, 161, 338.0, 8192)

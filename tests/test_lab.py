@@ -481,7 +481,7 @@ PROSE_JS = """cells => cells.map(cell => {
 
 def _stopped_slider_labels() -> str:
     """The labels of every explorer's live sliders over set stops (``Options``), as a regex."""
-    from llmmath import widgets
+    from llmmath.display import widgets
 
     labels = {
         control.label
@@ -755,7 +755,7 @@ def test_roofline_batch_slider_is_dragged_to_the_critical_batch(lab: Lab, browse
     """ "Raise the batch until the step turns compute-bound" is answered by dragging: the
     batch slider is on a log scale (its middle is 2^6, not 2,048), and a drag to where the
     critical batch sits lands within a few percent of it and redraws the figure."""
-    from llmmath import roofline
+    from llmmath.core import roofline
 
     critical = float(roofline.critical_batch("H100", "bf16", "bf16"))
     learner = Learner(browser, lab, "lesson-roofline-log-slider")

@@ -1,4 +1,4 @@
-"""llmmath.layout_search: the cheapest layout and batch that meet a time-per-token target."""
+"""llmmath.beyond.layout_search: the cheapest layout and batch that meet a time-per-token target."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from llmmath import batching, kv_cache, serving
-from llmmath.deployment import Deployment
-from llmmath.layout_search import (
+from llmmath import batching, kv_cache
+from llmmath.beyond.layout_search import (
     best_layouts,
     calibrate,
     concurrency_for_rate,
@@ -18,7 +17,9 @@ from llmmath.layout_search import (
     serving_layouts,
     workload,
 )
-from llmmath.placement import DoesNotFitError, Layout
+from llmmath.core import serving
+from llmmath.core.deployment import Deployment
+from llmmath.core.placement import DoesNotFitError, Layout
 
 
 def test_divisors() -> None:

@@ -19,22 +19,13 @@ import numpy as np
 import pytest
 from lesson_support import ROOT, lesson
 
-from llmmath import (
-    batching,
-    collectives,
-    models,
-    moe,
-    moe_dispatch,
-    parallelism,
-    serving,
-    serving_modes,
-    serving_systems,
-    speculative,
-)
-from llmmath.batching import Deployment
-from llmmath.hardware import get_chip
-from llmmath.layout_search import workload
-from llmmath.placement import Layout
+from llmmath import batching, moe, parallelism
+from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
+from llmmath.beyond.layout_search import workload
+from llmmath.core import collectives, models, serving
+from llmmath.core.deployment import Deployment
+from llmmath.core.hardware import get_chip
+from llmmath.core.placement import Layout
 
 
 @dataclass(frozen=True)
@@ -1011,7 +1002,8 @@ def _reproduced(key: str) -> dict[str, Any]:
     import io
     import json
 
-    from llmmath import cli, data
+    from llmmath.cli import command as cli
+    from llmmath.core import data
 
     spec = data.table("systems")["reproduced"][key]
     out = io.StringIO()
@@ -1029,7 +1021,7 @@ def _long_prompts(budget: str | None = None) -> dict[str, Any]:
     import io
     import json
 
-    from llmmath import cli
+    from llmmath.cli import command as cli
 
     argv = ["workload", "Llama-3-70B", "H100x8", "--layout", "tp8", "--dtype", "fp8",
             "--input", "6000", "--output", "500", "--concurrency", "64", "--json"]  # fmt: skip

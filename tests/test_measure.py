@@ -1,4 +1,4 @@
-"""llmmath.measure: timing, achieved FLOP/s and bandwidth, the measured roofline.
+"""llmmath.core.measure: timing, achieved FLOP/s and bandwidth, the measured roofline.
 
 Real timings vary from run to run, so the real measurements are only checked for sanity
 (finite, positive, consistent); the arithmetic that turns times into rates is checked with
@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from llmmath import measure, roofline
-from llmmath.measure import MachineRoofline
+from llmmath.core import measure, roofline
+from llmmath.core.measure import MachineRoofline
 
 
 def fixed_best_time(seconds: float) -> Callable[..., float]:

@@ -1,4 +1,4 @@
-"""llmmath.models: shapes, parameter counts, FLOPs and KV bytes per token, and bad shapes.
+"""llmmath.core.models: shapes, parameter counts, FLOPs and KV bytes per token, and bad shapes.
 
 Expected values are derived here from the formulas in reference.md (written out in the
 tests, not read back from the package), on small made-up shapes.
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from model_support import toy
 
-from llmmath.models import get_model, list_models, model_from_dict
+from llmmath.core.models import get_model, list_models, model_from_dict
 
 PRESETS = ["Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B", "Llama-2-13B", "Mixtral-8x7B"]
 

@@ -20,12 +20,13 @@ from matplotlib.figure import Figure
 from model_support import toy_moe
 from PIL import Image
 
-from llmmath import moe, roofline
-from llmmath.hardware import get_chip
-from llmmath.models import ModelConfig, get_model
-from llmmath.plots import moe as moe_plots
-from llmmath.widgets import common as widget_common
-from llmmath.widgets import moe as moe_widgets
+from llmmath import moe
+from llmmath.core import roofline
+from llmmath.core.hardware import get_chip
+from llmmath.core.models import ModelConfig, get_model
+from llmmath.display.plots import moe as moe_plots
+from llmmath.display.widgets import common as widget_common
+from llmmath.display.widgets import moe as moe_widgets
 
 SETTINGS = settings(max_examples=60, deadline=None)
 H100_BF16, H100_BW = 9.89e14, 3.35e12

@@ -1,4 +1,4 @@
-"""llmmath.moe_dispatch: node-limited, one-copy-per-node dispatch (DeepSeek-V3's all-to-all)
+"""llmmath.beyond.moe_dispatch: node-limited, one-copy-per-node dispatch (DeepSeek-V3's all-to-all)
 and the all-to-all over compute ratio term by term (issue 32, items 4 and 6).
 
 Expected values are counted here by enumeration or written out from the formulas: k experts of
@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 from lesson_support import ROOT, lesson
 
-from llmmath import data, moe, moe_dispatch
-from llmmath.hardware import get_chip
+from llmmath import moe
+from llmmath.beyond import moe_dispatch
+from llmmath.core import data
+from llmmath.core.hardware import get_chip
 
 HGX, NVL72 = "HGX H100 (8 GPUs)", "GB200 NVL72 (72 GPUs)"
 

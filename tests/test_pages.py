@@ -1,4 +1,4 @@
-"""llmmath.pages: the package code a lesson shows, and where its exercise link points."""
+"""llmmath.display.pages: the package code a lesson shows, and where its exercise link points."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import inspect
 
 import pytest
 
-from llmmath import batching, pages, roofline, serving_modes
+from llmmath import batching
+from llmmath.beyond import serving_modes
+from llmmath.core import roofline
+from llmmath.display import pages
 
 
 def test_source_shows_the_function_that_runs_as_a_python_block() -> None:
@@ -35,7 +38,7 @@ def test_source_links_to_the_api_reference_in_the_book_only(
     monkeypatch.setenv(pages.API_LINKS_ENV, "1")  # the book build (book/_ext/llmmath_api.py)
     shown = pages.source(batching.DecodeStep.time_s).data
     assert shown.startswith("```python\n@property\ndef time_s(self)"), shown
-    name = "llmmath.serving.DecodeStep.time_s"  # where it is defined, not the re-export
+    name = "llmmath.core.serving.DecodeStep.time_s"  # where it is defined, not the re-export
     link = f"{{py:obj}}`DecodeStep.time_s in the API reference <{name}>`"
     assert shown.endswith(f"```\n\n{link}"), shown
 

@@ -16,10 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath import collectives, data, number_formats, parallelism, serving_systems
-from llmmath.hardware import get_chip
-from llmmath.models import ModelConfig, get_model
-from llmmath.parallelism import DoesNotFitError, Layout
+from llmmath import parallelism
+from llmmath.beyond import number_formats, serving_systems
+from llmmath.core import collectives, data
+from llmmath.core.hardware import get_chip
+from llmmath.core.models import ModelConfig, get_model
+from llmmath.core.placement import DoesNotFitError, Layout
 
 SETTINGS = settings(max_examples=40, deadline=None)
 LLAMA_70B = "Llama-3-70B"
@@ -547,7 +549,7 @@ def test_reversible_below_checkpointed_below_stored(tokens: float, layers: int) 
 def test_figures_come_from_the_package() -> None:
     from matplotlib.figure import Figure
 
-    from llmmath.plots import parallelism as plots
+    from llmmath.display.plots import parallelism as plots
 
     layouts = [Layout(dp=128, tp=8, zero_stage=1), Layout(dp=16, tp=8, pp=8, zero_stage=1)]
     figure = plots.layouts_figure(LLAMA_70B, "H100", layouts, BATCH_4M, microbatches=[8, 32])
@@ -564,7 +566,7 @@ def test_figures_come_from_the_package() -> None:
 
 
 def test_explorer_draws_a_layout_and_rejects_a_bad_one() -> None:
-    from llmmath.plots import parallelism as plots
+    from llmmath.display.plots import parallelism as plots
 
     explorer = plots.ParallelismExplorer()
     explorer.update(layout=Layout(dp=16, tp=8, pp=8, zero_stage=1), microbatches=16)
@@ -600,8 +602,8 @@ class _LabelledFrames:
 
 
 def test_static_explorer_frames(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llmmath.widgets import common
-    from llmmath.widgets import parallelism as widgets
+    from llmmath.display.widgets import common
+    from llmmath.display.widgets import parallelism as widgets
 
     monkeypatch.setattr(widgets, "ParallelismExplorer", _LabelledFrames)
     spec = widgets.declaration()
@@ -624,7 +626,7 @@ def test_static_explorer_frames(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_live_explorer_redraws_and_explains_a_bad_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     import ipywidgets as w
 
-    from llmmath.widgets import parallelism as widgets
+    from llmmath.display.widgets import parallelism as widgets
 
     monkeypatch.setenv("LLMMATH_STATIC_WIDGETS", "0")
     box = widgets.parallelism_explorer()

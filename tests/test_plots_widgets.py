@@ -1,5 +1,5 @@
-"""llmmath.plots and llmmath.widgets: figures come back as Figures, PNG frames are PNGs, the
-static explorer's controls are wired to its Stacks, and the live one redraws."""
+"""llmmath.display.plots and llmmath.display.widgets: figures come back as Figures, PNG frames
+are PNGs, the static explorer's controls are wired to its Stacks, and the live one redraws."""
 
 from __future__ import annotations
 
@@ -21,13 +21,14 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
-from llmmath import chapters, plots, roofline, widgets
-from llmmath.hardware import list_chips
-from llmmath.measure import MachineRoofline
-from llmmath.models import list_models
-from llmmath.plots import roofline as roofline_plots
-from llmmath.plots.fast_text import FastCanvas
-from llmmath.widgets import roofline as roofline_widgets
+from llmmath.core import roofline
+from llmmath.core.hardware import list_chips
+from llmmath.core.measure import MachineRoofline
+from llmmath.core.models import list_models
+from llmmath.display import chapters, plots, widgets
+from llmmath.display.plots import roofline as roofline_plots
+from llmmath.display.plots.fast_text import FastCanvas
+from llmmath.display.widgets import roofline as roofline_widgets
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -365,7 +366,7 @@ def test_the_chapter_list_is_the_table_of_contents() -> None:
     assert expected[:3] == ("roofline", "batching", "kv_cache")
     for chapter in expected:
         assert (chapters.ROOT / "lessons" / f"{chapter}.md").is_file(), chapter
-        assert getattr(plots, chapter).__name__ == f"llmmath.plots.{chapter}"
+        assert getattr(plots, chapter).__name__ == f"llmmath.display.plots.{chapter}"
         assert widgets.chapter_declarations(chapter).keys() <= DECLARATIONS.keys() != set()
     assert {"kv_cache.tier", "overtraining_pricing.serving"} <= set(DECLARATIONS)
 
@@ -621,7 +622,7 @@ def test_a_log_slider_reaches_the_critical_batch() -> None:
 def test_tier_explorer_titles_a_setting_that_does_not_fit_by_its_own_name() -> None:
     """After a setup that fits, one that does not must not keep the old title: every prefix and
     reuse count shows as its own frame, never as the last setup's picture."""
-    from llmmath.plots.kv_cache import TierExplorer
+    from llmmath.display.plots.kv_cache import TierExplorer
 
     view = TierExplorer()
     view.update("Llama-3-70B", 8, "bf16", 8192, 60.0, 10)

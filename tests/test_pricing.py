@@ -242,8 +242,8 @@ def texts(figure: Any) -> list[str]:
 
 def test_chapter_figures_draw_the_model_s_numbers() -> None:
     from llmmath import scaling
-    from llmmath.plots import overtraining_pricing as pricing_plots
-    from llmmath.widgets import overtraining_pricing as pricing_widgets
+    from llmmath.display.plots import overtraining_pricing as pricing_plots
+    from llmmath.display.widgets import overtraining_pricing as pricing_widgets
 
     ratios = pricing_plots.tokens_per_param_vs_demand(2.0).axes[0]
     curve = scaling.tokens_per_param_curve(2.0)
@@ -263,7 +263,7 @@ def test_chapter_figures_draw_the_model_s_numbers() -> None:
 
 def test_total_compute_figure_marks_each_optimum() -> None:
     from llmmath import scaling
-    from llmmath.plots import overtraining_pricing as pricing_plots
+    from llmmath.display.plots import overtraining_pricing as pricing_plots
 
     figure = pricing_plots.total_compute_vs_size(1.937, (0.0, 1e13))
     (ax,) = figure.axes
@@ -273,7 +273,7 @@ def test_total_compute_figure_marks_each_optimum() -> None:
 
 
 def test_serving_explorer_marker_follows_the_cost() -> None:
-    from llmmath.plots import overtraining_pricing as pricing_plots
+    from llmmath.display.plots import overtraining_pricing as pricing_plots
 
     explorer = pricing_plots.ServingExplorer()
     explorer.update(LLAMA, 16, 2048, 4.0, 0.6)
@@ -296,8 +296,8 @@ def _images(widget: object) -> int:
 def test_static_explorers_stay_small_and_linked(monkeypatch: pytest.MonkeyPatch) -> None:
     import ipywidgets as w
 
-    from llmmath.widgets import STATIC_ENV
-    from llmmath.widgets import overtraining_pricing as pricing_widgets
+    from llmmath.display.widgets import STATIC_ENV
+    from llmmath.display.widgets import overtraining_pricing as pricing_widgets
 
     class Blank:  # stands in for the figures: every frame a few bytes
         def __init__(self) -> None:
@@ -325,8 +325,8 @@ def test_static_explorers_stay_small_and_linked(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_live_explorers_redraw(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llmmath.widgets import STATIC_ENV
-    from llmmath.widgets import overtraining_pricing as pricing_widgets
+    from llmmath.display.widgets import STATIC_ENV
+    from llmmath.display.widgets import overtraining_pricing as pricing_widgets
 
     monkeypatch.setenv(STATIC_ENV, "0")
     box = pricing_widgets.overtraining_explorer()

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath import roofline
-from llmmath.dtypes import bytes_per_element
-from llmmath.hardware import PRESET_NAMES
-from llmmath.models import ModelConfig, get_model
+from llmmath.core import roofline
+from llmmath.core.dtypes import bytes_per_element
+from llmmath.core.hardware import PRESET_NAMES
+from llmmath.core.models import ModelConfig, get_model
 
 SETTINGS = settings(max_examples=60, deadline=None)
 

@@ -1,4 +1,4 @@
-"""llmmath.published: the floors next to published measurements (book/validation.md).
+"""llmmath.validation.published: the floors next to published measurements (book/validation.md).
 
 Each published case must hold as a floor (floor <= measured) with an implied efficiency in a
 range stated per case; the expected floors are also written out here from the formulas in
@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from llmmath import plots, published
-from llmmath.hardware import get_chip
-from llmmath.measure import MachineRoofline, measure_machine
-from llmmath.models import get_model
-from llmmath.published import Comparison
+from llmmath.core.hardware import get_chip
+from llmmath.core.measure import MachineRoofline, measure_machine
+from llmmath.core.models import get_model
+from llmmath.display import plots
 from llmmath.scaling import TABLE3
+from llmmath.validation import published
+from llmmath.validation.published import Comparison
 
 SECONDS_PER_DAY = 86400.0
 

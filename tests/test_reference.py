@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from llmmath import roofline
-from llmmath.hardware import get_chip
-from llmmath.models import ModelConfig, get_model
+from llmmath.core import roofline
+from llmmath.core.hardware import get_chip
+from llmmath.core.models import ModelConfig, get_model
 
 
 # ---- critical intensity: "about 300 on every generation" ----------------------------------

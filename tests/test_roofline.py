@@ -1,4 +1,4 @@
-"""llmmath.roofline: intensity, the roofline curve, matmul and decode-step floors.
+"""llmmath.core.roofline: intensity, the roofline curve, matmul and decode-step floors.
 
 Expected values are written out from the roofline formulas in reference.md
 (``T_math = FLOPs / C``, ``T_comms = bytes / W``, matmul ``2BDF`` FLOPs and
@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llmmath import roofline
-from llmmath.hardware import get_chip
-from llmmath.models import ModelConfig, get_model
-from llmmath.roofline import RooflineTime
+from llmmath.core import roofline
+from llmmath.core.hardware import get_chip
+from llmmath.core.models import ModelConfig, get_model
+from llmmath.core.roofline import RooflineTime
 
 H100_BF16 = 9.89e14
 H100_BW = 3.35e12

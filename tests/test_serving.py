@@ -1,4 +1,5 @@
-"""llmmath.serving: one decode step and one prefill for every chapter, with a named overlap rule."""
+"""llmmath.core.serving: one decode step and one prefill for every chapter, with a named
+overlap rule."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath import batching, models, parallelism, serving
-from llmmath.deployment import Deployment
-from llmmath.placement import DoesNotFitError, Layout
+from llmmath import batching, parallelism
+from llmmath.core import models, serving
+from llmmath.core.deployment import Deployment
+from llmmath.core.placement import DoesNotFitError, Layout
 
 LLAMA = "Llama-3-70B"
 STEP_FIELDS = (
@@ -239,7 +241,7 @@ def test_the_roofline_chapters_matmul_step_is_the_serving_step_on_one_chip() -> 
     # The roofline chapter's worked number: Llama-3-70B on one H100 at batch 1, a what-if
     # (141 GB of weights, 80 GB of HBM). roofline.decode_weight_time, which its explorer
     # draws, is the matmul part of the one decode step.
-    from llmmath import roofline
+    from llmmath.core import roofline
 
     for weights in ("bf16", "int8"):
         alone = Deployment(LLAMA, "H100", 1, weight_dtype=weights, allow_overflow=True)

@@ -1,4 +1,5 @@
-"""Serving modes (llmmath.focus, serving_modes, speculative, number_formats) and their figures.
+"""Serving modes (llmmath.beyond: focus, serving_modes, speculative, number_formats) and their
+figures.
 
 Expected values come from the formulas written out here and the data files' numbers, never
 from the functions under test: e.g. Gemma 3's parameter count from its config, a batch API's
@@ -12,18 +13,12 @@ import math
 import numpy as np
 import pytest
 
-from llmmath import (
-    batching,
-    data,
-    focus,
-    number_formats,
-    plots,
-    serving,
-    serving_modes,
-    speculative,
-)
-from llmmath.deployment import Deployment
-from llmmath.dtypes import bytes_per_element
+from llmmath import batching
+from llmmath.beyond import focus, number_formats, serving_modes, speculative
+from llmmath.core import data, serving
+from llmmath.core.deployment import Deployment
+from llmmath.core.dtypes import bytes_per_element
+from llmmath.display import plots
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +100,7 @@ def test_which_gemma_fits_on_a_24_gb_card() -> None:
 
 
 def test_measured_machine_uses_the_measured_bandwidth() -> None:
-    from llmmath.measure import MachineRoofline
+    from llmmath.core.measure import MachineRoofline
 
     one = np.array([1.0])
     measured = MachineRoofline(1e11, 5e10, one, 64, one, one, one)
@@ -228,7 +223,7 @@ def test_expected_tokens_is_the_sum_of_acceptances(a: float, k: int) -> None:
 
 
 def test_mtp_draft_share_counts_a_layer_a_projection_and_the_head() -> None:
-    from llmmath.models import get_model
+    from llmmath.core.models import get_model
 
     ds = get_model("DeepSeek-V3")
     head = 129280 * 7168

@@ -17,19 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lesson_support import lesson
 
-from llmmath import (
-    collectives,
-    data,
-    get_chip,
-    get_model,
-    moe,
-    moe_balance,
-    published,
-    rack_physics,
-    serving,
-    serving_systems,
-)
-from llmmath.deployment import Deployment
+from llmmath import get_chip, get_model, moe
+from llmmath.beyond import moe_balance, rack_physics, serving_systems
+from llmmath.core import collectives, data, serving
+from llmmath.core.deployment import Deployment
+from llmmath.validation import published
 
 # ---- rack physics ------------------------------------------------------------------------------
 
@@ -234,7 +226,7 @@ def test_parallelism_lesson_latency_claims() -> None:
 def test_a_parallel_block_all_reduces_once_per_layer() -> None:
     import dataclasses
 
-    from llmmath.parallelism import Layout
+    from llmmath.core.placement import Layout
     from llmmath.parallelism import decode_step as layout_step
 
     palm = get_model("PaLM-540B")

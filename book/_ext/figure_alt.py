@@ -1,7 +1,8 @@
 """Sphinx extension: a lesson's figure gets its caption as its text alternative.
 
-``llmmath.pages.figure`` shows a drawing, then its caption (``**Figure.** ...``) beneath it in
-the same cell's output, so that the caption reads the same in the book and in JupyterLab.
+``llmmath.display.pages.figure`` shows a drawing, then its caption (``**Figure.** ...``)
+beneath it in the same cell's output, so that the caption reads the same in the book and in
+JupyterLab.
 MyST-NB gives the image the file's path as ``alt``; a screen reader would read that name.
 This sets each such image's ``alt`` to its caption (tests/test_accessibility.py checks it).
 """

@@ -4,13 +4,13 @@
   ``.. llmmath-layer:: core`` and gets a section per module (autodoc). A module moved or added
   changes this list only (``tests/test_api_reference.py`` refuses a module in no layer).
 * Every public callable gets Parameters and Returns written from what the package already
-  declares: each parameter's ``@contract`` constraint (``llmmath.contracts``: what it accepts,
+  declares: each parameter's ``@contract`` constraint (``llmmath.core.contracts``: what it accepts,
   word for word as its error message says it), the unit its name carries (``_s`` seconds,
   ``_bytes`` bytes...: CONTRIBUTING's naming rule), and the return annotation. A result record
   (``@checked``) lists its fields the same way. Nothing is typed twice.
 * Each callable a lesson uses links to that lesson (read from the lessons' code cells), and a
   lesson's ``pages.source(...)`` block links back: this extension sets
-  ``LLMMATH_API_LINKS=1`` for the kernels that run the lessons, and ``llmmath.pages.source``
+  ``LLMMATH_API_LINKS=1`` for the kernels that run the lessons, and ``llmmath.display.pages.source``
   then adds a ``{py:obj}`` reference under the code.
 * A short cross-reference in a docstring (``:class:`DoesNotFitError```) resolves to the one
   documented object of that name, wherever it is defined.
@@ -34,7 +34,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Read by ``llmmath.pages.source`` in the kernels the book build starts.
+#: Read by ``llmmath.display.pages.source`` in the kernels the book build starts.
 LINKS_ENV = "LLMMATH_API_LINKS"
 
 
@@ -46,50 +46,64 @@ class Layer:
 
 def _display(package: str, shared: tuple[str, ...]) -> tuple[str, ...]:
     """``package``, its ``shared`` modules, then its others: the chapters' in the book's order
-    (``llmmath.chapters``, read from _toc.yml), then the sections'. Found in its folder, so a
-    new chapter's plots and widgets modules need no line here."""
-    from llmmath.chapters import chapters
+    (``llmmath.display.chapters``, read from _toc.yml), then the sections'. Found in its folder,
+    so a new chapter's plots and widgets modules need no line here."""
+    from llmmath.display.chapters import chapters
 
     order = {name: i for i, name in enumerate(chapters())}
-    folder = ROOT / "src" / "llmmath" / package
+    folder = ROOT / "src" / "llmmath" / Path(*package.split("."))
     found = [p.stem for p in folder.glob("*.py") if p.stem[0] != "_" and p.stem not in shared]
     rest = sorted(found, key=lambda name: (order.get(name, len(order)), name))
     return (package, *(f"{package}.{name}" for name in (*shared, *rest)))
 
 
-#: Page (book/api/<name>.rst) -> the modules it documents, in reading order (CONTRIBUTING.md's
-#: tables). Private modules (``_checks``...) are documented where they surface (contracts).
+#: The addresses released exercises import, one-line re-exports of the core's modules: their
+#: contents are documented where they are defined (``core.serving``, ``core.deployment``).
+EXERCISE_ADDRESSES = ("serving", "deployment")
+
+
+def _chapter_modules() -> tuple[str, ...]:
+    """The modules at the package's top: the chapters' (found, so a new one needs no line here),
+    less the addresses kept for released exercises."""
+    top = (ROOT / "src" / "llmmath").glob("*.py")
+    names = sorted(p.stem for p in top if p.stem != "__init__")
+    return tuple(name for name in names if name not in EXERCISE_ADDRESSES)
+
+
+#: Page (book/api/<name>.rst) -> the modules it documents, in reading order: one page per layer
+#: of the package (CONTRIBUTING.md draws them; pyproject.toml's import-linter contracts enforce
+#: them). Private modules (``core._checks``...) are documented where they surface (contracts).
 LAYERS: dict[str, Layer] = {
     "core": Layer(
         "The shared core",
         (
-            "units", "data", "hardware", "racks", "models", "dtypes", "roofline",
-            "collectives", "placement", "deployment", "chip_prices", "serving", "training",
-            "training_memory", "published", "hf_config", "layout_search",
+            "core", "core.units", "core.data", "core.contracts", "core.hardware", "core.racks",
+            "core.models", "core.dtypes", "core.roofline", "core.measure", "core.collectives",
+            "core.placement", "core.deployment", "core.chip_prices", "core.serving",
+            "core.training", "core.training_memory", "core.hf_config",
         ),
     ),
-    "chapters": Layer(
-        "The chapters' models",
-        ("batching", "kv_cache", "moe", "parallelism", "scaling", "pricing", "api_prices"),
-    ),
+    "chapters": Layer("The chapters' models", _chapter_modules()),
     "beyond": Layer(
-        "Past the floor",
+        "Past the floor, and the validation appendix",
         (
-            "focus", "measure", "serving_modes", "paged_kv", "memory_tiers", "speculative",
-            "number_formats", "rack_physics", "moe_balance", "moe_dispatch",
-            "serving_systems",
+            "beyond", "beyond.focus", "beyond.serving_modes", "beyond.paged_kv",
+            "beyond.speculative", "beyond.number_formats", "beyond.rack_physics",
+            "beyond.moe_balance", "beyond.moe_dispatch", "beyond.serving_systems",
+            "beyond.layout_search", "validation", "validation.published",
         ),
     ),
     "figures": Layer(
         "Figures, explorers and pages",
         (
-            *_display("plots", ("common", "fast_text")), *_display("widgets", ("common",)),
-            "pages", "tables", "chapters",
+            "display", *_display("display.plots", ("common", "fast_text")),
+            *_display("display.widgets", ("common",)), "display.pages", "display.tables",
+            "display.chapters",
         ),
     ),
     "tools": Layer(
-        "Contracts and the command line",
-        ("contracts", "cli", "cli_commands", "cli_training", "cli_format"),
+        "The command line",
+        ("cli", "cli.command", "cli.commands", "cli.training", "cli.formatting"),
     ),
 }  # fmt: skip
 
@@ -420,7 +434,7 @@ def _lookup(dotted: str) -> Any:
 
 def _canonical(found: Any, dotted: str) -> str:
     """Where an object is documented: a module by its name, a function or class where it is
-    defined (``llmmath.batching.prefill`` -> ``llmmath.serving.prefill``), else as named."""
+    defined (``llmmath.batching.prefill`` -> ``llmmath.core.serving.prefill``), else as named."""
     if inspect.ismodule(found):
         return str(found.__name__)
     found = getattr(found, "__func__", found)  # a classmethod or staticmethod
@@ -462,7 +476,7 @@ def resolve_short_reference(app: Sphinx, env: Any, node: Any, contnode: nodes.No
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    os.environ[LINKS_ENV] = "1"  # the lesson kernels inherit it (llmmath.pages.source)
+    os.environ[LINKS_ENV] = "1"  # the lesson kernels inherit it (llmmath.display.pages.source)
     app.setup_extension("sphinx.ext.autodoc")
     app.add_directive("llmmath-layer", LayerDirective)
     app.connect("autodoc-process-docstring", add_fields)

@@ -17,9 +17,10 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
-from . import data
-from ._checks import FloatArray, as_floats, as_output, positive
-from .contracts import (
+from llmmath.core import data
+from llmmath.core._checks import FloatArray, as_floats, as_output, positive
+from llmmath.core._constraints import AnyOf, Count, Instance, OneOf
+from llmmath.core.contracts import (
     AMOUNT,
     CHIPS,
     FLAG,
@@ -28,15 +29,11 @@ from .contracts import (
     POSITIVE,
     SCALAR,
     SCALAR_POSITIVE,
-    AnyOf,
-    Count,
-    Instance,
-    OneOf,
     checked,
     contract,
     each,
 )
-from .units import TOKENS_PER_MILLION
+from llmmath.core.units import TOKENS_PER_MILLION
 
 
 # ---- dated price sheets -------------------------------------------------------------------

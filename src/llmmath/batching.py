@@ -1,12 +1,12 @@
 """Batching: why a token is cheap only in a big batch, and what a lone user can't buy.
 
-The step itself lives in :mod:`llmmath.serving` (one model of a decode step for the whole
+The step itself lives in :mod:`llmmath.core.serving` (one model of a decode step for the whole
 course); this chapter's module builds on it: the batch where the matmuls turn compute-bound,
 the most sequences that fit, the two latency floors, a request's latency step by step,
 utilisation, sizing a service, and "slow mode".
 
 Every time is a FLOOR at the deployment's efficiency knobs (``overlap="perfect"``): a step is
-at least ``max(compute, memory)``; :attr:`~llmmath.serving.DecodeStep.serial_s` gives the
+at least ``max(compute, memory)``; :attr:`~llmmath.core.serving.DecodeStep.serial_s` gives the
 scaling book's serial estimate (matmuls, then attention, each at its own roofline).
 
 >>> from llmmath import batching
@@ -26,14 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_floats, as_output
-from .chip_prices import (
+from llmmath.core._checks import FloatArray, as_floats, as_output
+from llmmath.core._constraints import Count, Instance, Optional, Real
+from llmmath.core.chip_prices import (
     ChipPrice,
     cost_per_million_tokens_usd,
     example_price,
     list_example_prices,
 )
-from .contracts import (
+from llmmath.core.contracts import (
     AMOUNT,
     MAX_COUNT,
     POSITIVE,
@@ -43,19 +44,17 @@ from .contracts import (
     SCALAR,
     SCALAR_FRACTION,
     SCALAR_POSITIVE,
-    Count,
-    Instance,
-    Optional,
-    Real,
     checked,
     contract,
     each,
 )
-from .deployment import Deployment, DoesNotFitError, check_context
-from .hardware import Chip, get_chip
-from .roofline import critical_batch
-from .serving import DecodeStep, PrefillStep, decode_step, prefill
-from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION  # noqa: F401  (re-exported)
+from llmmath.core.deployment import Deployment
+from llmmath.core.hardware import Chip, get_chip
+from llmmath.core.models import check_context
+from llmmath.core.placement import DoesNotFitError
+from llmmath.core.roofline import critical_batch
+from llmmath.core.serving import DecodeStep, PrefillStep, decode_step, prefill
+from llmmath.core.units import SECONDS_PER_HOUR, TOKENS_PER_MILLION  # noqa: F401  (re-exported)
 
 
 # ---- thresholds and floors ------------------------------------------------------------------
@@ -151,7 +150,7 @@ def critical_context(deployment: Deployment) -> float:
 def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     """The most sequences of ``context`` tokens whose KV caches fit beside the weights:
     ``floor((n HBM - weights) / (T kv))`` (infinite at context 0). With a layout ``kv`` is
-    :attr:`~llmmath.deployment.Deployment.kv_bytes_held_per_token` (copies of KV heads
+    :attr:`~llmmath.core.deployment.Deployment.kv_bytes_held_per_token` (copies of KV heads
     under wide TP, ``pp`` batches in flight), as the decode step's capacity check counts."""
     dep = deployment
     T = check_context(dep.model, context)

@@ -4,7 +4,7 @@ Every sequence keeps, for each of its ``T`` tokens, keys and values in every lay
 ``kv = 2 L K H b`` bytes per token for MHA (``K = N``), GQA (``1 < K < N``) and MQA
 (``K = 1``), and ``L (r_kv + r_rope) b`` for DeepSeek's multi-head latent attention (MLA),
 which caches one compressed latent per layer
-(:meth:`llmmath.models.ModelConfig.kv_bytes_per_token`).
+(:meth:`llmmath.core.models.ModelConfig.kv_bytes_per_token`).
 
 * **Capacity wall.** ``B`` sequences of ``T`` tokens need ``B T kv`` bytes beside the weights:
   ``B_max = floor((n HBM - weights) / (T kv))`` and ``T_max = floor((n HBM - weights) / (B kv))``.
@@ -36,24 +36,24 @@ from typing import overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import batching
-from ._checks import FloatArray, as_floats, as_output
-from .contracts import (
+from llmmath import batching
+from llmmath.core._checks import FloatArray, as_floats, as_output
+from llmmath.core._constraints import AnyOf, Optional, Real
+from llmmath.core.contracts import (
     AMOUNT,
     NOT_A_NUMBER,
     RESULT,
     SCALAR_POSITIVE,
     SCALAR_PROMPT,
-    AnyOf,
-    Optional,
-    Real,
     checked,
     contract,
     each,
 )
-from .deployment import Deployment, DoesNotFitError, check_context
-from .dtypes import bytes_per_element
-from .memory_tiers import (  # the prefix cache's tiers, re-exported for the chapter
+from llmmath.core.deployment import Deployment
+from llmmath.core.dtypes import bytes_per_element
+from llmmath.core.models import ModelConfig, check_context, get_model
+from llmmath.core.placement import DoesNotFitError
+from llmmath.memory_tiers import (
     RECOMPUTE,
     TIER,
     MemoryTier,
@@ -68,7 +68,6 @@ from .memory_tiers import (  # the prefix cache's tiers, re-exported for the cha
     prefix_cache,
     prompt_cache_usd_per_token_s,
 )
-from .models import ModelConfig, get_model
 
 
 # ---- bytes per token and per sequence ----------------------------------------------------------

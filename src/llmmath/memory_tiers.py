@@ -21,9 +21,11 @@ from functools import cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import batching, data
-from ._checks import FloatArray, as_floats, as_output, positive
-from .contracts import (
+from llmmath import batching
+from llmmath.core import data
+from llmmath.core._checks import FloatArray, as_floats, as_output, positive
+from llmmath.core._constraints import AnyOf, Flag, Instance, OneOf, Optional, SequenceOf
+from llmmath.core.contracts import (
     AMOUNT,
     NAME,
     NOTE,
@@ -33,18 +35,13 @@ from .contracts import (
     SCALAR,
     SCALAR_FRACTION,
     SCALAR_POSITIVE,
-    AnyOf,
-    Flag,
-    Instance,
-    OneOf,
-    Optional,
-    SequenceOf,
     checked,
     contract,
     each,
 )
-from .deployment import Deployment, check_context
-from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
+from llmmath.core.deployment import Deployment
+from llmmath.core.models import check_context
+from llmmath.core.units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
 #: What a tier list calls recomputing the prefix by prefill.
 RECOMPUTE = "recompute"

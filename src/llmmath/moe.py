@@ -25,32 +25,30 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import collectives
-from ._checks import FloatArray, as_floats, as_output
-from .contracts import (
+from llmmath.core import collectives
+from llmmath.core._checks import FloatArray, as_floats, as_output
+from llmmath.core._constraints import Count, OneOf, SequenceOf
+from llmmath.core.contracts import (
     CHIPS,
     RESULT,
     SCALAR_FRACTION,
     SCALAR_POSITIVE,
     WHOLE,
-    Count,
-    OneOf,
-    SequenceOf,
     checked,
     contract,
     each,
 )
-from .dtypes import bytes_per_element
-from .hardware import Chip
-from .models import (
+from llmmath.core.dtypes import bytes_per_element
+from llmmath.core.hardware import Chip
+from llmmath.core.models import (
     ModelConfig,
     _check_k_le_e,
     expected_experts_touched,
     get_model,
     weight_params_read,
 )
-from .racks import DOMAIN, DOMAIN_PRESETS, ScaleUpDomain, get_domain, list_domains
-from .roofline import critical_batch, decode_weight_time, roofline_time
+from llmmath.core.racks import DOMAIN, DOMAIN_PRESETS, ScaleUpDomain, get_domain, list_domains
+from llmmath.core.roofline import critical_batch, decode_weight_time, roofline_time
 
 #: The two definitions of "sparsity". The lecture's "batch ~ 300 x sparsity" is the
 #: expert-layer argument (each expert must see ~C/W tokens), so it uses ``"experts"``.
@@ -186,7 +184,7 @@ def compute_bound_batch(
 
     ``scope="expert_layer"``: one layer's routed experts, ``2 B k 3DF_e`` FLOPs against
     ``touched(B) 3DF_e`` weights read; the answer is close to ``B* E/k``.
-    ``scope="model"``: the whole step of :func:`llmmath.roofline.decode_weight_time`; the
+    ``scope="model"``: the whole step of :func:`llmmath.core.roofline.decode_weight_time`; the
     answer is close to ``B* P_total/P_active``, because at that batch every expert is read.
     """
     spec, chip_spec = _moe_model(model), get_domain(chip).chip
@@ -292,7 +290,7 @@ def expert_parallel_step(
       its ``B/G`` tokens through the shared experts;
     * weight read: its experts that some token is routed to, ``touched(B) / G``, plus the
       shared ones;
-    * all-to-all: dispatch and combine, each :func:`llmmath.collectives.all_to_all_time_s`
+    * all-to-all: dispatch and combine, each :func:`llmmath.core.collectives.all_to_all_time_s`
       of ``(B/G) k D`` activations: scale-up links inside one domain, and the slower
       scale-out NICs for the share that crosses to another domain.
     """
@@ -341,7 +339,7 @@ def max_ep_width(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
     return ep_widths(n_experts, get_domain(chip).n_chips)[-1]
 
 
-# ---- what fits in a rack (the domains themselves: llmmath.racks) ---------------------------
+# ---- what fits in a rack (the domains themselves: llmmath.core.racks) ---------------------------
 @contract(domain=DOMAIN, moe_layers_per_domain=Count())
 def max_expert_layer_params(
     domain: str | Chip | ScaleUpDomain,

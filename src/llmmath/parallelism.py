@@ -17,7 +17,7 @@ A :class:`Layout` splits ``n_gpus = dp * tp * pp * ep`` GPUs four ways:
 Ranks are numbered TP innermost, then EP, PP and DP outermost, the order Llama 3 used
 ([TP, CP, PP, DP], arXiv 2407.21783) with EP beside TP as in DeepSeek-V3: a group whose members
 all sit in one scale-up domain talks over NVLink/ICI, one that spans domains crosses the
-scale-out network. Times come from :mod:`llmmath.collectives` and are FLOORS: bandwidth-optimal
+scale-out network. Times come from :mod:`llmmath.core.collectives` and are FLOORS: bandwidth-optimal
 collectives at full link speed plus their per-step latency, matmuls at ``flops_efficiency`` of
 the dense peak (the MFU knob), no stragglers, perfect load balance.
 
@@ -25,8 +25,8 @@ Context parallelism (CP: the sequence split over ``cp`` ranks) is here alone, fo
 prompt's prefill: :func:`context_parallel_prefill` and :func:`cp_hiding_tokens`.
 
 This is the chapter's module: the layout and what each GPU holds live in
-:mod:`llmmath.placement`, training in :mod:`llmmath.training`, and a serving step in
-:mod:`llmmath.serving` (the same decode step the batching chapter uses); they are all
+:mod:`llmmath.core.placement`, training in :mod:`llmmath.core.training`, and a serving step in
+:mod:`llmmath.core.serving` (the same decode step the batching chapter uses); they are all
 re-exported here.
 
 >>> from llmmath import parallelism
@@ -44,26 +44,23 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import collectives
-from ._checks import FloatArray, as_floats
-from .contracts import (
+from llmmath.core import collectives
+from llmmath.core._checks import FloatArray, as_floats
+from llmmath.core._constraints import Instance, MappingOf, OneOf, Real, SequenceOf
+from llmmath.core.contracts import (
     CHIPS,
     RESULT,
     SCALAR_FRACTION,
     SCALAR_POSITIVE,
-    Instance,
-    MappingOf,
-    OneOf,
-    Real,
-    SequenceOf,
     checked,
     contract,
     each,
 )
-from .dtypes import bytes_per_element
-from .hardware import Chip, get_chip
-from .models import ModelConfig, check_context, get_model
-from .placement import (
+from llmmath.core.deployment import Deployment
+from llmmath.core.dtypes import bytes_per_element
+from llmmath.core.hardware import Chip, get_chip
+from llmmath.core.models import ModelConfig, check_context, get_model
+from llmmath.core.placement import (
     AXES,
     KINDS,
     ZERO_STAGES,
@@ -81,9 +78,9 @@ from .placement import (
     pipeline_slots,
     serving_memory,
 )
-from .serving import OVERLAP_RULES, DecodeStep, Deployment
-from .serving import decode_step as _serving_decode_step
-from .training import (
+from llmmath.core.serving import OVERLAP_RULES, DecodeStep
+from llmmath.core.serving import decode_step as _serving_decode_step
+from llmmath.core.training import (
     Communication,
     TrainingStep,
     dp_hiding_batch,
@@ -93,7 +90,7 @@ from .training import (
     training_flops,
     training_step,
 )
-from .training_memory import (
+from llmmath.core.training_memory import (
     ACTIVATION_MODES,
     ADAM_MIXED_BYTES_PER_PARAM,
     TrainingMemory,
@@ -125,7 +122,7 @@ def decode_step(
     flops_efficiency: float = 1.0,
     bandwidth_efficiency: float = 1.0,
 ) -> DecodeStep:
-    """One decode step of ``layout`` serving ``model``: :func:`llmmath.serving.decode_step`
+    """One decode step of ``layout`` serving ``model``: :func:`llmmath.core.serving.decode_step`
     with ``batch`` counted per attention group, as this chapter does.
 
     ``batch`` is the sequences of one DP replica and EP rank in one stage step, so the whole

@@ -44,8 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_floats, as_output
-from .api_prices import (
+from llmmath.api_prices import (
     SHEET,
     FleetDay,
     PriceSheet,
@@ -57,9 +56,11 @@ from .api_prices import (
     list_price_sheets,
     revenue_usd,
 )
-from .batching import max_batch, step_critical_batch
-from .chip_prices import cost_per_million_tokens_usd
-from .contracts import (
+from llmmath.batching import max_batch, step_critical_batch
+from llmmath.core._checks import FloatArray, as_floats, as_output
+from llmmath.core._constraints import Count, Function, Instance, OneOf, Optional, SequenceOf, span
+from llmmath.core.chip_prices import cost_per_million_tokens_usd
+from llmmath.core.contracts import (
     AMOUNT,
     MAX_COUNT,
     POSITIVE,
@@ -70,21 +71,16 @@ from .contracts import (
     SCALAR_MARKUP,
     SCALAR_POSITIVE,
     TOKENS,
-    Count,
-    Function,
-    Instance,
-    OneOf,
-    Optional,
-    SequenceOf,
     checked,
     contract,
     each,
-    span,
 )
-from .hardware import Chip, get_chip, list_chips
-from .models import ModelConfig, get_model
-from .serving import Deployment, DoesNotFitError, decode_step, prefill
-from .units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
+from llmmath.core.deployment import Deployment
+from llmmath.core.hardware import Chip, get_chip, list_chips
+from llmmath.core.models import ModelConfig, get_model
+from llmmath.core.placement import DoesNotFitError
+from llmmath.core.serving import decode_step, prefill
+from llmmath.core.units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
 
 # ---- a range, not a number ----------------------------------------------------------------

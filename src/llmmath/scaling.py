@@ -34,22 +34,22 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_floats, as_output
-from .contracts import (
+from llmmath.core._checks import FloatArray, as_floats, as_output
+from llmmath.core._constraints import Instance
+from llmmath.core.contracts import (
     AMOUNT,
     CHIP_COUNT,
     POSITIVE,
     RESULT,
     SCALAR,
     SCALAR_POSITIVE,
-    Instance,
     checked,
     contract,
     each,
 )
-from .hardware import Chip, get_chip
-from .training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
-from .units import SECONDS_PER_HOUR
+from llmmath.core.hardware import Chip, get_chip
+from llmmath.core.training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
+from llmmath.core.units import SECONDS_PER_HOUR
 
 #: FLOPs per parameter per inference token (one forward pass).
 INFERENCE_FLOPS_PER_PARAM_TOKEN = 2.0

@@ -1,6 +1,6 @@
 """The MoE exercise (solutions/moe/moe.ipynb) as the grading tests see it."""
 
-from llmmath import moe_balance
+from llmmath.beyond import moe_balance
 from llmmath_course.simulate import AssignmentSpec, Mistake
 
 

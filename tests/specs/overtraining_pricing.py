@@ -1,7 +1,7 @@
 """The over-training and pricing exercise (solutions/overtraining_pricing/) as the grading
 tests see it."""
 
-from llmmath import serving_systems
+from llmmath.beyond import serving_systems
 from llmmath_course.simulate import AssignmentSpec, Mistake
 
 

@@ -1,6 +1,6 @@
 """The parallelism exercise (solutions/parallelism/parallelism.ipynb) seen by the grading tests."""
 
-from llmmath import serving_systems
+from llmmath.beyond import serving_systems
 from llmmath_course.simulate import AssignmentSpec, Mistake
 
 

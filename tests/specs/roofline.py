@@ -20,7 +20,7 @@ SPEC = AssignmentSpec(
         "compute_time_batch1_s": 1.4054464478867543e-4,
         "critical_batch_h100": 295.2238805970149,
         "critical_batch_int8": 147.61194029850745,
-        # Part 5, from llmmath.focus.local_decode on a FocusMachine(32e9 B, 90e9 B/s, 0.75)
+        # Part 5, from llmmath.beyond.focus.local_decode on a FocusMachine(32e9 B, 90e9 B/s, 0.75)
         # at context 0 (tests/test_exercise_depth.py recomputes them).
         "gemma_12b_int4_tokens_per_s": 15.298784028167388,
         "missing_27b_int8_bytes": 3008663808.0,

@@ -1,0 +1,255 @@
+"""Node-limited expert dispatch, and the all-to-all over compute ratio term by term.
+
+:func:`llmmath.moe.expert_parallel_step` sends a token's activations once per expert it is
+routed to: ``k`` copies spread over all ``G`` GPUs, ``k (n-1)/n`` of them through the NIC when
+the group fills ``n`` scale-up domains. DeepSeek-V3 sends less across domains, in two ways:
+
+* **Group-limited routing.** Its router picks experts only from ``topk_group`` = 4 of
+  ``n_group`` = 8 groups of experts (the released ``config.json``, so at inference too). With
+  one group per node (64 GPUs on 8 nodes, as in training) a token reaches at most 4 nodes.
+* **One copy per node.** A token crosses the network once per destination node, to the GPU with
+  its own in-node index, which forwards it over NVLink to the GPUs holding its experts; the
+  combine runs the path backwards, summing inside the node first (DeepSeek-V3 report 3.2.2;
+  DeepEP's normal kernels, used in training and prefill).
+
+Every time is a FLOOR: uniform routing (the nodes and the experts in them drawn at random),
+perfect balance, links at datasheet rate, network and NVLink fully overlapped.
+
+>>> from llmmath.beyond import moe_dispatch
+>>> round(moe_dispatch.domains_reached(256, 8, 8), 2)        # no limit: 8 experts over 8 nodes
+5.29
+>>> round(moe_dispatch.domains_reached(256, 8, 8, max_domains=4), 2)   # DeepSeek's limit
+3.63
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from math import comb
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from llmmath.core import collectives
+from llmmath.core._checks import FloatArray, as_floats
+from llmmath.core._constraints import Count, Optional
+from llmmath.core.contracts import RESULT, checked, contract, each
+from llmmath.core.dtypes import DTYPE, bytes_per_element
+from llmmath.core.hardware import Chip
+from llmmath.core.models import ModelConfig
+from llmmath.core.racks import DOMAIN, ScaleUpDomain, get_domain
+from llmmath.moe import ExpertLayerStep, _experts_divide, _moe_model, expert_parallel_step
+
+
+@contract(
+    n_experts=Count(high=1 << 16),
+    experts_per_token=Count(),
+    n_domains=Count(high=1 << 16),
+    max_domains=Optional(Count(high=1 << 16)),
+)
+def domains_reached(
+    n_experts: int, experts_per_token: int, n_domains: int, max_domains: int | None = None
+) -> float:
+    """Expected number of domains (nodes) that hold at least one of a token's ``k`` experts.
+
+    The ``E`` experts are split evenly over ``n`` domains; the router picks ``m = min(M, n)``
+    domains (all ``n`` without a limit) and the token's ``k`` experts uniformly, without
+    replacement, among their ``m E / n`` experts. A chosen domain gets none of them with
+    probability ``C((m-1) E/n, k) / C(m E/n, k)``, so ``m (1 - C((m-1) E/n, k) / C(m E/n, k))``.
+    """
+    E, k, n = int(n_experts), int(experts_per_token), int(n_domains)
+    if E % n:
+        raise ValueError(f"n_domains={n} must divide n_experts={E} (each domain the same experts)")
+    m = n if max_domains is None else min(int(max_domains), n)
+    pool, per_domain = m * E // n, E // n
+    if k > pool:
+        raise ValueError(
+            f"experts_per_token={k} is more than the {pool} experts of max_domains={m} domains"
+        )
+    return m * (1.0 - comb(pool - per_domain, k) / comb(pool, k))
+
+
+@dataclass(frozen=True)
+@checked(
+    **each(
+        RESULT,
+        "domains_per_token network_copies_per_token nvlink_copies_per_token "
+        "network_bytes_per_gpu nvlink_bytes_per_gpu all_to_all_s",
+    )
+)
+class NodeLimitedDispatch:
+    """One MoE layer's dispatch and combine with one copy per destination domain."""
+
+    #: Domains a token's experts lie in, its own included (expected, uniform routing).
+    domains_per_token: float
+    #: Copies of a token that cross the network: the other domains it reaches.
+    network_copies_per_token: float
+    #: Copies forwarded over NVLink inside a domain: ``k (d-1)/d``.
+    nvlink_copies_per_token: float
+    #: Dispatch plus combine bytes each GPU sends through its NIC.
+    network_bytes_per_gpu: FloatArray
+    #: Dispatch plus combine bytes each GPU sends over its scale-up links.
+    nvlink_bytes_per_gpu: FloatArray
+    all_to_all_s: FloatArray
+
+
+@contract(
+    chip=DOMAIN,
+    max_domains=Optional(Count(high=1 << 16)),
+    **each(DTYPE, "dispatch_dtype combine_dtype"),
+    where=_experts_divide,
+)
+def node_limited_all_to_all(
+    model: str | ModelConfig,
+    batch: ArrayLike,
+    ep_width: int,
+    chip: str | Chip | ScaleUpDomain,
+    *,
+    max_domains: int | None = None,
+    dispatch_dtype: str = "bf16",
+    combine_dtype: str = "bf16",
+    network_efficiency: ArrayLike = 1.0,
+) -> NodeLimitedDispatch:
+    """The all-to-all of one MoE layer when a token crosses the network once per domain it
+    reaches (at most ``max_domains``) and NVLink forwards it to its experts' GPUs.
+
+    Per GPU and direction, with ``d`` GPUs of the group in each of its ``n`` domains:
+    ``(B/G) r D b`` bytes through the NIC, ``r`` = :func:`domains_reached` ``x (n-1)/n``, and
+    ``(B/G) k (d-1)/d D b`` over NVLink; the two overlap, so each direction takes the slower,
+    plus one step of that link's latency, as :func:`llmmath.core.collectives.all_to_all_time_s`.
+    DeepSeek dispatches in fp8 and combines in bf16 (its inference system overview).
+    """
+    spec = _moe_model(model)
+    G = int(ep_width)
+    chip_spec = get_domain(chip).chip
+    d = collectives.members_per_domain(G, chip_spec)
+    n = G // d
+    E, k = spec.n_experts, spec.experts_per_token
+    reached = domains_reached(E, k, n, max_domains) if n > 1 else 1.0
+    network_copies = reached * (n - 1) / n
+    nvlink_copies = k * (d - 1) / d
+    tokens = as_floats(batch) / G
+    up, out = chip_spec.scale_up_bandwidth_bytes_per_s, chip_spec.scale_out_bandwidth_bytes_per_s
+    up_lat = chip_spec.scale_up_latency_s if d > 1 else 0.0
+    out_lat = chip_spec.scale_out_latency_s if n > 1 else 0.0
+    time = np.zeros_like(tokens)
+    sent_out, sent_up = np.zeros_like(tokens), np.zeros_like(tokens)
+    for dtype in (dispatch_dtype, combine_dtype):
+        one = tokens * spec.d_model * bytes_per_element(dtype)
+        sent_out, sent_up = sent_out + one * network_copies, sent_up + one * nvlink_copies
+        time = time + np.maximum(
+            one * network_copies / out + out_lat, one * nvlink_copies / up + up_lat
+        )
+    return NodeLimitedDispatch(
+        domains_per_token=float(reached),
+        network_copies_per_token=float(network_copies),
+        nvlink_copies_per_token=float(nvlink_copies),
+        network_bytes_per_gpu=sent_out,
+        nvlink_bytes_per_gpu=sent_up,
+        all_to_all_s=time / as_floats(network_efficiency),
+    )
+
+
+@contract(
+    chip=DOMAIN,
+    max_domains=Optional(Count(high=1 << 16)),
+    **each(DTYPE, "dispatch_dtype combine_dtype"),
+    where=_experts_divide,
+)
+def node_limited_step(
+    model: str | ModelConfig,
+    batch: ArrayLike,
+    ep_width: int,
+    chip: str | Chip | ScaleUpDomain,
+    *,
+    max_domains: int | None = None,
+    dispatch_dtype: str = "bf16",
+    combine_dtype: str = "bf16",
+) -> ExpertLayerStep:
+    """:func:`llmmath.moe.expert_parallel_step` with the all-to-all of
+    :func:`node_limited_all_to_all` in place of one copy per expert (compute and weight read
+    unchanged)."""
+    step = expert_parallel_step(model, batch, ep_width, chip)
+    a2a = node_limited_all_to_all(
+        model,
+        batch,
+        ep_width,
+        chip,
+        max_domains=max_domains,
+        dispatch_dtype=dispatch_dtype,
+        combine_dtype=combine_dtype,
+    )
+    return dataclasses.replace(
+        step,
+        all_to_all_s=a2a.all_to_all_s,
+        all_to_all_bytes_per_gpu=a2a.network_bytes_per_gpu + a2a.nvlink_bytes_per_gpu,
+    )
+
+
+# ---- the ratio of the all-to-all to the experts' compute, term by term ---------------------
+@dataclass(frozen=True)
+@checked(**each(RESULT, "bandwidth shared_factor link_share latency total"))
+class AllToAllRatio:
+    """``T_all-to-all / T_compute = bandwidth x shared_factor x link_share + latency``."""
+
+    #: ``b C / (3 F_e W)``, ``W`` the link that sets the time (scale-up or scale-out).
+    bandwidth: float
+    #: ``k / (k + s)``: the shared experts add compute and no traffic.
+    shared_factor: float
+    #: The share of a GPU's bytes on that link: ``(d-1)/G`` inside, ``(G-d)/G`` across.
+    link_share: float
+    #: The rest of the package's all-to-all time (its links' latency) over the compute time.
+    latency: float
+    total: float
+
+
+@contract(chip=DOMAIN, where=_experts_divide)
+def all_to_all_ratio(
+    model: str | ModelConfig,
+    batch: ArrayLike,
+    ep_width: int,
+    chip: str | Chip | ScaleUpDomain,
+    activation_dtype: str = "bf16",
+) -> AllToAllRatio:
+    """:func:`llmmath.moe.expert_parallel_step`'s all-to-all over its compute, split into the
+    terms of the closed form ``b C k f / (3 F_e W (k + s)) + latency / T_compute``."""
+    spec = _moe_model(model)
+    G = int(ep_width)
+    chip_spec = get_domain(chip).chip
+    step = expert_parallel_step(spec, batch, G, chip_spec, activation_dtype=activation_dtype)
+    d = collectives.members_per_domain(G, chip_spec)
+    up = (d - 1) / G / chip_spec.scale_up_bandwidth_bytes_per_s
+    out = (G - d) / G / chip_spec.scale_out_bandwidth_bytes_per_s
+    share, W = (
+        ((G - d) / G, chip_spec.scale_out_bandwidth_bytes_per_s)
+        if out > up
+        else (
+            (d - 1) / G,
+            chip_spec.scale_up_bandwidth_bytes_per_s,
+        )
+    )
+    b = bytes_per_element(activation_dtype)
+    k, s = spec.experts_per_token, spec.n_shared_experts
+    bandwidth = b * chip_spec.peak("bf16") / (3 * spec.expert_d_ff * W)
+    bytes_s = np.asarray(step.all_to_all_bytes_per_gpu) * share / W
+    compute = np.asarray(step.compute_s)
+    latency = float(np.max((np.asarray(step.all_to_all_s) - bytes_s) / compute))
+    shared = k / (k + s)
+    return AllToAllRatio(
+        bandwidth=bandwidth,
+        shared_factor=shared,
+        link_share=share,
+        latency=latency,
+        total=bandwidth * shared * share + latency,
+    )
+
+
+__all__ = [
+    "AllToAllRatio",
+    "NodeLimitedDispatch",
+    "all_to_all_ratio",
+    "domains_reached",
+    "node_limited_all_to_all",
+    "node_limited_step",
+]

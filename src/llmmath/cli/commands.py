@@ -1,0 +1,445 @@
+"""What each ``llmmath`` subcommand computes, as a :class:`~llmmath.cli.formatting.Report`.
+
+Every number comes from the course's package: the decode step and prefill of
+:mod:`llmmath.core.serving`, the capacity of :mod:`llmmath.batching` and :mod:`llmmath.kv_cache`,
+the training step of :mod:`llmmath.core.training`, the search of
+:mod:`llmmath.beyond.layout_search`.
+Nothing here re-derives a formula; it chooses, formats and explains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from llmmath import kv_cache
+from llmmath.beyond.layout_search import best_layouts
+from llmmath.cli.formatting import (
+    FLOOR_NOTE,
+    LINK_NAMES,
+    Report,
+    count,
+    ms,
+    params,
+    si,
+    sig,
+    table,
+    usd,
+)
+from llmmath.core.chip_prices import cost_per_million_tokens_usd, list_example_prices
+from llmmath.core.deployment import Deployment
+from llmmath.core.placement import Layout, groups
+from llmmath.core.serving import decode_step, prefill
+
+
+# ---- shared ---------------------------------------------------------------------------------
+def price_of(dep: Deployment) -> float | None:
+    """The deployment's price per chip-hour, or None where the chip has no example price."""
+    if dep.usd_per_chip_hour is None and dep.chip.name not in list_example_prices():
+        return None
+    return dep.chip_hour_usd
+
+
+def settings(dep: Deployment, overlap: str) -> dict[str, Any]:
+    layout = str(dep.layout) if dep.layout is not None else None
+    return {
+        "model": dep.model.name,
+        "chip": dep.chip.name,
+        "n_chips": dep.n_chips,
+        "layout": layout,
+        "weight_dtype": dep.weight_dtype,
+        "weights_held_as": held_as(dep),
+        "kv_dtype": dep.kv_dtype,
+        "compute_dtype": dep.compute_dtype,
+        "attention_dtype": dep.attention_compute_dtype,
+        "flops_efficiency": dep.flops_efficiency,
+        "bandwidth_efficiency": dep.bandwidth_efficiency,
+        "usd_per_chip_hour": price_of(dep),
+        "overlap": overlap,
+    }
+
+
+def held_as(dep: Deployment) -> str:
+    """Which format holds each part of the weights, in words."""
+    fmt = dep.weight_format
+    return fmt.description if fmt is not None else f"all {dep.weight_dtype}"
+
+
+def kv_line(dep: Deployment, context: float | None) -> str:
+    """KV bytes per token, exact at ``context`` where sliding-window layers hold less."""
+    full = si(dep.kv_bytes_per_token, "B")
+    model = dep.model
+    if not model.sliding_window:
+        return f"{full} per token"
+    if context is None:
+        return f"{full} per token at full attention (less with windows: exact below)"
+    at = float(model.kv_bytes_per_token(dep.kv_dtype, context))
+    windows = (
+        f"{model.n_local_layers} of {model.n_layers} layers hold {count(model.sliding_window)}"
+    )
+    return f"{si(at, 'B')} per token at {count(context)} tokens ({windows}; {full} at full)"
+
+
+def heading(
+    report: Report,
+    dep: Deployment,
+    *,
+    layout: bool = True,
+    price: bool = True,
+    context: float | None = None,
+) -> None:
+    model = dep.model
+    size = params(model.total_params)
+    if model.is_moe:
+        size += f", {params(model.matmul_params_per_token)} active*"
+    split = (
+        str(dep.layout)
+        if dep.layout is not None
+        else "none (weights and KV spread evenly, no communication counted)"
+        + (f"\n           try --layout tp{dep.n_chips} for a real split" if dep.n_chips > 1 else "")
+    )
+    per_hour = price_of(dep)
+    weights = (
+        f"{si(dep.weight_bytes_per_chip, 'B')} per chip"
+        if layout
+        else f"{si(dep.weight_bytes, 'B')} in all"
+    )
+    report.add(
+        f"{model.name} ({size} parameters) on {dep.n_chips} x {dep.chip.full_name}",
+        *([f"  layout   {split}"] if layout else []),
+        f"  weights  {held_as(dep)}: {weights}",
+        f"  compute  matmuls in {dep.compute_dtype}, attention in {dep.attention_compute_dtype}",
+        f"  KV cache {dep.kv_dtype}, {kv_line(dep, context)}",
+        *(
+            []
+            if not price
+            else [f"  price    {usd(per_hour)} per chip-hour"]
+            if per_hour is not None
+            else [f"  price    none (no example price for {dep.chip.name}: pass --price)"]
+        ),
+    )
+
+
+def floor_note(dep: Deployment, overlap: str) -> str:
+    rule = "perfect overlap" if overlap == "perfect" else "the serial estimate"
+    return FLOOR_NOTE.format(
+        rule=rule, flops=dep.flops_efficiency, bandwidth=dep.bandwidth_efficiency
+    )
+
+
+# ---- serve ----------------------------------------------------------------------------------
+def serve(
+    dep: Deployment, batches: list[float], context: float, prompt: float, overlap: str
+) -> Report:
+    """A decode step per batch (floor and serial estimate, its parts, rates, costs, fit) and
+    the prefill of one prompt (TTFT) and of a batch of prompts (the input-token cost)."""
+    B = np.asarray(batches, dtype=np.float64)
+    step = decode_step(dep, B, context, overlap=overlap, allow_overflow=True)
+    prompts = prefill(dep, prompt, B, overlap=overlap, allow_overflow=True)
+    ttft = float(prefill(dep, prompt, 1, overlap=overlap, allow_overflow=True).time_s)
+    price = price_of(dep)
+    output_cost = step.cost_per_million_tokens_usd() if price is not None else None
+    input_cost = (
+        np.asarray(cost_per_million_tokens_usd(prompts.time_s, B * prompt, dep.n_chips, price))
+        if price is not None
+        else None
+    )
+    parts = np.stack([step.compute_s, step.memory_s, step.communication_s])
+    bound = np.array(["compute", "memory", "network"])[np.argmax(parts, axis=0)]
+    missing = np.maximum(step.hbm_needed_bytes - dep.hbm_bytes, 0.0)
+    columns: dict[str, list[Any]] = {
+        name: np.broadcast_to(value, B.shape).tolist()
+        for name, value in {
+            "batch": B,
+            "floor_s": step.floor_s,
+            "serial_s": step.serial_s,
+            "time_s": step.time_s,
+            "compute_s": step.compute_s,
+            "memory_s": step.memory_s,
+            "communication_s": step.communication_s,
+            "bottleneck": bound,
+            "tokens_per_s": step.tokens_per_s,
+            "tokens_per_s_per_chip": step.tokens_per_s_per_chip,
+            "tokens_per_s_per_user": step.tokens_per_s_per_user,
+            "usd_per_million_output": output_cost,
+            "usd_per_million_input": input_cost,
+            "fits": step.fits,
+            "missing_bytes": missing,
+        }.items()
+    }
+    rows = [
+        dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)
+    ]
+    data = {
+        "command": "serve",
+        **settings(dep, overlap),
+        "context": context,
+        "prompt_tokens": prompt,
+        "ttft_s": ttft,
+        "rows": rows,
+    }
+    report = Report(data)
+    heading(report, dep, context=context)
+    rule = "floor" if overlap == "perfect" else "serial estimate"
+    report.add(
+        f"  context  {count(context)} tokens cached per sequence",
+        f"  TTFT     {ms(ttft)} ms to prefill one {count(prompt)}-token prompt alone",
+        "",
+        "The step: its floor, the serial estimate, and the floor's parts (per chip)",
+        table(
+            ["batch", "floor ms", "serial ms", "compute ms", "memory ms", "network ms", "bound"],
+            [_step_row(row) for row in rows],
+        ),
+        "",
+        f"What it serves, at the {rule}",
+        table(
+            ["batch", "tok/s/chip", "tok/s/user", "$/M out", "$/M in", "fits in HBM"],
+            [_rate_row(row) for row in rows],
+        ),
+        "",
+        "$/M in prices the prefill of each sequence's prompt.",
+        floor_note(dep, overlap),
+    )
+    return report
+
+
+def _step_row(row: dict[str, Any]) -> list[str]:
+    times = ("floor_s", "serial_s", "compute_s", "memory_s", "communication_s")
+    return [count(row["batch"]), *(ms(row[name]) for name in times), row["bottleneck"]]
+
+
+def _rate_row(row: dict[str, Any]) -> list[str]:
+    fits = "yes" if row["fits"] else f"no: {si(row['missing_bytes'], 'B')} short"
+    return [
+        count(row["batch"]),
+        count(row["tokens_per_s_per_chip"]),
+        sig(row["tokens_per_s_per_user"]),
+        usd(row["usd_per_million_output"]),
+        usd(row["usd_per_million_input"]),
+        fits,
+    ]
+
+
+# ---- fit ------------------------------------------------------------------------------------
+def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
+    """The most sequences at each context, and the longest context at each batch."""
+    T = np.asarray(contexts, dtype=np.float64)
+    B = np.asarray(batches, dtype=np.float64)
+    most = np.atleast_1d(np.asarray(kv_cache.max_batch(dep, T), dtype=np.float64))
+    pp = dep.layout.pp if dep.layout is not None else 1
+    exact = np.asarray(dep.model.kv_bytes_per_token(dep.kv_dtype, T)) / dep.kv_bytes_per_token
+    held_at = dep.kv_bytes_held_per_token * np.broadcast_to(exact, T.shape)
+    longest = np.atleast_1d(np.asarray(kv_cache.max_context(dep, B), dtype=np.float64))
+    data = {
+        "command": "fit",
+        **{k: v for k, v in settings(dep, "perfect").items() if k in _FIT_SETTINGS},
+        "weight_bytes_per_chip": dep.weight_bytes_per_chip,
+        "kv_budget_bytes": dep.kv_budget_bytes,
+        "kv_bytes_per_token": dep.kv_bytes_per_token,
+        "kv_bytes_held_per_token": dep.kv_bytes_held_per_token,
+        "hbm_utilization": dep.hbm_utilization,
+        "reserve_bytes_per_chip": dep.reserve_bytes_per_chip,
+        "max_batch": [
+            {
+                "context": t,
+                "max_batch": m,
+                "sequences_in_flight": m * pp,
+                "kv_bytes_per_token": e * dep.kv_bytes_per_token,
+            }
+            for t, m, e in zip(T, most, np.broadcast_to(exact, T.shape), strict=True)
+        ],
+        "max_context": [{"batch": b, "max_context": c} for b, c in zip(B, longest, strict=True)],
+    }
+    report = Report(data)
+    one = float(T[0]) if T.size == 1 else None  # one context: the heading's KV is exact at it
+    windowed = bool(dep.model.sliding_window)
+    heading(report, dep, price=False, context=one)
+    held = dep.kv_bytes_held_per_token
+    holds = si(held, "B") + (" at full attention" if windowed else "")
+    if one is not None and windowed:
+        holds = f"{si(float(held_at[0]), 'B')} at {count(one)} tokens"
+    budget = ""
+    if dep.hbm_utilization != 1.0 or dep.reserve_bytes_per_chip:
+        budget = (
+            f"\n           ({dep.hbm_utilization:.0%} of each chip's "
+            f"{si(dep.chip.hbm_bytes, 'B')}, less {si(dep.reserve_bytes_per_chip, 'B')} reserved)"
+        )
+    report.add(
+        f"  room     {si(dep.kv_budget_bytes, 'B')} of HBM left for KV caches{budget};\n"
+        f"           a cached token holds {holds}"
+        + (
+            "\n           (with the KV copies and the pipeline's batches in flight)"
+            if held != dep.kv_bytes_per_token
+            else ""
+        ),
+        "",
+        table(
+            [
+                "context",
+                "max batch",
+                *(["in flight"] if pp > 1 else []),
+                "KV at it",
+                *(["KV/token"] if windowed else []),
+            ],
+            [
+                [
+                    count(t),
+                    count(m),
+                    *([count(m * pp)] if pp > 1 else []),
+                    si(m * t * h, "B"),
+                    *([si(h, "B")] if windowed else []),
+                ]
+                for t, m, h in zip(T, most, held_at, strict=True)
+            ],
+        ),
+        *(
+            [
+                "",
+                f"Under PP{pp} the max batch is per microbatch: {pp} microbatches are in flight,",
+                f"so the chips hold {pp} x as many sequences; each token passes all {pp} "
+                "stages in turn,",
+                f"so a sequence gets one token per {pp} stage times (serve shows the step).",
+            ]
+            if pp > 1
+            else []
+        ),
+        "",
+        table(
+            ["batch", "max context", "limit"],
+            [
+                [count(b), count(c), "model" if c >= dep.model.max_context else "memory"]
+                for b, c in zip(B, longest, strict=True)
+            ],
+        ),
+        "",
+        "Weights and KV caches only: activations and fragmentation take more."
+        + (
+            f"\nSliding-window layers ({dep.model.n_local_layers} of {dep.model.n_layers}) hold "
+            f"at most {count(dep.model.sliding_window)} tokens each: counted exactly."
+            if dep.model.sliding_window
+            else ""
+        ),
+        f"The model's own context limit is {count(dep.model.max_context)} tokens.",
+    )
+    return report
+
+
+#: The settings ``fit`` depends on (no times, no prices).
+_FIT_SETTINGS = (
+    "model",
+    "chip",
+    "n_chips",
+    "layout",
+    "weight_dtype",
+    "weights_held_as",
+    "kv_dtype",
+)
+
+
+def links(layout: Layout, dep: Deployment) -> str:
+    """Which link each kind of model parallelism talks over: "up" (NVLink/ICI, the scale-up
+    domain), "out" (the scale-out network) or "up+out" (a two-level collective)."""
+    placed = groups(layout, dep.chip)
+    short = LINK_NAMES
+    used = [
+        f"{kind} {short[placed[kind].link]}" for kind in ("TP", "EP", "PP") if placed[kind].size > 1
+    ]
+    return ", ".join(used) or "none"
+
+
+# ---- best -----------------------------------------------------------------------------------
+def best(dep: Deployment, latency_s: float, context: float, top: int, overlap: str) -> Report:
+    """The cheapest layouts and batches whose time per output token meets ``latency_s``."""
+    found = best_layouts(dep, latency_s, context, overlap=overlap)
+    rows = [
+        {
+            "layout": str(c.layout),
+            "batch": c.batch,
+            "limited_by": c.limited_by,
+            "time_s": c.step.time_s,
+            "tokens_per_s_per_user": c.step.tokens_per_s_per_user,
+            "tokens_per_s_per_chip": c.step.tokens_per_s_per_chip,
+            "usd_per_million_output": c.cost_per_million_usd,
+            "links": links(c.layout, dep),
+        }
+        for c in found.candidates
+    ]
+    fastest = found.too_slow[0] if found.too_slow else None
+    data = {
+        "command": "best",
+        **settings(dep, overlap),
+        "latency_s": latency_s,
+        "context": context,
+        "candidates": rows,
+        "too_slow": len(found.too_slow),
+        "do_not_fit": [str(layout) for layout in found.do_not_fit],
+        "not_allowed": found.not_allowed,
+        "fastest_too_slow": None
+        if fastest is None
+        else {"layout": str(fastest.layout), "time_s": fastest.step.time_s},
+    }
+    report = Report(data)
+    heading(report, dep, layout=False, context=context)
+    report.add(
+        f"  target   {ms(latency_s)} ms per output token at {count(context)} tokens of context",
+        "",
+    )
+    if rows:
+        report.add(
+            table(
+                [
+                    "#",
+                    "layout",
+                    "batch",
+                    "limit",
+                    "step ms",
+                    "tok/s/chip",
+                    "$/M out",
+                    "links",
+                ],
+                [
+                    [
+                        str(i + 1),
+                        str(c.layout),
+                        count(c.batch),
+                        c.limited_by,
+                        ms(float(c.step.time_s)),
+                        count(float(c.step.tokens_per_s_per_chip)),
+                        usd(c.cost_per_million_usd),
+                        links(c.layout, dep),
+                    ]
+                    for i, c in enumerate(found.candidates[:top])
+                ],
+            ),
+            "",
+        )
+    else:
+        report.add("No layout meets the target.")
+    tried = len(found.candidates) + len(found.too_slow) + len(found.do_not_fit)
+    summary = f"{tried} layouts tried: {len(rows)} meet the target"
+    summary += f", {len(found.too_slow)} too slow even at batch 1"
+    if fastest is not None:
+        summary += f" (fastest {ms(float(fastest.step.time_s))} ms, {fastest.layout})"
+    summary += f", {len(found.do_not_fit)} do not fit"
+    if found.not_allowed:
+        summary += f";\n{found.not_allowed} other splits of the chips the model does not allow"
+    report.add(
+        summary + ".",
+        "Ranked by output tokens per second per chip (= by cost at any one price); each batch\n"
+        "is the largest that meets the target and fits. links: up = within a scale-up domain,\n"
+        "out = over the scale-out network.",
+        floor_note(dep, overlap),
+    )
+    return report
+
+
+__all__ = [
+    "best",
+    "fit",
+    "floor_note",
+    "heading",
+    "price_of",
+    "serve",
+    "settings",
+]

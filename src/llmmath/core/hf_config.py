@@ -1,0 +1,457 @@
+"""Read a Hugging Face ``config.json`` into a :class:`~llmmath.core.models.ModelConfig`, offline.
+
+The families the course's model covers (:data:`FAMILIES`): Llama, Llama 4, Mistral, Mixtral,
+Qwen2/2.5, Qwen3 (dense and MoE), Phi-3, Gemma 1-4, gpt-oss and DeepSeek-V2/V3 (MLA, shared
+experts, dense first layers). A multimodal wrapper's text model is read from its
+``text_config``; a field the config leaves out takes the default of the family's
+``transformers`` config class. Each field the course needs is read by its Hugging Face name;
+a field that would change the count in a way the model does not describe raises a
+``ValueError`` naming it. Sliding-window and chunked attention come from ``layer_types``,
+``sliding_window_pattern`` or the family's fixed pattern, so the KV cache is counted exactly.
+What is read but left out of the arithmetic (biases, a vision encoder, a multi-token-prediction
+head) comes back as notes. :func:`weight_format` reads ``quantization_config``: which format
+holds each part of the weights.
+
+>>> spec, notes = model_from_hf_config(
+...     {"model_type": "llama", "hidden_size": 64, "intermediate_size": 256,
+...      "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+...      "vocab_size": 1000, "max_position_embeddings": 2048}, "toy")
+>>> spec.head_dim, spec.total_params, notes
+(8, 366144, [])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from llmmath.core.dtypes import BYTES_PER_ELEMENT, WEIGHT_PARTS, WeightFormat
+from llmmath.core.models import ModelConfig
+
+#: model_type -> the defaults of its ``transformers`` config class that the count needs when
+#: the config is silent (``tie_word_embeddings`` always; vocabulary, context, window and the
+#: layer pattern where a published config leaves them out, as Gemma 3's does).
+FAMILIES: dict[str, dict[str, Any]] = {
+    "llama": {"tie_word_embeddings": False},
+    "llama4_text": {"tie_word_embeddings": False, "no_rope_layer_interval": 4},
+    "mistral": {"tie_word_embeddings": False},
+    "mixtral": {"tie_word_embeddings": False},
+    "qwen2": {"tie_word_embeddings": False},
+    "qwen3": {"tie_word_embeddings": False},
+    "qwen3_moe": {"tie_word_embeddings": False},
+    "phi3": {"tie_word_embeddings": False},
+    "gemma": {"tie_word_embeddings": True},
+    "gemma2": {"tie_word_embeddings": True, "sliding_window_pattern": 2},
+    "gemma3_text": {
+        "tie_word_embeddings": True,
+        "vocab_size": 262_208,
+        "max_position_embeddings": 131_072,
+        "head_dim": 256,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+        "hidden_activation": "gelu_pytorch_tanh",
+    },
+    "gemma4_text": {"tie_word_embeddings": True, "hidden_activation": "gelu_pytorch_tanh"},
+    "gpt_oss": {"tie_word_embeddings": False},
+    "deepseek_v2": {"tie_word_embeddings": False},
+    "deepseek_v3": {"tie_word_embeddings": False},
+}
+#: Multimodal wrappers: their text model sits under ``text_config`` (the vision encoder is
+#: not counted).
+WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text"}
+
+#: Activations whose MLP is gated (three matrices: gate, up, down), as the course counts.
+GATED_ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new")
+#: The largest number a size field may hold (layers, widths, vocabulary, context).
+MAX_FIELD = 10**15
+#: Attention kinds in ``layer_types``: a window (or chunk) of tokens, or the whole context.
+LOCAL_KINDS = ("sliding_attention", "chunked_attention")
+GLOBAL_KINDS = ("full_attention",)
+
+
+class _Reader:
+    """Fields of one config, read by name, with errors that name the field and the file."""
+
+    def __init__(self, config: dict[str, Any], where: str, defaults: dict[str, Any]) -> None:
+        self.config, self.where, self.defaults = config, where, defaults
+
+    def get(self, key: str) -> Any:
+        value = self.config.get(key)
+        return self.defaults.get(key) if value is None else value
+
+    def count(self, key: str, default: int | None = None, *, low: int = 1) -> int:
+        """A whole number from ``low`` to 10^15 (a JSON integer, not a string or a float)."""
+        value = self.get(key)
+        value = default if value is None else value
+        if value is None:
+            raise ValueError(f"{self.where}: field {key!r} is missing (the course needs it)")
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_FIELD:
+            raise ValueError(
+                f"{self.where}: field {key!r} must be a whole number from {low} to 10^15; "
+                f"got {value!r}"
+            )
+        return value
+
+    def optional_int(self, key: str) -> int:
+        """0 where the field is absent, null or 0 (e.g. DeepSeek-V2-Lite's q_lora_rank)."""
+        return 0 if self.get(key) is None else self.count(key, low=0)
+
+    def require(self, key: str, allowed: tuple[object, ...], why: str) -> None:
+        value = self.get(key)
+        if value is not None and value not in allowed:
+            raise ValueError(
+                f"{self.where}: field {key!r} = {value!r} is not understood ({why}); "
+                f"the course's model handles {', '.join(map(repr, allowed))}"
+            )
+
+
+def text_model(config: Any, where: str = "config.json") -> tuple[dict[str, Any], str]:
+    """The text model's fields and family: ``config`` itself, or a wrapper's ``text_config``
+    (its family from the wrapper when the text config names none)."""
+    if not isinstance(config, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(config).__name__}")
+    family = config.get("model_type")
+    if isinstance(family, str) and family in WRAPPERS:
+        text = config.get("text_config")
+        if not isinstance(text, dict):
+            raise ValueError(f"{where}: field 'text_config' must be an object for {family!r}")
+        inner = {"tie_word_embeddings": config.get("tie_word_embeddings"), **text}
+        inner["model_type"] = text.get("model_type") or WRAPPERS[family]
+        return inner, inner["model_type"]
+    if not isinstance(family, str) or family not in FAMILIES:
+        known = sorted([*FAMILIES, *WRAPPERS])
+        raise ValueError(
+            f"{where}: field 'model_type' = {family!r} is not understood; known: {', '.join(known)}"
+        )
+    return config, family
+
+
+def model_from_hf_config(
+    config: dict[str, Any], name: str, where: str = "config.json"
+) -> tuple[ModelConfig, list[str]]:
+    """The :class:`ModelConfig` of a Hugging Face config dict, and notes on what is left out.
+
+    Llama-style fields: ``num_hidden_layers`` (L), ``hidden_size`` (D),
+    ``intermediate_size`` (F), ``num_attention_heads`` (N), ``num_key_value_heads`` (K,
+    default N), ``head_dim`` (H, default D/N), ``vocab_size``, ``max_position_embeddings``,
+    ``tie_word_embeddings``. MoE: ``num_local_experts``, ``n_routed_experts`` or
+    ``num_experts`` (E), ``num_experts_per_tok``, ``experts_per_token`` or ``top_k_experts``
+    (k), ``n_shared_experts``, ``moe_intermediate_size``, ``first_k_dense_replace``. MLA:
+    ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``
+    (= ``v_head_dim``). Windows: ``sliding_window`` (or Llama 4's ``attention_chunk_size``)
+    with ``layer_types`` or ``sliding_window_pattern``; Gemma 4's ``global_head_dim``,
+    ``num_global_key_value_heads`` and ``attention_k_eq_v``.
+    """
+    text, family = text_model(config, where)
+    read = _Reader(text, where, FAMILIES[family])
+    act_key = "hidden_activation" if read.get("hidden_activation") else "hidden_act"
+    read.require(act_key, GATED_ACTIVATIONS, "a gated MLP of three matrices")
+    for key, why in (
+        ("hidden_size_per_layer_input", "per-layer input embeddings (Gemma 4 E2B/E4B)"),
+        ("num_kv_shared_layers", "layers that share another layer's KV cache"),
+    ):
+        if read.get(key):
+            raise ValueError(f"{where}: field {key!r} = {read.get(key)!r} is not modelled ({why})")
+    D, N = read.count("hidden_size"), read.count("num_attention_heads")
+    shape: dict[str, Any] = {
+        "n_layers": read.count("num_hidden_layers"),
+        "d_model": D,
+        "d_ff": read.count("intermediate_size"),
+        "n_heads": N,
+        "n_kv_heads": read.count("num_key_value_heads", N),
+        "head_dim": read.optional_int("head_dim") or D // N,
+        "vocab_size": read.count("vocab_size"),
+        "max_context": read.count("max_position_embeddings"),
+        "tied_embeddings": bool(read.get("tie_word_embeddings")),
+        "source": f"Hugging Face config.json ({where})",
+    }
+    shape.update(_experts(read, family))
+    if family.startswith("deepseek"):
+        shape.update(_latent_attention(read))
+    shape.update(_attention_pattern(read, family, shape["n_layers"], shape["max_context"]))
+    return ModelConfig(name=name, **shape), _notes(read, family, config)
+
+
+def _experts(read: _Reader, family: str) -> dict[str, int]:
+    if family == "gemma4_text" and not read.get("enable_moe_block"):
+        return {}
+    key = next(
+        (k for k in ("num_local_experts", "n_routed_experts", "num_experts") if read.get(k)),
+        None,
+    )
+    if key is None:
+        return {}
+    read.require("moe_layer_freq", (1,), "every layer after the dense ones is an MoE layer")
+    read.require("interleave_moe_layer_step", (1,), "every layer an MoE layer")
+    read.require("decoder_sparse_step", (1,), "every layer an MoE layer")
+    if read.get("mlp_only_layers"):
+        raise ValueError(f"{read.where}: field 'mlp_only_layers' is not modelled (dense layers "
+                         "among MoE ones); only leading dense layers are")  # fmt: skip
+    per_token = next(
+        (k for k in ("num_experts_per_tok", "experts_per_token", "top_k_experts") if read.get(k)),
+        "num_experts_per_tok",
+    )
+    experts = {
+        "n_experts": read.count(key),
+        "experts_per_token": read.count(per_token),
+        "n_dense_layers": read.optional_int("first_k_dense_replace"),
+    }
+    width = read.optional_int("moe_intermediate_size")
+    if family == "llama4_text":  # one shared expert as wide as the routed ones
+        experts.update(n_shared_experts=1, d_ff_expert=read.count("intermediate_size"))
+    elif family == "gemma4_text":  # a dense MLP beside the experts, as shared experts
+        dense = read.count("intermediate_size")
+        if dense % width:
+            raise ValueError(
+                f"{read.where}: field 'intermediate_size' = {dense} is not a multiple of "
+                f"'moe_intermediate_size' = {width} (its dense MLP is counted as shared experts)"
+            )
+        experts.update(n_shared_experts=dense // width, d_ff_expert=width)
+    elif width:
+        experts.update(n_shared_experts=read.optional_int("n_shared_experts"), d_ff_expert=width)
+    return experts
+
+
+def _latent_attention(read: _Reader) -> dict[str, int]:
+    nope = read.count("qk_nope_head_dim")
+    read.require("v_head_dim", (nope,), "values as wide as the non-RoPE query/key heads")
+    return {
+        "head_dim": nope,
+        "mla_kv_lora_rank": read.count("kv_lora_rank"),
+        "mla_q_lora_rank": read.optional_int("q_lora_rank"),
+        "mla_rope_head_dim": read.count("qk_rope_head_dim"),
+    }
+
+
+def _attention_pattern(read: _Reader, family: str, layers: int, context: int) -> dict[str, Any]:
+    """Sliding-window fields: the window, and ``local_per_global`` from the layer pattern."""
+    window_key = "attention_chunk_size" if family == "llama4_text" else "sliding_window"
+    window = read.optional_int(window_key)
+    if not window or read.get("use_sliding_window") is False or window >= context:
+        return {}
+    types = read.get("layer_types")
+    if family == "llama4_text" and not types:  # every no_rope_layer_interval-th layer global
+        every = read.count("no_rope_layer_interval")
+        types = ["full_attention" if (i + 1) % every == 0 else "chunked_attention"
+                 for i in range(layers)]  # fmt: skip
+    if types is None and read.get("sliding_window_pattern"):
+        every = read.count("sliding_window_pattern")
+        types = ["full_attention" if (i + 1) % every == 0 else "sliding_attention"
+                 for i in range(layers)]  # fmt: skip
+    local_per_global = 0  # no pattern: every layer attends to the window (Mistral, Phi-3)
+    if types is not None:
+        local_per_global = _pattern(types, layers, read.where)
+        if local_per_global < 0:
+            return {}  # every layer global
+    fields: dict[str, Any] = {"sliding_window": window, "local_per_global": local_per_global}
+    if family == "gemma4_text" and local_per_global:
+        fields.update(
+            global_head_dim=read.optional_int("global_head_dim"),
+            global_kv_heads=read.optional_int("num_global_key_value_heads"),
+            global_k_eq_v=bool(read.get("attention_k_eq_v")),
+        )
+    return fields
+
+
+def _pattern(types: Any, layers: int, where: str) -> int:
+    """``local_per_global`` s of a ``layer_types`` list: layer i global when (i+1) % (s+1) == 0
+    (0: every layer local; -1: every layer global)."""
+    kinds = (*LOCAL_KINDS, *GLOBAL_KINDS)
+    if not isinstance(types, list) or len(types) != layers or any(t not in kinds for t in types):
+        raise ValueError(
+            f"{where}: field 'layer_types' must list one of {', '.join(kinds)} per layer "
+            f"({layers} layers)"
+        )
+    glob = [t in GLOBAL_KINDS for t in types]
+    if all(glob):
+        return -1
+    s = glob.index(True) if any(glob) else 0
+    if any(glob) and glob != [(i + 1) % (s + 1) == 0 for i in range(layers)]:
+        raise ValueError(
+            f"{where}: field 'layer_types' is not {s} windowed layers then one global, "
+            "repeated: the course's model counts that pattern only"
+        )
+    return s
+
+
+def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
+    """What the config describes that the course's arithmetic leaves out."""
+    notes = []
+    if read.get("attention_bias") or family == "qwen2" or family == "gpt_oss":
+        notes.append("biases are not counted (under 0.1% of the weights)")
+    if read.get("num_nextn_predict_layers"):
+        notes.append("the multi-token-prediction module is not counted (as in published totals)")
+    if "vision_config" in outer:
+        notes.append("the vision encoder is not counted: the text model only")
+    if family == "llama4_text" and read.get("attention_chunk_size"):
+        notes.append(
+            f"chunked attention (chunks of {read.get('attention_chunk_size')} tokens) is "
+            "counted as a sliding window of that size: an upper bound on its KV cache"
+        )
+    window = read.get("sliding_window")
+    if family in ("mistral", "phi3", "mixtral") and window and read.get("layer_types") is None:
+        notes.append(
+            f"sliding_window={window} on every layer: each caches at most {window} tokens, "
+            "as transformers' attention does; an engine that ignores the window caches more"
+        )
+    return notes
+
+
+# ---- quantized checkpoints ---------------------------------------------------------------------
+#: ``torch_dtype`` names -> the course's formats.
+TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+#: quant_method -> (the format its weights are in, the parts it converts).
+QUANT_METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "fp8": ("fp8", ("attention", "mlp", "experts")),
+    "fbgemm_fp8": ("fp8", ("attention", "mlp", "experts")),
+    "mxfp4": ("mxfp4", ("experts",)),
+    "compressed-tensors": ("", ("attention", "mlp", "experts")),
+    "awq": ("int4", ("attention", "mlp", "experts")),
+    "gptq": ("int4", ("attention", "mlp", "experts")),
+}
+
+
+def weight_format(
+    config: dict[str, Any], spec: ModelConfig, where: str = "config.json"
+) -> WeightFormat | None:
+    """Which format holds each part of the weights of a checkpoint with a
+    ``quantization_config`` (None without one). The input embedding and the output layer stay
+    in ``torch_dtype`` (transformers leaves the output layer unconverted); a module in
+    ``modules_to_not_convert`` (or compressed-tensors' ``ignore``) keeps its part, or that
+    part's share of the layers it names, in ``torch_dtype`` too."""
+    quant = config.get("quantization_config")
+    if quant is None:
+        return None
+    if not isinstance(quant, dict) or quant.get("quant_method") not in QUANT_METHODS:
+        method = quant.get("quant_method") if isinstance(quant, dict) else quant
+        raise ValueError(
+            f"{where}: quantization_config's quant_method {method!r} is not understood; "
+            f"known: {', '.join(QUANT_METHODS)}"
+        )
+    base = TORCH_DTYPES.get(str(config.get("torch_dtype") or config.get("dtype")), "bf16")
+    method = str(quant["quant_method"])
+    dtype, parts = QUANT_METHODS[method]
+    if method == "compressed-tensors":
+        dtype = _compressed_tensors_dtype(quant, where)
+    left = quant.get("modules_to_not_convert") or quant.get("ignore") or []
+    unconverted = _unconverted_shares(left, spec, where)
+    shares = {p: (unconverted.get(p, 0.0) if p in parts else 1.0) for p in WEIGHT_PARTS}
+    if not spec.is_moe:
+        shares["experts"] = 0.0
+    sizes = {
+        p: shares[p] * BYTES_PER_ELEMENT[base] + (1 - shares[p]) * BYTES_PER_ELEMENT[dtype]
+        for p in WEIGHT_PARTS
+    }
+    return WeightFormat(description=_describe(shares, dtype, base, spec), main=dtype, **sizes)
+
+
+def _compressed_tensors_dtype(quant: dict[str, Any], where: str) -> str:
+    groups = quant.get("config_groups") or {}
+    weights = [g.get("weights") or {} for g in groups.values() if isinstance(g, dict)]
+    kinds = {(w.get("type"), w.get("num_bits"), w.get("group_size")) for w in weights}
+    if len(kinds) != 1:
+        raise ValueError(f"{where}: compressed-tensors config_groups must give one weight format")
+    kind, bits, group = kinds.pop()
+    formats = {("float", 8): "fp8", ("int", 8): "int8", ("int", 4): "int4",
+               ("float", 4): "nvfp4" if group == 16 else "mxfp4"}  # fmt: skip
+    found = formats.get((str(kind), int(bits or 0)))
+    if found is None:
+        raise ValueError(f"{where}: compressed-tensors weights of {bits}-bit {kind} not modelled")
+    return found
+
+
+def _unconverted_shares(left: Any, spec: ModelConfig, where: str) -> dict[str, float]:
+    """Each part's share left unconverted by the module names (or ``re:`` patterns) given."""
+    if not isinstance(left, list):
+        raise ValueError(f"{where}: modules_to_not_convert must be a list of module names")
+    whole: set[str] = set()
+    layers: dict[str, set[int]] = {}
+    for module in map(str, left):
+        name = module.removeprefix("re:").lower()
+        part = _part_of(name)
+        if part is None:
+            continue
+        index = re.search(r"layers\.(\d+)\.", name)
+        if index is None:
+            whole.add(part)
+        else:
+            layers.setdefault(part, set()).add(int(index.group(1)))
+    shares = {part: 1.0 for part in whole}
+    for part, found in layers.items():
+        if part not in whole:
+            of = spec.n_moe_layers if part == "experts" else spec.n_layers
+            shares[part] = min(len(found) / max(of, 1), 1.0)
+    return shares
+
+
+def _part_of(name: str) -> str | None:
+    """The part a module name belongs to (None: the embeddings, a router or a norm, which
+    no method here converts)."""
+    if "embed" in name or "lm_head" in name or "router" in name or "norm" in name:
+        return None
+    if re.search(r"mlp\.gate\b(?!_)", name) or name.endswith(".gate") or name.endswith("gate$"):
+        return None  # an MoE router
+    if "shared_expert" in name:
+        return "mlp"
+    if "expert" in name:
+        return "experts"
+    if re.search(r"attn|attention|[qkvo]_proj|q_a_proj|q_b_proj|kv_a_proj|kv_b_proj", name):
+        return "attention"
+    if re.search(r"mlp|feed_forward|gate_proj|up_proj|down_proj", name):
+        return "mlp"
+    return None
+
+
+def _describe(shares: dict[str, float], dtype: str, base: str, spec: ModelConfig) -> str:
+    """``"experts mxfp4; embeddings, attention, mlp bf16"``, with a part partly left
+    unconverted shown as ``"mlp fp8 (2% of its layers bf16)"``."""
+    converted, kept, mixed = [], [], []
+    for part in WEIGHT_PARTS:
+        if part == "experts" and not spec.is_moe:
+            continue
+        share = shares[part]
+        if share == 0:
+            converted.append(part)
+        elif share == 1:
+            kept.append(part)
+        else:
+            mixed.append(f"{part} {dtype} ({share:.0%} of its layers {base})")
+    words = [f"{', '.join(converted)} {dtype}"] if converted else []
+    return "; ".join([*words, *mixed, *([f"{', '.join(kept)} {base}"] if kept else [])])
+
+
+def read_checkpoint(
+    path: str | os.PathLike[str],
+) -> tuple[ModelConfig, list[str], WeightFormat | None]:
+    """:func:`read_hf_config` and the checkpoint's :func:`weight_format`."""
+    file = Path(path)
+    try:
+        config = json.loads(file.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{file}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    name = file.parent.name if file.name == "config.json" and file.parent.name else file.stem
+    spec, notes = model_from_hf_config(config, name, str(file))
+    return spec, notes, weight_format(config, spec, str(file))
+
+
+def read_hf_config(path: str | os.PathLike[str]) -> tuple[ModelConfig, list[str]]:
+    """:func:`model_from_hf_config` of a ``config.json`` file; the model is named after its
+    folder (``.../Llama-3-8B/config.json`` -> ``Llama-3-8B``) or the file's stem."""
+    spec, notes, _ = read_checkpoint(path)
+    return spec, notes
+
+
+__all__ = [
+    "FAMILIES",
+    "GATED_ACTIVATIONS",
+    "QUANT_METHODS",
+    "WRAPPERS",
+    "model_from_hf_config",
+    "read_checkpoint",
+    "read_hf_config",
+    "text_model",
+    "weight_format",
+]

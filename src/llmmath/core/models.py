@@ -1,0 +1,474 @@
+"""Transformer shapes and what follows from them: parameters, FLOPs and KV-cache bytes per token.
+
+Symbols follow the scaling book: L layers, D d_model, F d_ff, N query heads, K KV heads,
+H head dim, V vocabulary, E experts, k experts per token.
+
+>>> from llmmath.core import models
+>>> llama = models.get_model("Llama-3-70B")
+>>> f"{llama.total_params:.4g}"
+'7.055e+10'
+>>> llama.kv_bytes_per_token("bf16")
+327680.0
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from llmmath.core import data
+from llmmath.core._checks import FloatArray, as_floats, as_output
+from llmmath.core._constraints import AnyOf, Count, Instance, OneOf, Optional, PathLike, Real
+from llmmath.core.contracts import AMOUNT, FLAG, NAME, checked, contract, each, refuse, vocabulary
+from llmmath.core.dtypes import bytes_per_element
+
+_COUNT_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size")
+_OPTIONAL_COUNT_FIELDS = (
+    "n_experts",
+    "experts_per_token",
+    "n_shared_experts",
+    "d_ff_expert",
+    "n_dense_layers",
+    "mla_kv_lora_rank",
+    "mla_q_lora_rank",
+    "mla_rope_head_dim",
+)
+
+
+@dataclass(frozen=True)
+@checked(
+    inside=True,  # a model read from a table or a config.json is checked as one built outside
+    name=NAME,
+    **each(Count(), "n_layers d_model d_ff n_heads n_kv_heads head_dim vocab_size max_context"),
+    tied_embeddings=FLAG,
+    parallel_block=FLAG,
+    **each(
+        Count(low=0, high=1 << 16), "n_experts experts_per_token n_shared_experts n_dense_layers"
+    ),
+    **each(Count(low=0), "d_ff_expert mla_kv_lora_rank mla_q_lora_rank mla_rope_head_dim"),
+    **each(Count(low=0), "sliding_window local_per_global global_head_dim global_kv_heads"),
+    global_k_eq_v=FLAG,
+)
+class ModelConfig:
+    """A decoder-only transformer with SwiGLU MLPs; optional MoE layers and MLA attention."""
+
+    name: str
+    n_layers: int
+    d_model: int
+    d_ff: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_context: int
+    tied_embeddings: bool = False
+    # Mixture of experts (0 experts = dense). The first n_dense_layers use a dense MLP of d_ff.
+    n_experts: int = 0
+    experts_per_token: int = 0
+    n_shared_experts: int = 0
+    d_ff_expert: int = 0
+    n_dense_layers: int = 0
+    # Multi-head latent attention (DeepSeek); 0 = ordinary MHA/GQA/MQA.
+    mla_kv_lora_rank: int = 0
+    mla_q_lora_rank: int = 0
+    mla_rope_head_dim: int = 0
+    # PaLM's "parallel" block: attention and MLP read the same normalised input and their
+    # outputs are added together, y = x + attn(x) + mlp(x).
+    parallel_block: bool = False
+    # Hybrid local/global attention (Gemma 2, 3, 4). With sliding_window > 0 a *local* layer
+    # attends to, and caches, at most the last sliding_window tokens. The layers run
+    # local_per_global local ones, then one global one, repeated: layer i (from 0) is global
+    # when (i + 1) % (local_per_global + 1) == 0, as Hugging Face's layer_types lists them
+    # (0 = every layer local). Global layers may have their own head dim and KV heads
+    # (Gemma 4; 0 = as the local ones) and no value projection (global_k_eq_v: the values
+    # come from the key projection; keys and values are both still cached).
+    sliding_window: int = 0
+    local_per_global: int = 0
+    global_head_dim: int = 0
+    global_kv_heads: int = 0
+    global_k_eq_v: bool = False
+    source: str = ""
+    source_date: str = ""
+
+    def __post_init__(self) -> None:
+        # Each field was checked by @checked; the rules across fields are left.
+        moe_only = ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers")
+        for field in moe_only if not self.n_experts else ():
+            if getattr(self, field):
+                raise ValueError(f"{self.name}: {field} is set but n_experts is 0 (a dense model)")
+        if (self.mla_q_lora_rank or self.mla_rope_head_dim) and not self.mla_kv_lora_rank:
+            raise ValueError(f"{self.name}: MLA ranks are set but mla_kv_lora_rank is 0")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"{self.name}: n_heads={self.n_heads} is not divisible by "
+                f"n_kv_heads={self.n_kv_heads}"
+            )
+        self._check_pattern()
+        if self.n_experts:
+            if self.experts_per_token < 1:
+                raise ValueError(
+                    f"{self.name}: experts_per_token must be >= 1; got {self.experts_per_token}"
+                )
+            if self.experts_per_token > self.n_experts:
+                raise ValueError(
+                    f"{self.name}: experts_per_token={self.experts_per_token} exceeds "
+                    f"n_experts={self.n_experts}"
+                )
+            if not 0 <= self.n_dense_layers < self.n_layers:
+                raise ValueError(f"{self.name}: n_dense_layers must be in [0, n_layers)")
+
+    def _check_pattern(self) -> None:
+        pattern = ("local_per_global", "global_head_dim", "global_kv_heads", "global_k_eq_v")
+        if not self.sliding_window:
+            for field in pattern:
+                if getattr(self, field):
+                    raise ValueError(
+                        f"{self.name}: {field} is set but sliding_window is 0 (every layer "
+                        "global): set sliding_window, the tokens a local layer attends to"
+                    )
+            return
+        if self.mla_kv_lora_rank:
+            raise ValueError(f"{self.name}: sliding_window is not modelled with MLA")
+        if not self.local_per_global:
+            for field in pattern[1:]:
+                if getattr(self, field):
+                    raise ValueError(
+                        f"{self.name}: {field} is set but local_per_global is 0 (no global layers)"
+                    )
+        if self.global_kv_heads and self.n_heads % self.global_kv_heads:
+            raise ValueError(
+                f"{self.name}: n_heads={self.n_heads} is not divisible by "
+                f"global_kv_heads={self.global_kv_heads}"
+            )
+
+    # ---- shape facts ------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def attention_kind(self) -> str:
+        """ "MLA", "MHA" (K = N), "MQA" (K = 1) or "GQA" (1 < K < N)."""
+        if self.mla_kv_lora_rank:
+            return "MLA"
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def n_global_layers(self) -> int:
+        """Layers that attend to (and cache) the whole context: all of them without a sliding
+        window, else ``L // (local_per_global + 1)`` (none when ``local_per_global`` is 0)."""
+        if not self.sliding_window:
+            return self.n_layers
+        if not self.local_per_global:
+            return 0
+        return self.n_layers // (self.local_per_global + 1)
+
+    @property
+    def n_local_layers(self) -> int:
+        """Sliding-window layers: each attends to at most ``sliding_window`` tokens."""
+        return self.n_layers - self.n_global_layers
+
+    def _attention_groups(self) -> tuple[tuple[int, int, int, bool, int], ...]:
+        """(layers, KV heads, head dim, values from the keys?, window or 0) per layer kind."""
+        if not self.sliding_window:
+            return ((self.n_layers, self.n_kv_heads, self.head_dim, False, 0),)
+        local = (self.n_local_layers, self.n_kv_heads, self.head_dim, False, self.sliding_window)
+        K = self.global_kv_heads or self.n_kv_heads
+        H = self.global_head_dim or self.head_dim
+        return (local, (self.n_global_layers, K, H, self.global_k_eq_v, 0))
+
+    @property
+    def tp_all_reduces_per_layer(self) -> int:
+        """All-reduces per layer of a forward pass under 1-D tensor parallelism: 2 (after
+        attention, after the MLP), or 1 for a parallel block, whose two branches' partial sums
+        add locally before one all-reduce."""
+        return 1 if self.parallel_block else 2
+
+    @property
+    def expert_d_ff(self) -> int:
+        return self.d_ff_expert or self.d_ff
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    # ---- parameters -------------------------------------------------------------------
+    @property
+    def attention_params(self) -> int:
+        """Attention weights of every layer: each layer kind at its own shape (a global layer
+        of Gemma 4 has wider heads, fewer KV heads and, with ``global_k_eq_v``, no ``W_V``)."""
+        if not self.sliding_window:
+            return self.n_layers * self.attention_params_per_layer
+        D, N = self.d_model, self.n_heads
+        total = 0
+        for layers, K, H, k_eq_v, _ in self._attention_groups():
+            total += layers * (2 * D * N * H + (1 if k_eq_v else 2) * D * K * H)
+        return total
+
+    @property
+    def attention_params_per_layer(self) -> int:
+        """One ordinary (or local) layer's attention weights."""
+        D, N, K, H = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+        if self.attention_kind != "MLA":
+            return 2 * D * N * H + 2 * D * K * H  # W_Q and W_O, then W_K and W_V
+        q_rank, kv_rank, rope = self.mla_q_lora_rank, self.mla_kv_lora_rank, self.mla_rope_head_dim
+        # With a query latent: down-projection, its norm, up-projection to the heads; without
+        # one (e.g. DeepSeek-V2-Lite) the queries come straight from D.
+        latent_queries = D * q_rank + q_rank + q_rank * N * (H + rope)
+        queries = latent_queries if q_rank else D * N * (H + rope)
+        keys_values = D * (kv_rank + rope) + kv_rank + kv_rank * N * 2 * H
+        return queries + keys_values + N * H * D
+
+    @property
+    def mlp_params_per_expert(self) -> int:
+        return 3 * self.d_model * self.expert_d_ff  # SwiGLU: gate, up and down projections
+
+    @property
+    def dense_mlp_params(self) -> int:
+        return 3 * self.d_model * self.d_ff
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding plus unembedding (one matrix when tied)."""
+        return self.vocab_size * self.d_model * (1 if self.tied_embeddings else 2)
+
+    def _layer_params(self, experts_counted: int) -> int:
+        norms = 2 * self.d_model
+        dense = self.n_layers - self.n_moe_layers
+        total = self.attention_params + self.n_layers * norms + dense * self.dense_mlp_params
+        if self.is_moe:
+            router = self.d_model * self.n_experts
+            experts = (experts_counted + self.n_shared_experts) * self.mlp_params_per_expert
+            total += self.n_moe_layers * (experts + router)
+        return total
+
+    @property
+    def total_params(self) -> int:
+        """Every weight, as in the published parameter counts (final norm included)."""
+        return self._layer_params(self.n_experts) + self.embedding_params + self.d_model
+
+    @property
+    def active_params(self) -> int:
+        """Weights one token uses: for MoE only k routed experts (plus shared ones) per layer."""
+        return self._layer_params(self.experts_per_token) + self.embedding_params + self.d_model
+
+    @property
+    def matmul_params_per_token(self) -> int:
+        """Active weights that take part in a matmul: the input embedding is only a lookup."""
+        return self.active_params - self.vocab_size * self.d_model * (not self.tied_embeddings)
+
+    @contract()
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        """Bytes to hold every weight in ``dtype``."""
+        return self.total_params * bytes_per_element(dtype)
+
+    # ---- per-token costs ----------------------------------------------------------------
+    @contract()
+    def attention_flops_per_token(
+        self, context: ArrayLike = 0, *, decode: bool = False
+    ) -> float | FloatArray:
+        """FLOPs of one token attending to ``context`` earlier tokens (QK^T and AV).
+
+        Ordinary attention: ``2 L T N (H_qk + H_v)``. MLA decodes *absorbed* (DeepSeek-V2,
+        arXiv 2405.04434, section 2.1.2): the key and value up-projections fold into the query
+        and output ones, so each head scores the cached latent and its RoPE key and sums
+        latents, ``2 L T N (r_kv + r_rope + r_kv)``: 3.4x the per-head count for DeepSeek-V3.
+        Prefill (``decode=False``) expands the latent into per-head keys and values instead.
+        A sliding-window layer attends to ``min(T, window)`` tokens, a global one of Gemma 4
+        with its own head dim.
+        """
+        T = as_floats(context)
+        if self.sliding_window:
+            flops = np.zeros_like(T)
+            for layers, _, H, _, window in self._attention_groups():
+                seen = np.minimum(T, window) if window else T
+                flops = flops + 2.0 * layers * seen * self.n_heads * (H + H)
+            return as_output(flops)
+        if decode and self.attention_kind == "MLA":
+            per_head = 2 * self.mla_kv_lora_rank + self.mla_rope_head_dim
+        else:
+            per_head = self.head_dim + self.mla_rope_head_dim + self.head_dim
+        return as_output(2.0 * self.n_layers * T * self.n_heads * per_head)
+
+    @contract()
+    def forward_flops_per_token(
+        self, context: ArrayLike = 0, *, decode: bool = False
+    ) -> float | FloatArray:
+        """Forward FLOPs for one token: ``2 * matmul params`` plus attention over ``context``
+        earlier tokens (:meth:`attention_flops_per_token`; ``decode`` picks absorbed MLA)."""
+        attention = self.attention_flops_per_token(context, decode=decode)
+        return as_output(2.0 * self.matmul_params_per_token + np.asarray(attention))
+
+    def training_flops_per_token(self) -> float:
+        """``6 * matmul params``: forward (2) plus backward (4); attention and the input
+        embedding lookup (no FLOPs) are left out."""
+        return 6.0 * self.matmul_params_per_token
+
+    def kv_elements_per_token(self) -> int:
+        """Numbers cached per token across all layers: ``2 * L * K * H`` (keys and values);
+        MLA caches one latent of ``kv_lora_rank + rope_head_dim`` per layer instead. Every
+        layer counted as caching every token: the full-attention count, exact without
+        sliding-window layers (each layer kind at its own K and H)."""
+        if self.attention_kind == "MLA":
+            return self.n_layers * (self.mla_kv_lora_rank + self.mla_rope_head_dim)
+        return sum(2 * layers * K * H for layers, K, H, _, _ in self._attention_groups())
+
+    @overload
+    def kv_bytes_per_token(self, dtype: str = ..., context: None = None) -> float: ...
+    @overload
+    def kv_bytes_per_token(self, dtype: str, context: ArrayLike) -> float | FloatArray: ...
+    @contract(context=Optional(AMOUNT))
+    def kv_bytes_per_token(
+        self, dtype: str = "bf16", context: ArrayLike | None = None
+    ) -> float | FloatArray:
+        """KV-cache bytes per token of context in ``dtype``.
+
+        Without ``context``: every layer caches every token (:meth:`kv_elements_per_token`).
+        At a ``context`` of ``T`` tokens: the sequence's cache over ``T``, exact for
+        sliding-window layers, which hold ``min(T, window)`` tokens while global ones hold
+        ``T``: ``(sum_global 2 K H + sum_local 2 K H min(1, window / T)) b``. It equals the
+        full count up to the window, and falls towards the global layers' share beyond it.
+        """
+        b = bytes_per_element(dtype)
+        if context is None:
+            return self.kv_elements_per_token() * b
+        T = as_floats(context)
+        if not self.sliding_window:
+            return as_output(np.full_like(T, self.kv_elements_per_token() * b))
+        per_token = np.zeros_like(T)
+        for layers, K, H, _, window in self._attention_groups():
+            share = np.minimum(1.0, np.divide(window, T, out=np.ones_like(T), where=T > 0))
+            per_token = per_token + 2.0 * layers * K * H * (share if window else 1.0)
+        return as_output(per_token * b)
+
+
+#: A model parameter: a :class:`ModelConfig` or a preset's name.
+MODEL = AnyOf(
+    (
+        OneOf(lambda: _MODELS, "model"),
+        Instance(ModelConfig, example=lambda: _MODELS["Llama-3-8B"]),
+    )
+)
+vocabulary(model=MODEL)
+
+
+@contract(model=Instance(ModelConfig), name=NAME)
+def check_context(model: ModelConfig, context: ArrayLike, name: str = "context") -> FloatArray:
+    """``context`` (tokens) as floats, refused above ``model.max_context``: every step, cache
+    and memory count of a model asks this one check (``name``: the parameter it came as)."""
+    T = as_floats(context)  # >= 0: checked by the contract of the function asking
+    if np.any(model.max_context < T):
+        worst = float(np.max(T))
+        raise ValueError(
+            f"{name} must be <= {model.name}'s max_context={model.max_context}; got {worst:g}"
+        )
+    return T
+
+
+# ---- which experts a batch touches ---------------------------------------------------
+@contract(
+    batch=AMOUNT,
+    n_experts=Real(low=1.0, low_open=False, integer=True),
+    experts_per_token=Real(low=1.0, low_open=False, integer=True),
+)
+def expected_experts_touched(
+    batch: ArrayLike, n_experts: ArrayLike, experts_per_token: ArrayLike
+) -> float | FloatArray:
+    """Experts of one layer that at least one of ``batch`` tokens is routed to, on average.
+
+    Under uniform routing each token picks k of the E experts, so it misses a given expert
+    with probability ``1 - k/E``; B independent tokens all miss it with ``(1 - k/E)^B``:
+    ``E (1 - (1 - k/E)^B)``. It is k at B = 1 and tends to E as B grows.
+    """
+    B, E, k = as_floats(batch), as_floats(n_experts), as_floats(experts_per_token)
+    _check_k_le_e(k, E)
+    return as_output(E * (1.0 - (1.0 - k / E) ** B))
+
+
+@contract()
+def weight_params_read(model: str | ModelConfig, batch: ArrayLike) -> FloatArray:
+    """Matmul weights read in one decode step of ``batch`` tokens.
+
+    Dense: all of them, whatever the batch. MoE: the active weights plus, in each MoE layer,
+    the routed experts beyond the k a single token uses that some token of the batch is
+    routed to (:func:`expected_experts_touched`). So reads grow with the batch from the
+    active to the total weights; they never fall below the active ones.
+    """
+    spec = get_model(model)
+    B = as_floats(batch)
+    active = np.full_like(B, float(spec.matmul_params_per_token))
+    if not spec.is_moe:
+        return active
+    E, k = spec.n_experts, spec.experts_per_token
+    extra = np.maximum(np.asarray(expected_experts_touched(B, E, k)) - k, 0.0)
+    extra_params: FloatArray = spec.n_moe_layers * extra * spec.mlp_params_per_expert
+    return active + extra_params
+
+
+def _check_k_le_e(k: FloatArray, E: FloatArray) -> None:
+    too_many = np.broadcast_to(k > E, np.broadcast_shapes(k.shape, E.shape))
+    if np.any(too_many):
+        k_bad = np.broadcast_to(k, too_many.shape)[too_many].ravel()[0]
+        e_bad = np.broadcast_to(E, too_many.shape)[too_many].ravel()[0]
+        raise ValueError(
+            f"experts_per_token={k_bad:g} exceeds n_experts={e_bad:g}: "
+            "a token cannot be routed to more experts than the layer has"
+        )
+
+
+@contract(name=NAME, spec=Instance(dict))
+def model_from_dict(name: str, spec: dict[str, Any]) -> ModelConfig:
+    """Build a :class:`ModelConfig` from one table of a models TOML file."""
+    allowed = [f for f in ModelConfig.__dataclass_fields__ if f != "name"]
+    unknown = sorted(set(spec) - set(allowed))
+    if unknown:
+        raise ValueError(f"model {name!r} has unknown fields {unknown}; allowed: {allowed}")
+    missing = [f for f in (*_COUNT_FIELDS, "max_context") if f not in spec]
+    if missing:
+        raise ValueError(f"model {name!r} is missing {', '.join(missing)}")
+    return ModelConfig(name=name, **spec)
+
+
+@contract(path=PathLike())
+def load_models(path: str | os.PathLike[str]) -> dict[str, ModelConfig]:
+    """Read every model in a TOML file shaped like ``data/models.toml`` (one table each)."""
+    with Path(path).open("rb") as handle:
+        tables = tomllib.load(handle)
+    not_tables = [name for name, spec in tables.items() if not isinstance(spec, dict)]
+    if not_tables or not tables:
+        raise ValueError(
+            f"{path}: expected one [table] per model, as in data/models.toml; found "
+            f"{'top-level keys ' + ', '.join(not_tables) if not_tables else 'no tables'}"
+        )
+    return {name: model_from_dict(name, spec) for name, spec in tables.items()}
+
+
+def _preset_models() -> dict[str, ModelConfig]:
+    return {name: model_from_dict(name, spec) for name, spec in data.table("models").items()}
+
+
+_MODELS: dict[str, ModelConfig] = _preset_models()
+
+
+@contract()
+def list_models() -> list[str]:
+    """Names of the model presets."""
+    return list(_MODELS)
+
+
+@contract(own_check=True)
+def get_model(model: str | ModelConfig) -> ModelConfig:
+    """Look a preset up by name, or pass a :class:`ModelConfig` straight through."""
+    if isinstance(model, ModelConfig):
+        return model
+    if type(model) is not str or model not in _MODELS:
+        refuse(get_model, "model", model)
+    return _MODELS[model]

@@ -1,0 +1,1 @@
+"""The validation appendix: the floors beside published measurements."""
