@@ -15,11 +15,12 @@ ROLE ?= learner
 LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup book book-clean test lint types pytest lab check bench release grade grade-report release-feedback review regrade bench-grading hub hub-env hub-backup lock browser clean
+.PHONY: help setup book book-clean test test-fast lint types pytest lab check bench release grade grade-report release-feedback review regrade bench-grading hub hub-env hub-backup lock browser clean
 
 help:
 	@echo "make book     set up .venv, vendor the JavaScript, build the book into _build/html"
 	@echo "make test     lint, types and every test (builds the book first)"
+	@echo "make test-fast  the model and display tests that need no built book (about a minute)"
 	@echo "make lab      JupyterLab with widgets and nbgrader, on 127.0.0.1:$(LAB_PORT)"
 	@echo "make lab ROLE=instructor   the same with nbgrader's instructor tools, lessons writable"
 	@echo "make check ASSIGNMENT=roofline   check your copy in $(LEARNER_DIR)/ part by part"
@@ -42,7 +43,7 @@ $(UV):
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --target $(VENV)/uv uv==$(UV_VERSION)
 
 # --no-deps: the lock is the whole environment, nothing resolved beyond it (requirements.lock);
-# pip stays, pinned, for `pip check` (tests/test_environment.py). compileall writes the .pyc
+# pip stays, pinned, for `pip check` (tests/course/test_environment.py). compileall writes the .pyc
 # files on every core.
 $(VENV)/.installed: requirements.lock pyproject.toml lab/overrides.json $(UV)
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps -r requirements.lock pip==25.3
@@ -97,6 +98,13 @@ pytest: setup browser $(ROOT_ONLY)
 test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=target lint types book browser $(ROOT_ONLY)
 	@$(MAKE) --no-print-directory pytest
+
+# The edit loop: the model's tests (tests/model) and the display's (tests/display) that need
+# neither the built book, nor a browser, nor a notebook run; `make test` runs everything.
+# tests/course holds grading, JupyterLab and the hub.
+FAST_SKIPS := $(foreach t,book browser accessibility api_reference launch,--ignore=tests/display/test_$(t).py)
+test-fast: setup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q tests/model tests/display -m "not slow and not browser" $(FAST_SKIPS)
 
 # Copies exercises/<a>/ to $(LEARNER_DIR)/<a>/ once (never over an existing copy), writes the
 # start page $(LEARNER_DIR)/START.md, then starts JupyterLab with the course folder as root.
@@ -181,7 +189,7 @@ hub-backup:
 # is pinned in setup). UNWANTED are left out of it: jsonschema imports rfc3987-syntax when it
 # is there (an optional IRI check nothing here uses), and that import builds a lark parser,
 # about a second in every process that imports nbformat's validator, nbgrader or a Jupyter
-# server (tests/test_environment.py checks they stay out).
+# server (tests/course/test_environment.py checks they stay out).
 UNWANTED := lark rfc3987-syntax
 lock:
 	rm -rf /tmp/llmmath-lock && $(PYTHON) -m venv /tmp/llmmath-lock

@@ -1,6 +1,6 @@
 """JupyterHub for the course: one OS user per student, the formgrader as a hub service.
 
-Started by ``scripts/hub.py`` (``make hub``, tests/test_hub.py), which makes the accounts and
+Started by ``scripts/hub.py`` (``make hub``, tests/course/test_hub.py), which makes the accounts and
 the folders and passes them in ``LLMMATH_HUB_*`` variables:
 
 - logins are the machine's own accounts, through PAM (``PAMAuthenticator``, JupyterHub's
@@ -212,7 +212,7 @@ c.JupyterHub.load_roles = [
     },
 ]
 
-# tests/test_hub.py drives the class through the hub's REST API with one token (never set by
+# tests/course/test_hub.py drives the class through the hub's REST API with one token (never set by
 # make hub): start servers, and act on a student's server as the student's browser would.
 if env.get("LLMMATH_HUB_ADMIN_TOKEN"):
     c.JupyterHub.services.append(

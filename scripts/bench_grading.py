@@ -6,8 +6,8 @@
 
 A scratch course (the root nbgrader_config.py and solutions/, in a temporary folder) gets
 ``n`` submissions of the assignment: 40 % the solution, 30 % with the spec's two mistakes, 10 %
-the release untouched and 20 % broken in the ways tests/test_instructor.py grades (an infinite
-loop, a kernel death, a corrupt file, ...: ``llmmath_course.simulate``). It then times
+the release untouched and 20 % broken in the ways tests/course/test_instructor.py grades (an
+infinite loop, a kernel death, a corrupt file, ...: ``llmmath_course.simulate``). It then times
 ``python scripts/instructor.py autograde <assignment> --jobs J`` and prints (and with
 ``--out``, writes as JSON) the wall time, submissions per minute and the range of scores each
 kind of submission got (a fast run that grades wrongly shows there). ``--breakdown K`` grades

@@ -19,9 +19,9 @@ once and kept in ``hub/initial-passwords.txt`` (root only); an account that exis
 is, with its own password and home. Every account joins the class group (``<prefix>-class``),
 the only one, with root, that may enter the exchange (mode 1770, not 777).
 
-``--throwaway`` (tests/test_hub.py, a quick look) keeps the state in a temporary folder and on
-exit stops the hub, every server and every process of the accounts it made, then deletes those
-accounts and the folder.
+``--throwaway`` (tests/course/test_hub.py, a quick look) keeps the state in a temporary folder
+and on exit stops the hub, every server and every process of the accounts it made, then
+deletes those accounts and the folder.
 
 The servers run from ``/opt/llmmath-hub/<version>`` (``LLMMATH_HUB_HOME``): a copy of this
 interpreter and a venv of requirements.lock, readable by every user (the project's .venv may sit

@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "book" / "_vendor"
-#: What only the tests inject into the built pages (tests/test_accessibility.py).
+#: What only the tests inject into the built pages (tests/display/test_accessibility.py).
 TEST_VENDOR = ROOT / "tests" / "_vendor"
 
 # package spec -> (sha512 integrity from the npm registry, {path in tarball: path in vendor})

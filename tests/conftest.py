@@ -48,7 +48,8 @@ LONGEST_FIRST = (
 
 
 def group_of(nodeid: str) -> str:
-    """``tests/test_x.py::test_name[param]`` -> its group: the test's APART group or its file."""
+    """``tests/<kind>/test_x.py::test_name[param]`` -> its group: the test's APART group or its
+    file."""
     path, _, name = nodeid.partition("@")[0].partition("::")
     return APART.get(name.split("[")[0], path.rsplit("/", 1)[-1])
 

@@ -4,7 +4,7 @@
 beneath it in the same cell's output, so that the caption reads the same in the book and in
 JupyterLab.
 MyST-NB gives the image the file's path as ``alt``; a screen reader would read that name.
-This sets each such image's ``alt`` to its caption (tests/test_accessibility.py checks it).
+This sets each such image's ``alt`` to its caption (tests/display/test_accessibility.py checks it).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 * :data:`LAYERS` is the one list of which module is documented on which page; a page says
   ``.. llmmath-layer:: core`` and gets a section per module (autodoc). A module moved or added
-  changes this list only (``tests/test_api_reference.py`` refuses a module in no layer).
+  changes this list only (``tests/display/test_api_reference.py`` refuses a module in no layer).
 * Every public callable gets Parameters and Returns written from what the package already
   declares: each parameter's ``@contract`` constraint (``llmmath.core.contracts``: what it accepts,
   word for word as its error message says it), the unit its name carries (``_s`` seconds,

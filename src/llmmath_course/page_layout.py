@@ -4,7 +4,7 @@ JupyterLab opens these pages as notebooks through jupytext and autosaves them in
 own layout (option blocks in YAML, a blank line after them, its version in the front matter).
 Keeping the files in that layout already means a learner who opens a lesson in `make lab`
 leaves no change behind for `git pull` to trip over. Captions become one line of text, which
-jupytext then wraps. tests/test_notebooks.py checks every page; ``main`` fixes them:
+jupytext then wraps. tests/display/test_notebooks.py checks every page; ``main`` fixes them:
 
     python scripts/normalize_pages.py           # rewrite the pages that differ
     python scripts/normalize_pages.py --check   # list them, exit 1 if any

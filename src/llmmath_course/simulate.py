@@ -1,7 +1,7 @@
 """Simulated classes for the grading tests and ``scripts/bench_grading.py``: each assignment's
 spec (``tests/specs/<assignment>.py`` defines ``SPEC``), submissions filled in from the
 solutions, and the roofline exercise's broken submissions (an infinite loop, a kernel death, a
-corrupt file, tampering, ...), which tests/test_instructor.py grades and scores.
+corrupt file, tampering, ...), which tests/course/test_instructor.py grades and scores.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class AssignmentSpec:
     hidden_message: str = "is off by more than"
     notebook: str = ""
     #: Realistic mistakes beyond ``wrong_answers`` (which the visible checks never catch), each
-    #: with whether a visible check catches it: tests/test_visible_checks.py runs every one.
+    #: with whether a visible check catches it: tests/course/test_visible_checks.py runs every one.
     mistakes: tuple[Mistake, ...] = ()
     #: Sentences the leak detector must catch, and ones it must let through.
     leaky_examples: tuple[str, ...] = field(default_factory=tuple)

@@ -15,7 +15,7 @@ SPEC = AssignmentSpec(
     manual_points=2.0,  # the reflection
     manual_cells=("reflection",),
     answers={
-        # Each is the course's own number (tests/test_exercise_values.py recomputes them):
+        # Each is the course's own number (tests/course/test_exercise_values.py recomputes them):
         # serving.decode_step(Deployment("Llama-3-70B", "H100", 8), B, T) and its cost,
         # batching.max_batch, batching.ttft_s, batching.request_latency, and
         # speculative.speculative_step / break_even_batch.

@@ -21,7 +21,7 @@ SPEC = AssignmentSpec(
         "critical_batch_h100": 295.2238805970149,
         "critical_batch_int8": 147.61194029850745,
         # Part 5, from llmmath.beyond.focus.local_decode on a FocusMachine(32e9 B, 90e9 B/s, 0.75)
-        # at context 0 (tests/test_exercise_depth.py recomputes them).
+        # at context 0 (tests/course/test_exercise_depth.py recomputes them).
         "gemma_12b_int4_tokens_per_s": 15.298784028167388,
         "missing_27b_int8_bytes": 3008663808.0,
     },

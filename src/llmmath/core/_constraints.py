@@ -1,7 +1,7 @@
 """What one parameter (or record field) accepts: the constraints :mod:`llmmath.core.contracts` uses.
 
 Each constraint says what it allows in words, why a value is not allowed (``problem``), and
-gives valid and invalid examples, from which the common test (``tests/test_contracts.py``)
+gives valid and invalid examples, from which the common test (``tests/model/test_contracts.py``)
 generates its inputs.
 """
 

@@ -8,7 +8,7 @@ slider move. Two things keep it to a few microseconds:
   common valid values (a plain float in range, a known name, an instance). ``False`` only
   means "not sure": the caller then asks the constraint's full ``problem()``, which either
   finds nothing (the value is fine after all) or builds the error. A quick ``True`` is never
-  given for a value ``problem()`` refuses (``tests/test_contracts.py`` checks this).
+  given for a value ``problem()`` refuses (``tests/model/test_contracts.py`` checks this).
 * :func:`wrap` builds, once per function, a closure that checks each argument by its position
   or keyword (no ``inspect.bind`` on the common path).
 * :func:`finite` checks a result for inf and NaN field by field, one sum per array.

@@ -176,7 +176,7 @@ class Contract:
     loop, ``decode_step`` asking ``roofline_time``) runs unchecked: its arguments are the
     outer call's checked arguments or values the package computed from them, and what it
     returns flows into the outer call's result, which is checked for inf and NaN. So a body
-    never checks its arguments again (``tests/test_contracts.py`` walks every body). A rule
+    never checks its arguments again (``tests/model/test_contracts.py`` walks every body). A rule
     across parameters that no single constraint can state is the contract's ``where``: a
     function of some of the parameters (by name) that returns what is wrong, or None.
     """

@@ -7,7 +7,7 @@ loop. An explorer draws the same tick labels, legends and titles frame after fra
 glyph's bitmap by its font, size, rotation and where it falls within a pixel (in FreeType's
 sixty-fourths: moved by whole pixels, a glyph renders to the same bitmap, moved). Text is
 then about a third cheaper to draw, and the pixels are those of matplotlib's own renderer
-(``tests/test_plots_widgets.py`` compares them). A matplotlib without these private hooks
+(``tests/display/test_plots_widgets.py`` compares them). A matplotlib without these private hooks
 gets its plain canvas.
 """
 

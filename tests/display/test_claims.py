@@ -14,7 +14,7 @@ from lesson_support import lesson
 from llmmath import batching, get_chip, kv_cache, pricing
 from llmmath.beyond import serving_modes
 
-BOOK = Path(__file__).resolve().parent.parent / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 
 
 def _intro() -> str:

@@ -55,7 +55,7 @@ from site_support import HTML, is_local
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 LAB_SCRIPT = ROOT / "scripts" / "lab.py"
 CHECK_SCRIPT = ROOT / "scripts" / "check.py"

@@ -5,8 +5,8 @@ not shipped with the book) runs in every built page once its widgets and maths h
 no serious or critical violation. Each explorer works from the keyboard alone, and each lesson
 at a phone's 390 x 844 viewport scrolls only down.
 
-``python tests/test_accessibility.py --report out.json`` writes axe's findings for every page
-(each rule's impact and how many elements break it), the numbers the issue asks for before and
+``python tests/display/test_accessibility.py --report out.json`` writes axe's findings for every
+page (each rule's impact and how many elements break it), the numbers the issue asks for before and
 after a change.
 """
 
@@ -279,5 +279,7 @@ def report(out: Path) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in ("--report", "--shots"):
-        sys.exit("usage: python tests/test_accessibility.py --report out.json | --shots DIR")
+        sys.exit(
+            "usage: python tests/display/test_accessibility.py --report out.json | --shots DIR"
+        )
     (report if sys.argv[1] == "--report" else screenshots)(Path(sys.argv[2]))

@@ -16,7 +16,7 @@ import pytest
 from llmmath.core import models
 from llmmath.core.hf_config import model_from_hf_config, read_hf_config
 
-CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+CONFIGS = Path(__file__).parents[1] / "data" / "hf_configs"
 
 # (folder, published total, published active or None, where it is published)
 PUBLISHED = [

@@ -1,8 +1,8 @@
 """Every lesson is a notebook that JupyterLab and Jupyter Book both read, the same way.
 
 Each lesson is executed twice by ``make test``: by the book build in the static widget mode
-(``-W``: an error fails it) and by ``tests/test_lab.py`` in JupyterLab with live widgets, where
-no cell may print an error or to stderr, and every figure, caption and explorer must show.
+(``-W``: an error fails it) and by ``tests/course/test_lab.py`` in JupyterLab with live widgets,
+where no cell may print an error or to stderr, and every figure, caption and explorer must show.
 (A third, headless live run here repeated the second: about 20 s of the suite.)"""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jupytext
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted((ROOT / "lessons").glob("*.md"))
 
 

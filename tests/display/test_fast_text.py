@@ -1,7 +1,7 @@
 """fast_text's private matplotlib hooks exist on the pinned matplotlib, and are used.
 
 Without them ``FastCanvas`` quietly falls back to matplotlib's plain Agg canvas: the pixels stay
-right (tests/test_plots_widgets.py compares them) and every explorer gets a third slower at
+right (tests/display/test_plots_widgets.py compares them) and every explorer gets a third slower at
 drawing text, which no other test would notice. A matplotlib upgrade that drops or reshapes a
 hook fails here, naming it.
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("myst_links", ROOT / "lab/learner/myst_links.py")
 assert _spec is not None and _spec.loader is not None
 myst_links = importlib.util.module_from_spec(_spec)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
 UNWANTED = re.search(r"^UNWANTED := (.+)$", (ROOT / "Makefile").read_text(), re.M)
 

@@ -91,7 +91,7 @@ def test_figure_without_a_caption_is_refused() -> None:
 def test_no_lesson_keeps_a_caption_where_jupyterlab_cannot_show_it() -> None:
     from pathlib import Path
 
-    lessons = Path(__file__).resolve().parent.parent / "lessons"
+    lessons = Path(__file__).resolve().parents[2] / "lessons"
     for lesson in lessons.glob("*.md"):
         assert "caption:" not in lesson.read_text(), (
             f"{lesson.name}: a figure caption in MyST-NB metadata is invisible in JupyterLab; "

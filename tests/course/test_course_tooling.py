@@ -1,6 +1,7 @@
 """The course tooling (src/llmmath_course/): its shape, and what it relies on inside the pinned
 nbgrader and jupyter_client, so that an upgrade that changes any of it fails here, loudly,
-instead of grading slower or not at all. tests/test_instructor.py grades whole classes with it.
+instead of grading slower or not at all. tests/course/test_instructor.py grades whole classes
+with it.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ import llmmath_course
 from llmmath_course.instructor import forkkernel
 from llmmath_course.instructor.course import course_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(llmmath_course.__file__).parent
 MODULES = sorted(
     info.name for info in pkgutil.walk_packages([str(PACKAGE)], prefix="llmmath_course.")
 )
-MAX_LINES = 500  # as src/llmmath (tests/test_package.py)
+MAX_LINES = 500  # as src/llmmath (tests/model/test_package.py)
 
 
 @pytest.mark.parametrize("module", MODULES)

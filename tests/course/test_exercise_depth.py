@@ -17,7 +17,7 @@ from grading_support import AssignmentSpec, load_specs
 from llmmath.beyond import focus, number_formats, speculative
 from llmmath.core.deployment import Deployment
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ANSWERS = {spec.assignment: spec.answers for spec in load_specs()}
 
 

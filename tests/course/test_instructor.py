@@ -102,7 +102,7 @@ class Course:
         if not students_are_os_users:
             # These students are simulated with --student, all as this one OS user: collect's
             # check that a submission is owned by the student it names cannot apply
-            # (tests/test_hub.py runs it with real OS users).
+            # (tests/course/test_hub.py runs it with real OS users).
             config += "c.ExchangeCollect.check_owner = False\n"
         (self.root / "nbgrader_config.py").write_text(config)
         # The feedback template (with its MathJax) sits next to nbgrader_config.py.

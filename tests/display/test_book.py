@@ -78,7 +78,7 @@ def test_every_toc_entry_is_built() -> None:
 
 def test_no_page_shows_an_error_or_stderr() -> None:
     """The build runs each lesson with the static widgets (JupyterLab runs them live:
-    tests/test_lab.py). An exception fails the build (-W); a warning printed to stderr would
+    tests/course/test_lab.py). An exception fails the build (-W); a warning printed to stderr would
     only show on the page, as MyST-NB's ``output stderr`` block."""
     shown = {
         path.relative_to(HTML).as_posix(): len(found)

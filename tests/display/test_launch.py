@@ -6,7 +6,7 @@ settings an instructor fills in) is built as ``make book`` builds, without execu
 pages are read: the lesson's button is nbgitpuller's link on the hub, opening the lesson's
 ``.md`` in JupyterLab; the exercise page's opens the student's ``my-work/`` copy; with no hub
 URL there is no launch button at all. Bad settings stop the build, naming the setting.
-tests/test_hub.py clicks the built link on the course's own JupyterHub.
+tests/course/test_hub.py clicks the built link on the course's own JupyterHub.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from hub_launch import my_work_urlpath, pull_url  # noqa: E402
 

@@ -24,8 +24,8 @@ from llmmath.core.models import get_model, load_models
 from llmmath.core.placement import Layout
 from llmmath.core.training import training_step
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = Path(__file__).parents[1] / "data" / "hf_configs"
 FLOOR = "Floors, not promises"
 
 

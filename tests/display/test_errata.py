@@ -20,7 +20,7 @@ from llmmath import api_prices, batching, get_chip, get_model, kv_cache, moe
 from llmmath.core import hardware, training
 from llmmath.core.deployment import Deployment
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def text(page: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTATION = ROOT / "book" / "notation.md"
 PAGES = sorted((ROOT / "lessons").glob("*.md")) + sorted(
     p for p in (ROOT / "book").glob("*.md") if p != NOTATION
