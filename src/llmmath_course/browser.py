@@ -34,9 +34,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def serve(directory: Path) -> Iterator[str]:
-    """Serve ``directory`` on a free loopback port; yields the base URL, always shuts down."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
+def serve(
+    directory: Path, handler_class: type[http.server.SimpleHTTPRequestHandler] = _QuietHandler
+) -> Iterator[str]:
+    """Serve ``directory`` on a free loopback port with ``handler_class`` (static files, quiet,
+    by default); yields the base URL, always shuts down."""
+    handler = functools.partial(handler_class, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

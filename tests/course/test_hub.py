@@ -563,9 +563,9 @@ def git_server(site: Path) -> Iterator[str]:
     owns ("dubious ownership"), and nbgitpuller clones as the student; not git's static "dumb"
     HTTP either: nbgitpuller's clone is shallow (--depth 1), which needs the smart protocol.
     The CGI runs as nobody (http.server's rule for root), trusting the repositories here."""
-    import functools
     import http.server
-    import threading
+
+    from llmmath_course.browser import serve
 
     (site / "cgi-home").mkdir()
     (site / "cgi-home" / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
@@ -583,16 +583,8 @@ def git_server(site: Path) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    handler = functools.partial(Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve(site, Quiet) as url:
+        yield url
 
 
 def save(page: Any, name: str) -> None:
@@ -658,9 +650,9 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
     button opens their own copy, ~/llmmath/my-work/batching/, made on the first click; they
     type into it and save, and edit the lesson too; the instructor pushes a new file; both
     buttons again: the new file is pulled and both edits are kept."""
+    from launch_support import build_launch_pages, launch_links
     from lesson_support import lesson
     from site_support import chromium
-    from test_launch import build_launch_pages, launch_links
 
     hub, _ = class_hub
     student = hub.students[1]
