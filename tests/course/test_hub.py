@@ -619,6 +619,30 @@ def panel(tab: Any) -> Any:
     return tab.locator(f"[id='{current.get_attribute('data-id')}']")
 
 
+def shown_in_panel(
+    tab: Any, selector: str, text: str, timeout_s: float = 120, state: str = "visible"
+) -> Any:
+    """The first ``selector`` element showing ``text`` in the current tab's document, looked up
+    afresh every few seconds: under load JupyterLab may still be restoring its layout when a
+    launch returns, and a document found by the tab's id before then can go stale."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = panel(tab).locator(selector, has_text=text).first
+        try:
+            found.wait_for(timeout=5_000, state=state)
+            return found
+        except Exception as error:  # Playwright's TimeoutError, or a tab that went stale
+            if time.monotonic() < deadline:
+                continue
+            tab.screenshot(path=str(Path(tempfile.gettempdir()) / "llmmath-panel-failed.png"))
+            tabs = tab.locator("#jp-main-dock-panel .lm-TabBar-tab").all_inner_texts()
+            shown = panel(tab).inner_text()[:2000]
+            raise AssertionError(
+                f"{text!r} not in {selector} after {timeout_s:.0f} s; tabs {tabs}, the current "
+                f"one showing:\n{shown}"
+            ) from error
+
+
 def launch(page: Any, book: str, text: str, name: str) -> Any:
     """On the built book's ``book`` page, open the launch menu and click the ``text`` button,
     as a student does; the tab it opens (the link has target=_blank), once JupyterLab shows the
@@ -671,8 +695,7 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             assert lab.url.endswith("/lab/tree/llmmath/lessons/batching.md"), lab.url
             clone = hub.home(student) / "llmmath"
             assert clone.stat().st_uid == pwd.getpwnam(student).pw_uid, "cloned as the student"
-            heading = panel(lab).locator(".jp-MarkdownCell .myst h1")
-            heading.filter(has_text="Batching: the cost hyperbola").wait_for(timeout=120_000)
+            shown_in_panel(lab, ".jp-MarkdownCell .myst h1", "Batching: the cost hyperbola")
             prose = panel(lab).locator(".jp-MarkdownCell .myst")
             text = " ".join(prose.all_inner_texts())
             raw = [s for s in (":::{", "```{", "{ref}`", "(batching)=") if s in text]
@@ -728,13 +751,14 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             again = launch(
                 page, f"{pages}/exercises/batching/batching.html", "your copy", "batching.ipynb"
             )
-            kept = panel(again).locator(".jp-CodeCell", has_text=typed)
-            kept.scroll_into_view_if_needed(timeout=60_000)
+            kept = shown_in_panel(
+                again, ".jp-CodeCell", typed, state="attached"
+            )  # may be off screen
+            kept.scroll_into_view_if_needed()
             again.screenshot(path=str(tmp_path / "launch-exercise-kept.png"))
             again.close()
             lab = launch(page, f"{pages}/lessons/batching.html", "JupyterHub", "batching.md")
-            prose = panel(lab).locator(".jp-MarkdownCell .myst")
-            prose.filter(has_text=note).wait_for(timeout=120_000)
+            shown_in_panel(lab, ".jp-MarkdownCell .myst", note)
             lab.screenshot(path=str(tmp_path / "launch-lesson-again.png"))
             lab.close()
             page.close()
