@@ -107,7 +107,7 @@ from llmmath.core.training_memory import (
     flops_efficiency=SCALAR_FRACTION,
     bandwidth_efficiency=SCALAR_FRACTION,
 )
-def decode_step(
+def layout_decode_step(
     model: str | ModelConfig,
     layout: Layout,
     chip: str | Chip,
@@ -123,11 +123,13 @@ def decode_step(
     bandwidth_efficiency: float = 1.0,
 ) -> DecodeStep:
     """One decode step of ``layout`` serving ``model``: :func:`llmmath.core.serving.decode_step`
-    with ``batch`` counted per attention group, as this chapter does.
+    with ``batch`` counted **per attention group**, as this chapter does (the serving core's
+    ``batch`` is the whole deployment's sequences per stage step; this one is ``ep * dp`` times
+    smaller).
 
-    ``batch`` is the sequences of one DP replica and EP rank in one stage step, so the whole
-    deployment finishes ``batch * ep * dp`` tokens per stage step. The capacity check is left
-    to :func:`max_decode_batch` (the chapter sweeps past it on purpose).
+    Parameters: ``batch`` is the sequences of one DP replica and EP rank in one stage step, so
+    the whole deployment finishes ``batch * ep * dp`` tokens per stage step. The capacity check
+    is left to :func:`max_decode_batch` (the chapter sweeps past it on purpose).
     """
     if not isinstance(layout, Layout):
         raise TypeError(f"layout must be a llmmath.parallelism.Layout; got {layout!r}")
@@ -395,7 +397,6 @@ __all__ = [
     "activation_memory_bytes",
     "context_parallel_prefill",
     "cp_hiding_tokens",
-    "decode_step",
     "dense_params",
     "dp_hiding_batch",
     "expert_params",
@@ -403,6 +404,7 @@ __all__ = [
     "kv_shards",
     "layers_per_stage",
     "layout_breakdown",
+    "layout_decode_step",
     "max_decode_batch",
     "model_state_bytes",
     "params_per_gpu",

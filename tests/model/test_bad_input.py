@@ -148,7 +148,7 @@ def test_fractional_counts_are_refused() -> None:
 
 def test_every_decode_step_checks_the_models_context() -> None:
     with pytest.raises(ValueError, match="max_context=8192"):
-        parallelism.decode_step("Llama-3-8B", placement.Layout(), "H100", 8, 10**7)
+        parallelism.layout_decode_step("Llama-3-8B", placement.Layout(), "H100", 8, 10**7)
 
 
 def test_an_empty_dtype_is_not_the_default() -> None:

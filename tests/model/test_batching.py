@@ -87,8 +87,8 @@ def test_attention_is_bandwidth_bound_for_gqa(llama: Deployment) -> None:
 
 def test_overlap_floor_is_at_most_the_step_and_at_least_half_of_it(llama: Deployment) -> None:
     step = batching.decode_step(llama, np.array([1, 64, 512]), 1024)
-    assert np.all(step.overlap_floor_s <= step.time_s)
-    assert np.all(step.time_s <= 2 * step.overlap_floor_s)
+    assert np.all(step.floor_s <= step.time_s)
+    assert np.all(step.time_s <= 2 * step.floor_s)
 
 
 def test_efficiency_knobs_stretch_each_part() -> None:
@@ -766,7 +766,7 @@ def test_step_time_is_never_below_any_floor(dep: Deployment, batch: float, conte
     step = batching.decode_step(dep, batch, context, allow_overflow=True)
     t = float(step.time_s) * (1 + 1e-12)
     assert t >= float(step.memory_s) and t >= float(step.compute_s)
-    assert t >= float(step.overlap_floor_s)
+    assert t >= float(step.floor_s)
     assert t >= batching.weight_floor_s(dep)
     assert float(step.time_s) <= float(step.compute_s + step.memory_s) * (1 + 1e-12)
     assert batching.mfu(step.flops, step.time_s, dep) <= dep.flops_efficiency * (1 + 1e-9)

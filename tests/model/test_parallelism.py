@@ -419,21 +419,21 @@ def test_training_step_is_vectorised_over_the_batch() -> None:
 
 
 def test_decode_tp_versus_pp_on_one_node() -> None:
-    tp8 = parallelism.decode_step(LLAMA_70B, Layout(tp=8), "H100", 64, 8192)
-    pp8 = parallelism.decode_step(LLAMA_70B, Layout(pp=8), "H100", 64, 8192)
+    tp8 = parallelism.layout_decode_step(LLAMA_70B, Layout(tp=8), "H100", 64, 8192)
+    pp8 = parallelism.layout_decode_step(LLAMA_70B, Layout(pp=8), "H100", 64, 8192)
     # Same bytes and FLOPs per GPU and stage step: the weights 1/8 each, KV read 1/8 each.
     assert float(tp8.memory_s) == pytest.approx(float(pp8.memory_s))
     assert float(tp8.compute_s) == pytest.approx(float(pp8.compute_s))
     # PP passes each token through 8 stages one after another: 8x the latency...
-    assert float(pp8.token_latency_s) > 7 * float(tp8.token_latency_s)
+    assert float(pp8.time_s) > 7 * float(tp8.time_s)
     # ...for about the same throughput at this batch (TP pays its all-reduces).
     assert float(pp8.tokens_per_s) >= float(tp8.tokens_per_s)
     assert float(tp8.tp_s) > 0 and float(pp8.tp_s) == 0
 
 
 def test_decode_step_of_an_moe_reads_the_experts_its_batch_touches() -> None:
-    small = parallelism.decode_step("Mixtral-8x7B", Layout(ep=8), "H100", 1, 1024)
-    large = parallelism.decode_step("Mixtral-8x7B", Layout(ep=8), "H100", 512, 1024)
+    small = parallelism.layout_decode_step("Mixtral-8x7B", Layout(ep=8), "H100", 1, 1024)
+    large = parallelism.layout_decode_step("Mixtral-8x7B", Layout(ep=8), "H100", 512, 1024)
     assert float(small.memory_s) < float(large.memory_s)
     assert float(large.ep_s) > 0
     assert float(small.tokens_per_s) == pytest.approx(8 / float(small.stage_s))

@@ -227,7 +227,7 @@ def test_a_parallel_block_all_reduces_once_per_layer() -> None:
     import dataclasses
 
     from llmmath.core.placement import Layout
-    from llmmath.parallelism import decode_step as layout_step
+    from llmmath.parallelism import layout_decode_step as layout_step
 
     palm = get_model("PaLM-540B")
     serial = dataclasses.replace(palm, parallel_block=False)

@@ -54,7 +54,7 @@ from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import ModelConfig
 from llmmath.core.placement import Layout
 from llmmath.core.serving import decode_step, prefill
-from llmmath.parallelism import decode_step as layout_decode_step
+from llmmath.parallelism import layout_decode_step
 
 # ---- collective latency in tensor-parallel decode ----------------------------------------------
 
@@ -121,7 +121,7 @@ def tp_decode_breakdown(
     *,
     weight_dtype: str = "bf16",
 ) -> TPBreakdown:
-    """:func:`llmmath.parallelism.decode_step` with ``Layout(tp=tp)``, split into the weight
+    """:func:`llmmath.parallelism.layout_decode_step` with ``Layout(tp=tp)``, split into the weight
     read and the all-reduces; the latency part is what the step's ``tp_s`` gains when the
     links' latency doubles."""
     layout = Layout(tp=tp)

@@ -153,16 +153,6 @@ class DecodeStep:
         return self.token_time_s()
 
     @property
-    def token_latency_s(self) -> FloatArray:
-        """The same as :attr:`time_s`: what one user waits between two tokens."""
-        return self.time_s
-
-    @property
-    def overlap_floor_s(self) -> FloatArray:
-        """The same as :attr:`floor_s` (its older name)."""
-        return self.floor_s
-
-    @property
     def floor_s(self) -> FloatArray:
         """The floor: perfect overlap of compute, memory and communication."""
         return self.token_time_s("perfect")

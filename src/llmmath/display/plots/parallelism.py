@@ -326,8 +326,8 @@ def serving_figure(
         fits = total <= hbm
         if not fits.any():
             continue
-        step = parallelism.decode_step(spec, layout, chip_spec, batch[fits], context)
-        latency, rate = 1e3 * step.token_latency_s, step.tokens_per_s
+        step = parallelism.layout_decode_step(spec, layout, chip_spec, batch[fits], context)
+        latency, rate = 1e3 * step.time_s, step.tokens_per_s
         colour = line.get_color()
         label = f"{layout}: up to {batch[fits][-1]:.0f}"
         pairs[-1] = (line, ax_rate.plot(latency, rate, color=colour, label=label)[0])
