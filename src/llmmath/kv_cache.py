@@ -20,8 +20,8 @@ which caches one compressed latent per layer
 Every time is a FLOOR (datasheet bandwidths, no queueing, no overlap of loads with other work);
 every price is an EXAMPLE (``data/memory_tiers.toml``, each with its source and date).
 
->>> from llmmath import kv_cache
->>> kv_cache.kv_bytes_per_token("Llama-3-70B", "bf16")
+>>> from llmmath import get_model, kv_cache
+>>> get_model("Llama-3-70B").kv_bytes_per_token("bf16")  # the one definition: ModelConfig's
 327680.0
 >>> kv_cache.mha_kv_bytes_per_token("Llama-3-70B", "bf16")  # what costing GQA as MHA gives
 2621440.0
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -40,7 +39,6 @@ from llmmath import batching
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import AnyOf, Optional, Real
 from llmmath.core.contracts import (
-    AMOUNT,
     NOT_A_NUMBER,
     RESULT,
     SCALAR_POSITIVE,
@@ -71,25 +69,6 @@ from llmmath.memory_tiers import (
 
 
 # ---- bytes per token and per sequence ----------------------------------------------------------
-@overload
-def kv_bytes_per_token(
-    model: str | ModelConfig, dtype: str = ..., context: None = None
-) -> float: ...
-@overload
-def kv_bytes_per_token(
-    model: str | ModelConfig, dtype: str, context: ArrayLike
-) -> float | FloatArray: ...
-@contract(context=Optional(AMOUNT))
-def kv_bytes_per_token(
-    model: str | ModelConfig, dtype: str = "bf16", context: ArrayLike | None = None
-) -> float | FloatArray:
-    """KV-cache bytes for one token of context: ``2 L K H b`` (MHA/GQA/MQA) or
-    ``L (r_kv + r_rope) b`` (MLA), from :meth:`ModelConfig.kv_bytes_per_token`. At a
-    ``context`` of ``T`` tokens, exact for sliding-window layers (they hold ``min(T, window)``
-    tokens); without one, every layer counted as holding every token."""
-    return get_model(model).kv_bytes_per_token(dtype, context)
-
-
 @contract()
 def mha_kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> float:
     """``2 L N H b``: the cache if every query head kept its own keys and values (MHA).
@@ -111,7 +90,7 @@ def kv_bytes_per_sequence(
     a sliding-window layer holding ``min(T, window)`` of them."""
     T = as_floats(context)
     B = as_floats(batch)
-    return as_output(B * T * np.asarray(kv_bytes_per_token(model, dtype, T)))
+    return as_output(B * T * np.asarray(get_model(model).kv_bytes_per_token(dtype, T)))
 
 
 def _window_share(deployment: Deployment, context: FloatArray) -> FloatArray:
@@ -174,7 +153,9 @@ def kv_crossover_context(deployment: Deployment, batch: ArrayLike) -> float | Fl
     the model's ``max_context`` or past the context that fits: then the weights always win."""
     B = as_floats(batch)
     weights = batching.decode_step(deployment, B, 0, allow_overflow=True).bytes_read
-    return as_output(np.asarray(weights / (B * deployment.kv_bytes_per_token)))
+    return as_output(
+        np.asarray(weights / (B * deployment.model.kv_bytes_per_token(deployment.kv_dtype)))
+    )
 
 
 @contract()
@@ -184,7 +165,7 @@ def kv_read_share(
     """The KV caches' share of the bytes a decode step reads: ``B T kv / (P_read b_w + B T kv)``
     (capacity not checked, so a sweep may run past the wall)."""
     step = batching.decode_step(deployment, batch, context, allow_overflow=True)
-    kv = step.batch * step.context * deployment.kv_bytes_per_token
+    kv = step.batch * step.context * deployment.model.kv_bytes_per_token(deployment.kv_dtype)
     return as_output(np.asarray(kv / step.bytes_read))
 
 
@@ -316,7 +297,6 @@ __all__ = [
     "get_tier",
     "implied_usd_per_byte_s",
     "kv_bytes_per_sequence",
-    "kv_bytes_per_token",
     "kv_crossover_context",
     "kv_read_share",
     "kv_share_of_hbm",

@@ -265,7 +265,7 @@ def prefix_cache(
     prefiller = dep if prefill_efficiency is None else _at_mfu(dep, prefill_efficiency)
     recompute_s = np.asarray(batching.prefill(prefiller, S, allow_overflow=True).time_s)
     deadline = recompute_s if deadline_s is None else d
-    size = S * dep.kv_bytes_per_token
+    size = S * dep.model.kv_bytes_per_token(dep.kv_dtype)
     rate = np.array([x.usd_per_byte_s for x in chosen])
     capacity = np.array(
         [dep.kv_budget_bytes if x.name == "HBM" else dep.n_chips * x.capacity_bytes for x in chosen]

@@ -22,6 +22,7 @@ from llmmath import batching, kv_cache
 from llmmath.beyond import number_formats, speculative
 from llmmath.core import serving
 from llmmath.core.deployment import Deployment
+from llmmath.core.models import get_model
 
 SPECS = {spec.assignment: spec for spec in load_specs()}
 
@@ -95,9 +96,9 @@ def kv_cache_values() -> dict[str, float]:
     fp8_fits = float(fmt.max_batch[1])
     fp8_step_s = float(serving.decode_step(fp8, fp8_fits, 131_072).time_s)
     return {
-        "kv_bytes_per_token(80, 8, 128, 1)": kv_cache.kv_bytes_per_token("Llama-3-70B", "fp8"),
-        "kv_bytes_per_token(40, 40, 128, 2)": kv_cache.kv_bytes_per_token("Llama-2-13B"),
-        "kv_405b_bytes_per_token": kv_cache.kv_bytes_per_token("Llama-3.1-405B"),
+        "kv_bytes_per_token(80, 8, 128, 1)": get_model("Llama-3-70B").kv_bytes_per_token("fp8"),
+        "kv_bytes_per_token(40, 40, 128, 2)": get_model("Llama-2-13B").kv_bytes_per_token(),
+        "kv_405b_bytes_per_token": get_model("Llama-3.1-405B").kv_bytes_per_token(),
         "max_batch_128k": fits,
         "max_context_b16": float(kv_cache.max_context(big, 16)),
         "crossover_context_b16": float(kv_cache.kv_crossover_context(big, 16)),

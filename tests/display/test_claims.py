@@ -163,7 +163,7 @@ def test_pricing_ratio_formula_is_the_floor() -> None:
     C, W = chip.peak("bf16"), chip.hbm_bandwidth_bytes_per_s
     P = dep.model.total_params
     for batch, context in ((64, 2048), (256, 2048), (743, 2048), (128, 512)):
-        kv_term = context * dep.kv_bytes_per_token * C / (2 * P * W)
+        kv_term = context * dep.model.kv_bytes_per_token(dep.kv_dtype) * C / (2 * P * W)
         predicted = max(1.0, batching.step_critical_batch(dep) / batch + kv_term)
         cost = pricing.serving_cost(dep, batch, context, usd_per_chip_hour=2.0)
         assert float(cost.output_input_ratio) == pytest.approx(predicted, rel=0.1), batch

@@ -132,7 +132,8 @@ CLAIMS = [
         lambda ns: (
             batching.critical_context(Deployment("Mixtral-8x7B", "H100", 2))
             < batching.critical_context(ns.llama)
-            and ns.t_c_setups[-1][1].kv_bytes_per_token < ns.llama.kv_bytes_per_token
+            and ns.t_c_setups[-1][1].model.kv_bytes_per_token(ns.t_c_setups[-1][1].kv_dtype)
+            < ns.llama.model.kv_bytes_per_token(ns.llama.kv_dtype)
         ),
     ),
     Claim(
@@ -167,8 +168,9 @@ CLAIMS = [
         "room for less than one more sequence's cache",
         lambda ns: (
             0
-            <= ns.llama.kv_budget_bytes - float(ns.full.batch) * 8192 * ns.llama.kv_bytes_per_token
-            < 8192 * ns.llama.kv_bytes_per_token
+            <= ns.llama.kv_budget_bytes
+            - float(ns.full.batch) * 8192 * ns.llama.model.kv_bytes_per_token(ns.llama.kv_dtype)
+            < 8192 * ns.llama.model.kv_bytes_per_token(ns.llama.kv_dtype)
         ),
     ),
     Claim(
@@ -989,7 +991,7 @@ CLAIMS = [
         "kv_cache.md",
         "still counts every layer in full, an upper bound for Gemma",
         lambda ns: bool(
-            np.all(ns.sw_T * ns.g4_one.kv_bytes_per_token >= ns.sw_exact)
+            np.all(ns.sw_T * ns.g4_one.model.kv_bytes_per_token(ns.g4_one.kv_dtype) >= ns.sw_exact)
             and float(batching.max_batch(ns.g4_one, 8192)) < float(ns.sw_fit_exact[1])
         ),
     ),

@@ -273,7 +273,7 @@ def test_llama_2_13b_kv_cache_of_one_long_sequence_and_its_context_limit() -> No
     # Scaling book, inference: 8,192 tokens of Llama-2-13B KV cache in bf16 ~ 6.7e9 B (1%);
     # but the model was trained for 4,096 tokens, so a decode step at 8,192 is refused.
     dep = Deployment("Llama-2-13B", "H100")
-    assert dep.kv_bytes_per_token * 8192 == pytest.approx(6.7e9, rel=0.01)
+    assert dep.model.kv_bytes_per_token(dep.kv_dtype) * 8192 == pytest.approx(6.7e9, rel=0.01)
     with pytest.raises(ValueError, match="context must be <= Llama-2-13B's max_context=4096"):
         batching.decode_step(dep, 1, 8192)
 
@@ -662,7 +662,7 @@ def test_critical_batch_grows_with_context_to_infinity_at_the_critical_context(
     T_c = batching.critical_context(llama)
     # (2P / C) / (b_kv / W) without attention FLOPs; they push it a little further out.
     flops_s = 2 * llama.model.matmul_params_per_token / 989e12
-    rough = flops_s / (llama.kv_bytes_per_token / 3.35e12)
+    rough = flops_s / (llama.model.kv_bytes_per_token(llama.kv_dtype) / 3.35e12)
     assert rough < T_c < 1.05 * rough
     below = [batching.step_critical_batch(llama, t) for t in (0, 512, 1024, 0.99 * T_c)]
     assert np.all(np.diff(below) > 0) and math.isfinite(below[-1])

@@ -40,7 +40,7 @@ LLAMA = Deployment("Llama-3-70B", "H100", 8)
     ],
 )
 def test_published_kv_bytes_per_token(model: str, dtype: str, expected: float, rel: float) -> None:
-    assert math.isclose(kv_cache.kv_bytes_per_token(model, dtype), expected, rel_tol=rel)
+    assert math.isclose(get_model(model).kv_bytes_per_token(dtype), expected, rel_tol=rel)
 
 
 def test_llama2_13b_sequence_is_about_6_7_gb() -> None:
@@ -52,19 +52,19 @@ def test_llama2_13b_sequence_is_about_6_7_gb() -> None:
 
 def test_gqa_is_not_costed_as_mha() -> None:
     # Llama-3-70B has 64 query heads but 8 KV heads: a tool that costs it as MHA is 8x too big.
-    right = kv_cache.kv_bytes_per_token("Llama-3-70B")
+    right = get_model("Llama-3-70B").kv_bytes_per_token()
     wrong = kv_cache.mha_kv_bytes_per_token("Llama-3-70B")
     assert wrong == 2_621_440.0
     assert right == wrong * 8 / 64
     assert right != wrong
     # Llama-2-13B is MHA: both agree.
-    assert kv_cache.kv_bytes_per_token("Llama-2-13B") == kv_cache.mha_kv_bytes_per_token(
+    assert get_model("Llama-2-13B").kv_bytes_per_token() == kv_cache.mha_kv_bytes_per_token(
         "Llama-2-13B"
     )
 
 
 def test_mla_saves_more_than_gqa() -> None:
-    mla = kv_cache.kv_bytes_per_token("DeepSeek-V3")
+    mla = get_model("DeepSeek-V3").kv_bytes_per_token()
     as_mha = kv_cache.mha_kv_bytes_per_token("DeepSeek-V3")
     assert as_mha == 2 * 61 * 128 * 128 * 2
     assert as_mha / mla > 50  # ~57x smaller than a full per-head cache
@@ -83,7 +83,7 @@ def test_gqa_equals_mha_times_k_over_n(name: str) -> None:
     spec = get_model(name)
     ratio = spec.n_kv_heads / spec.n_heads
     assert math.isclose(
-        kv_cache.kv_bytes_per_token(spec), kv_cache.mha_kv_bytes_per_token(spec) * ratio
+        get_model(spec).kv_bytes_per_token(), kv_cache.mha_kv_bytes_per_token(spec) * ratio
     )
 
 
@@ -119,7 +119,7 @@ def test_sliding_window_kv_is_the_sum_over_the_layers(
     exact = float(kv_cache.kv_bytes_per_sequence(spec, T))
     assert exact == pytest.approx(_by_layer(L, local, glob, T), rel=1e-12)
     # Up to the window every layer holds every token: the full-attention count.
-    full = T * kv_cache.kv_bytes_per_token(spec)
+    full = T * get_model(spec).kv_bytes_per_token()
     assert (exact == pytest.approx(full, rel=1e-12)) if T <= 1024 else exact < full
 
 
@@ -130,8 +130,8 @@ def test_the_overcount_tends_to_the_global_layers_share(
     spec = focus.get_focus_model(name)
     limit = (L * local - (L // 6) * local + (L // 6) * glob) / ((L // 6) * glob)
     T = np.array([2048.0, 8192.0, 32768.0, 131072.0])
-    over = kv_cache.kv_bytes_per_token(spec) / np.asarray(
-        kv_cache.kv_bytes_per_token(spec, "bf16", T)
+    over = get_model(spec).kv_bytes_per_token() / np.asarray(
+        get_model(spec).kv_bytes_per_token("bf16", T)
     )
     assert np.all(np.diff(over) > 0) and np.all(over < limit)
     assert over[-1] == pytest.approx(limit, rel=0.2)
@@ -143,8 +143,8 @@ def test_gemma_3_long_context_cache_is_about_a_sixth(name: str) -> None:
     # pattern "can reduce the KV cache usage to one sixth". At the longest context the
     # package's exact cache is within 20% of that sixth (34, 48, 62 layers: 5, 8, 10 global).
     spec = focus.get_focus_model(name)
-    share = float(kv_cache.kv_bytes_per_token(spec, "bf16", spec.max_context)) / (
-        kv_cache.kv_bytes_per_token(spec)
+    share = float(get_model(spec).kv_bytes_per_token("bf16", spec.max_context)) / (
+        get_model(spec).kv_bytes_per_token()
     )
     assert share == pytest.approx(1 / 6, rel=0.2)
 
@@ -165,7 +165,7 @@ def test_sequences_that_fit_with_the_window() -> None:
 def test_a_window_leaves_models_without_one_alone() -> None:
     assert kv_cache.max_context(LLAMA, 256) == 5947  # the same as test_max_context_at_a_batch
     for T in (1.0, 8192.0):
-        assert kv_cache.kv_bytes_per_token("Llama-3-70B", "bf16", T) == 327_680
+        assert get_model("Llama-3-70B").kv_bytes_per_token("bf16", T) == 327_680
 
 
 def test_gemma_4_as_mha_counts_each_layer_kind() -> None:
@@ -337,8 +337,8 @@ def test_prompt_cache_prices_are_cited_and_convert() -> None:
     [
         (lambda: kv_cache.kv_bytes_per_sequence("Llama-3-8B", -1), "context"),
         (lambda: kv_cache.kv_bytes_per_sequence("Llama-3-8B", 10, batch=np.nan), "batch"),
-        (lambda: kv_cache.kv_bytes_per_token("Llama-3-8B", "fp7"), "dtype"),
-        (lambda: kv_cache.kv_bytes_per_token("Llama-9"), "model"),
+        (lambda: get_model("Llama-3-8B").kv_bytes_per_token("fp7"), "dtype"),
+        (lambda: get_model("Llama-9").kv_bytes_per_token(), "model"),
         (lambda: kv_cache.max_context(LLAMA, 0), "batch"),
         (lambda: kv_cache.max_batch(LLAMA, 10_000), "context"),
         (lambda: kv_cache.kv_crossover_context(LLAMA, -2), "batch"),
@@ -368,7 +368,7 @@ def test_figures_draw_the_model_s_numbers() -> None:
 
     names = ["Llama-3-70B", "DeepSeek-V3"]
     bars = kv_plots.kv_per_token_figure(names).axes[0].patches
-    built = [kv_cache.kv_bytes_per_token(n, "bf16") for n in names]
+    built = [get_model(n).kv_bytes_per_token("bf16") for n in names]
     assert [b.get_width() for b in bars[len(names) :]] == pytest.approx(built, rel=1e-12)
     wall = kv_plots.capacity_figure(LLAMA).axes[0]
     curve = kv_cache.capacity_curve(LLAMA)

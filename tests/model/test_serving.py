@@ -204,7 +204,9 @@ def test_kv_heads_replicated_past_tp_count_against_capacity() -> None:
     wide = Deployment(LLAMA, "H100", 16, layout=Layout(tp=16))
     assert wide.kv_copies == 2.0
     narrow = Deployment(LLAMA, "H100", 16)
-    room_wide = wide.kv_budget_bytes / (2048 * wide.kv_bytes_per_token * wide.kv_copies)
+    room_wide = wide.kv_budget_bytes / (
+        2048 * wide.model.kv_bytes_per_token(wide.kv_dtype) * wide.kv_copies
+    )
     with pytest.raises(DoesNotFitError, match="at most"):
         serving.decode_step(wide, np.floor(room_wide) + 1, 2048)
     serving.decode_step(narrow, np.floor(room_wide) + 1, 2048)  # fits without replication

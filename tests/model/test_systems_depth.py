@@ -312,7 +312,7 @@ def test_pricing_lesson_disaggregation_claims() -> None:
     )
     assert stall > 10
     # Moving a prompt's KV cache costs little beside its prefill.
-    kv = 2048 * node.kv_bytes_per_token
+    kv = 2048 * node.model.kv_bytes_per_token(node.kv_dtype)
     move = float(collectives.point_to_point_time_s(kv / 8, "H100", across_domains=True))
     assert move < float(serving.prefill(node, 2048, 1).time_s) / 10
     # The check-yourself answer: a 10:1 retrieval mix, no cache hits; prefill takes most.

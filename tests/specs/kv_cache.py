@@ -16,7 +16,7 @@ SPEC = AssignmentSpec(
     manual_cells=("reflection",),
     answers={
         # Each is the course's own number (tests/course/test_exercise_values.py recomputes them):
-        # kv_cache.kv_bytes_per_token, max_batch, max_context, kv_crossover_context,
+        # ModelConfig.kv_bytes_per_token, max_batch, max_context, kv_crossover_context,
         # serving.decode_step, batching.prefill, kv_cache.prefix_cache and break_even_hold_s
         # (prefill at full peak), number_formats.format_effects.
         "kv_405b_bytes_per_token": 516096.0,

@@ -115,7 +115,7 @@ def _row(dep: Deployment, context: float) -> tuple[float, ...]:
     step = decode_step(dep, max(batch, 1.0), context, allow_overflow=batch < 1)
     return (
         dep.weight_bytes,
-        dep.kv_bytes_per_token,
+        dep.model.kv_bytes_per_token(dep.kv_dtype),
         critical,
         room,
         weight_floor_s(dep),

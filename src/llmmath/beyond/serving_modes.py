@@ -193,7 +193,7 @@ def slow_mode(
         raise DoesNotFitError(
             f"not one sequence of context {T:g} fits beside {dep.model.name}'s weights on "
             f"{dep.n_chips} x {dep.chip.name}",
-            T * dep.kv_bytes_per_token - dep.kv_budget_bytes,
+            T * dep.model.kv_bytes_per_token(dep.kv_dtype) - dep.kv_budget_bytes,
         )
     floor_batch = cheapest_batch(dep, T)  # past T_c B*(T) is infinite: the HBM stops it
 

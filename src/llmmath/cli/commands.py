@@ -68,7 +68,7 @@ def held_as(dep: Deployment) -> str:
 
 def kv_line(dep: Deployment, context: float | None) -> str:
     """KV bytes per token, exact at ``context`` where sliding-window layers hold less."""
-    full = si(dep.kv_bytes_per_token, "B")
+    full = si(dep.model.kv_bytes_per_token(dep.kv_dtype), "B")
     model = dep.model
     if not model.sliding_window:
         return f"{full} per token"
@@ -228,7 +228,9 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
     B = np.asarray(batches, dtype=np.float64)
     most = np.atleast_1d(np.asarray(kv_cache.max_batch(dep, T), dtype=np.float64))
     pp = dep.layout.pp if dep.layout is not None else 1
-    exact = np.asarray(dep.model.kv_bytes_per_token(dep.kv_dtype, T)) / dep.kv_bytes_per_token
+    exact = np.asarray(
+        dep.model.kv_bytes_per_token(dep.kv_dtype, T)
+    ) / dep.model.kv_bytes_per_token(dep.kv_dtype)
     held_at = dep.kv_bytes_held_per_token * np.broadcast_to(exact, T.shape)
     longest = np.atleast_1d(np.asarray(kv_cache.max_context(dep, B), dtype=np.float64))
     data = {
@@ -236,7 +238,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         **{k: v for k, v in settings(dep, "perfect").items() if k in _FIT_SETTINGS},
         "weight_bytes_per_chip": dep.weight_bytes_per_chip,
         "kv_budget_bytes": dep.kv_budget_bytes,
-        "kv_bytes_per_token": dep.kv_bytes_per_token,
+        "kv_bytes_per_token": dep.model.kv_bytes_per_token(dep.kv_dtype),
         "kv_bytes_held_per_token": dep.kv_bytes_held_per_token,
         "hbm_utilization": dep.hbm_utilization,
         "reserve_bytes_per_chip": dep.reserve_bytes_per_chip,
@@ -245,7 +247,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
                 "context": t,
                 "max_batch": m,
                 "sequences_in_flight": m * pp,
-                "kv_bytes_per_token": e * dep.kv_bytes_per_token,
+                "kv_bytes_per_token": e * dep.model.kv_bytes_per_token(dep.kv_dtype),
             }
             for t, m, e in zip(T, most, np.broadcast_to(exact, T.shape), strict=True)
         ],
@@ -270,7 +272,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
         f"           a cached token holds {holds}"
         + (
             "\n           (with the KV copies and the pipeline's batches in flight)"
-            if held != dep.kv_bytes_per_token
+            if held != dep.model.kv_bytes_per_token(dep.kv_dtype)
             else ""
         ),
         "",

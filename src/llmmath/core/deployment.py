@@ -223,10 +223,6 @@ class Deployment:
         return self.n_chips * (self.usable_hbm_bytes_per_chip - self.weight_bytes_per_chip)
 
     @property
-    def kv_bytes_per_token(self) -> float:
-        return self.model.kv_bytes_per_token(self.kv_dtype)
-
-    @property
     def kv_copies(self) -> float:
         """How many times the chips hold each cached token: more than 1 when tensor
         parallelism is wider than the KV heads (each head is then replicated)."""
@@ -241,7 +237,7 @@ class Deployment:
         in flight (each stage holds its layers' cache for all of them, as
         :func:`~llmmath.core.placement.serving_memory` counts)."""
         pp = self.layout.pp if self.layout is not None else 1
-        return self.kv_bytes_per_token * self.kv_copies * pp
+        return self.model.kv_bytes_per_token(self.kv_dtype) * self.kv_copies * pp
 
     @property
     def peak_flop_per_s(self) -> float:
@@ -270,7 +266,9 @@ vocabulary(deployment=DEPLOYMENT, dep=DEPLOYMENT)
 def check_capacity(dep: Deployment, batch: FloatArray, tokens: FloatArray) -> None:
     """Raise unless ``batch`` sequences of ``tokens`` cached tokens fit beside the weights."""
     model = dep.model  # a sliding-window layer holds at most its window (exact at each T)
-    share = np.asarray(model.kv_bytes_per_token(dep.kv_dtype, tokens)) / dep.kv_bytes_per_token
+    share = np.asarray(model.kv_bytes_per_token(dep.kv_dtype, tokens)) / model.kv_bytes_per_token(
+        dep.kv_dtype
+    )
     kv = batch * tokens * dep.kv_bytes_held_per_token * share
     over = kv > dep.kv_budget_bytes
     if np.any(over):

@@ -243,7 +243,12 @@ def decode_step(
         attention_flops / split.flops, kv_bytes, dep.chip, dep.attention_compute_dtype, **knobs
     )
     traffic = step_traffic(dep, B / split.replicas)
-    kv_held = B * T * dep.kv_bytes_held_per_token * (kv_per_token / dep.kv_bytes_per_token)
+    kv_held = (
+        B
+        * T
+        * dep.kv_bytes_held_per_token
+        * (kv_per_token / dep.model.kv_bytes_per_token(dep.kv_dtype))
+    )
     return DecodeStep(
         deployment=dep,
         batch=B,
@@ -343,7 +348,9 @@ def prefill(
         speed = dep.chip.peak(dep.compute_dtype) / dep.chip.peak(dep.attention_compute_dtype)
         timed = flops + attention * (speed - 1.0)
     weight_bytes = weight_bytes_read_per_chip(dep, split, tokens)
-    kv_written = tokens / split.replicas * dep.kv_bytes_per_token / split.kv_read
+    kv_written = (
+        tokens / split.replicas * dep.model.kv_bytes_per_token(dep.kv_dtype) / split.kv_read
+    )
     t = roofline_time(
         timed / split.flops,
         weight_bytes + kv_written,

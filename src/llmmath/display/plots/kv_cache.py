@@ -48,12 +48,13 @@ def kv_per_token_figure(
 ) -> Figure:
     """KV bytes per token of each model (filled), and what it would be as MHA (outline):
     the gap is what GQA, MQA or MLA saves. By default every preset without sliding-window
-    layers (theirs depends on the context: :func:`llmmath.kv_cache.kv_bytes_per_token`)."""
+    layers (theirs depends on the context:
+    :meth:`llmmath.core.models.ModelConfig.kv_bytes_per_token`)."""
     figure, ax = figure_and_axes(ax)
     every = [name for name in list_models() if not get_model(name).sliding_window]
     names = list(models) if models is not None else every
     y = np.arange(len(names))
-    actual = [kv_cache.kv_bytes_per_token(n, dtype) for n in names]
+    actual = [get_model(n).kv_bytes_per_token(dtype) for n in names]
     as_mha = [kv_cache.mha_kv_bytes_per_token(n, dtype) for n in names]
     ax.barh(y, as_mha, color="none", edgecolor=FLOOR_COLOUR, label="if it were MHA (K = N)")
     ax.barh(y, actual, color=KV_COLOUR, label="as built")
@@ -463,7 +464,7 @@ class TierExplorer(FastFigure):
         legend = self.ax_cost.get_legend()
         if legend is None or [t.get_text() for t in legend.get_texts()] != labels:
             self.ax_cost.legend(fontsize=7, loc="upper left")  # new entries: a new background
-        gb = S * dep.kv_bytes_per_token / 1e9
+        gb = S * dep.model.kv_bytes_per_token(dep.kv_dtype) / 1e9
         self.ax_cost.set_title(
             f"{dep.label} ({dtype}): {S:,.0f} tokens = {gb:.3g} GB, r = {self.reuses:g}",
             fontsize=9,
