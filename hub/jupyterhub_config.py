@@ -132,6 +132,10 @@ c.Spawner.environment = {
     "PYTHONPATH": str(config / "python"),
     # `make check ASSIGNMENT=...` in a terminal, from any folder (scripts/hub.py, CHECK_MAKEFILE).
     "MAKEFILES": str(config / "check.mk"),
+    # The server and its kernels know they are on the hub: the pulled course's pages are
+    # read-only (read_only_lessons.py) and a lesson's exercise link opens the student's my-work
+    # copy through llmmath/my-work (llmmath.display.pages.exercise_link).
+    "LLMMATH_HUB": "1",
 }
 c.JupyterHub.concurrent_spawn_limit = 0
 

@@ -111,6 +111,9 @@ STUDENT_SERVER = {
             # the student's home, never over their edits (book/_ext/hub_launch.py).
             "nbgitpuller": True,
         },
+        # The pulled course's lessons/ and book/ open read-only and unmodified, as in `make lab`
+        # (lab/learner/read_only_lessons.py, copied onto PYTHONPATH by _write_configs).
+        "contents_manager_class": "read_only_lessons.ReadOnlyLessons",
     },
     "LabApp": NO_NEWS,
     "MappingKernelManager": CULL,
@@ -311,6 +314,8 @@ def _write_configs(state: Path, exchange: Path) -> None:
     shutil.copy2(REPO / "hub" / "llmmath_student_ext.py", python)
     shutil.copy2(REPO / "scripts" / "check.py", python)
     shutil.copy2(REPO / "scripts" / "lab.py", python)  # copy_exercise, for llmmath/my-work
+    for module in ("read_only_lessons.py", "myst_links.py"):  # the learner's read-only lessons
+        shutil.copy2(REPO / "lab" / "learner" / module, python)
     # The course's package, for the lessons the launch button opens (`import llmmath`).
     skip = shutil.ignore_patterns("__pycache__")
     shutil.copytree(REPO / "src" / "llmmath", python / "llmmath", ignore=skip)

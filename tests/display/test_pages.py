@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +56,7 @@ def test_source_of_a_property_without_getter_says_so() -> None:
 
 def test_exercise_link_is_the_release_in_the_book(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(pages.LEARNER_DIR_ENV, raising=False)
+    monkeypatch.delenv(pages.HUB_ENV, raising=False)
     link = pages.exercise_link("roofline", "the roofline exercise").data
     assert link == (
         "[the roofline exercise](../exercises/roofline/roofline.ipynb) in JupyterLab (`make lab`)"
@@ -68,6 +70,26 @@ def test_exercise_link_is_the_learners_copy_in_make_lab(monkeypatch: pytest.Monk
     link = pages.exercise_link("moe", "the MoE exercise").data
     assert link == "[the MoE exercise](../my-work/moe/moe.ipynb) (your own copy, in `my-work/moe/`)"
     assert "make lab" not in link
+
+
+def test_exercise_link_on_the_hub_opens_the_students_copy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """#35: a hub kernel (LLMMATH_HUB=1, run in ~/<course>/lessons/) links to the server's
+    llmmath/my-work/<course>/<assignment> under its prefix, not the release or `make lab`."""
+    lessons = tmp_path / "llm-math" / "lessons"
+    lessons.mkdir(parents=True)
+    monkeypatch.chdir(lessons)
+    monkeypatch.setenv(pages.LEARNER_DIR_ENV, "my-work")  # the hub's wins over make lab's
+    monkeypatch.setenv(pages.HUB_ENV, "1")
+    monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/s01/")
+    link = pages.exercise_link("moe", "the MoE exercise").data
+    assert link == (
+        "[the MoE exercise](/user/s01/llmmath/my-work/llm-math/moe)"
+        " (your own copy, in `my-work/moe/`)"
+    )
+    monkeypatch.setenv(pages.HUB_ENV, "0")  # only "1" means the hub
+    assert "/llmmath/my-work/" not in pages.exercise_link("moe", "the MoE exercise").data
 
 
 def test_figure_shows_the_drawing_then_returns_its_caption(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ import inspect
 import os
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from IPython.display import Markdown, display
@@ -24,6 +25,11 @@ LEARNER_DIR_ENV = "LLMMATH_LEARNER_DIR"
 #: Set to "1" by the book's API reference extension (``book/_ext/llmmath_api.py``) for the
 #: kernels the book build runs: there the code a lesson shows links to its reference entry.
 API_LINKS_ENV = "LLMMATH_API_LINKS"
+#: Set to "1" for the hub's students' servers and their kernels (``hub/jupyterhub_config.py``,
+#: started by ``scripts/hub.py``): there a lesson runs in ``~/<course>/lessons/``, pulled by the
+#: book's launch button, and the student's copy of an exercise is made and opened by the
+#: server's ``llmmath/my-work/<course>/<assignment>`` (``hub/llmmath_student_ext.py``).
+HUB_ENV = "LLMMATH_HUB"
 
 
 def source(function: Callable[..., Any] | property) -> Markdown:
@@ -71,12 +77,27 @@ def exercise_path(assignment: str) -> str:
 def exercise_link(assignment: str, text: str) -> Markdown:
     """A Markdown link to ``exercise_path(assignment)`` (show it with ``{eval}``), and where to
     work it: in the book, in JupyterLab (``make lab``); in ``make lab``, the learner's own copy,
-    already there (telling someone already in JupyterLab to run ``make lab`` confuses)."""
+    already there (telling someone already in JupyterLab to run ``make lab`` confuses); on the
+    hub (``HUB_ENV``), the server's address that makes the student's copy the first time and
+    opens it."""
+    if os.environ.get(HUB_ENV) == "1":
+        mine = f"your own copy, in `my-work/{assignment}/`"
+        return _markdown(f"[{text}]({_hub_my_work(assignment)}) ({mine})")
     link = f"[{text}]({exercise_path(assignment)})"
     learner = os.environ.get(LEARNER_DIR_ENV)
     if learner:
         return _markdown(f"{link} (your own copy, in `{learner.strip('/')}/{assignment}/`)")
     return _markdown(f"{link} in JupyterLab (`make lab`)")
+
+
+def _hub_my_work(assignment: str) -> str:
+    """The hub's ``llmmath/my-work/<course>/<assignment>`` under this server's prefix
+    (``JUPYTERHUB_SERVICE_PREFIX``, ``/user/<name>/``, which the spawner sets for the server
+    and its kernels inherit); the course is the folder holding the lesson's ``lessons/``, where
+    the kernel runs."""
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
+    course = Path.cwd().parent.name
+    return f"{prefix.rstrip('/')}/llmmath/my-work/{course}/{assignment}"
 
 
 def figure(drawing: Figure, caption: str) -> Markdown:
