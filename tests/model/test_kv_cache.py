@@ -449,3 +449,11 @@ def test_static_busy_share_is_for_a_stated_batch() -> None:
     assert default.static_busy_share < tight.static_busy_share <= 1.0
     with pytest.raises(ValueError, match="static_batch"):
         serving_modes.kv_packing(llama, 161, 338.0, 8192, static_batch=0)
+
+
+def test_the_released_exercises_address_of_kv_bytes_per_token_is_the_models() -> None:
+    # exercises/kv_cache names kv_cache.kv_bytes_per_token (learners' copies are never
+    # rewritten): it must stay, and give what the one definition gives.
+    for name, dtype in (("Llama-3.1-405B", "bf16"), ("DeepSeek-V3", "fp8")):
+        one = get_model(name).kv_bytes_per_token(dtype)
+        assert kv_cache.kv_bytes_per_token(name, dtype) == pytest.approx(one, rel=1e-12)
