@@ -80,7 +80,7 @@ LAYERS: dict[str, Layer] = {
             "core", "core.units", "core.data", "core.contracts", "core.hardware", "core.racks",
             "core.models", "core.dtypes", "core.roofline", "core.measure", "core.collectives",
             "core.placement", "core.deployment", "core.chip_prices", "core.serving",
-            "core.training", "core.training_memory", "core.hf_config",
+            "core.capacity", "core.training", "core.training_memory", "core.hf_config",
         ),
     ),
     "chapters": Layer("The chapters' models", _chapter_modules()),

@@ -13,21 +13,24 @@ scaling book's serial estimate (matmuls, then attention, each at its own rooflin
 >>> llama = batching.Deployment("Llama-3-70B", "H100", 8)
 >>> round(float(batching.decode_step(llama, 1, 0).time_s) * 1e3, 2)  # ms, weights / bandwidth
 5.19
->>> round(batching.step_critical_batch(llama))  # C / W: the number of chips cancels
+>>> from llmmath.core import capacity  # B*, T_c, the most that fit, the floors
+>>> round(capacity.step_critical_batch(llama))  # C / W: the number of chips cancels
 295
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from llmmath.core import capacity
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import Count, Instance, Optional, Real
+
+# kept at this address (not in __all__): the released batching exercise names batching.max_batch
+from llmmath.core.capacity import max_batch  # noqa: F401
 from llmmath.core.chip_prices import (
     ChipPrice,
     cost_per_million_tokens_usd,
@@ -42,153 +45,15 @@ from llmmath.core.contracts import (
     RESULT,
     RESULT_OR_INF,
     SCALAR,
-    SCALAR_FRACTION,
     SCALAR_POSITIVE,
     checked,
     contract,
     each,
 )
 from llmmath.core.deployment import Deployment
-from llmmath.core.hardware import Chip, get_chip
-from llmmath.core.models import check_context
 from llmmath.core.placement import DoesNotFitError
-from llmmath.core.roofline import critical_batch
 from llmmath.core.serving import DecodeStep, PrefillStep, decode_step, prefill
 from llmmath.core.units import SECONDS_PER_HOUR, TOKENS_PER_MILLION  # noqa: F401  (re-exported)
-
-
-# ---- thresholds and floors ------------------------------------------------------------------
-@contract(infinite_ok=True, context=SCALAR)
-def step_critical_batch(deployment: Deployment, context: float = 0.0) -> float:
-    """The batch ``B*(T)`` at which a step at ``context`` turns compute-bound: its FLOPs take
-    as long as everything it reads, weights and KV caches (the floor's own test).
-
-    At context 0 only the weights are read: dense ``B* = C b_w / (2 W)``, the chip's critical
-    batch (the number of chips cancels; the efficiency knobs scale it by ``flops_eff /
-    bandwidth_eff``). At context ``T`` each sequence adds ``T b_kv / W`` of reading against
-    ``(2 P + F_attn(T)) / C`` of arithmetic, so for a dense model
-    ``B*(T) = (P b_w / W) / ((2 P + F_attn(T)) / C - T b_kv / W)``, which grows with ``T`` and
-    is infinite from :func:`critical_context` on: there no batch is compute-bound. An MoE reads
-    more experts as the batch grows, so its ``B*`` is solved numerically (near
-    ``C b_w / (2 W) * P_total / P_active`` at context 0).
-
-    >>> from llmmath import batching
-    >>> llama = batching.Deployment("Llama-3-70B", "H100", 8)
-    >>> round(batching.step_critical_batch(llama, 1024)), batching.step_critical_batch(llama, 2048)
-    (963, inf)
-    """
-    dep, model = deployment, deployment.model
-    T = float(check_context(model, context))
-    per_sequence = _per_sequence_surplus_s(dep, T)
-    if per_sequence <= 0:
-        return math.inf
-    if not model.is_moe:
-        if T == 0:  # the chip's critical batch, as the roofline chapter computes it
-            ratio = dep.flops_efficiency / dep.bandwidth_efficiency
-            return critical_batch(dep.chip, dep.compute_dtype, dep.weight_dtype) * ratio
-        return float(decode_step(dep, 1, T, allow_overflow=True).weight_read_s) / per_sequence
-
-    def surplus(B: float) -> float:  # compute minus everything read; rises with B
-        step = decode_step(dep, B, T, allow_overflow=True)
-        return float(step.compute_s - step.memory_s)
-
-    # With every expert read (the most any batch reads), B = all weights / surplus per
-    # sequence surely computes longer than it reads; near zero it surely does not.
-    all_read = float(decode_step(dep, 1e12, T, allow_overflow=True).weight_read_s)
-    return _bisect(surplus, 1e-9, 2.0 * all_read / per_sequence)
-
-
-def _per_sequence_surplus_s(dep: Deployment, context: float) -> float:
-    """What one more sequence adds to a step's compute time minus its read time (its FLOPs
-    against its KV read; both grow in step with the batch)."""
-    one = decode_step(dep, 1, context, allow_overflow=True)
-    return float(one.compute_s - one.kv_read_s)
-
-
-def _bisect(rising: Callable[[float], float], lo: float, hi: float) -> float:
-    """Where ``rising`` (negative at ``lo``, non-negative at ``hi``) crosses zero, to 1e-12."""
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if rising(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return 0.5 * (lo + hi)
-
-
-@contract(infinite_ok=True)
-def critical_context(deployment: Deployment) -> float:
-    """The context ``T_c`` from which no batch is compute-bound: one sequence's KV read takes
-    as long as its FLOPs, ``T_c b_kv / W = (2 P + F_attn(T_c)) / C``, so past it every
-    sequence added brings more reading than arithmetic. Ignoring attention FLOPs,
-    ``T_c = (2 P / C) / (b_kv / W)``: about 1,440 tokens for Llama-3-70B on H100s in bf16
-    (1,477 with the attention FLOPs).
-    Infinite where even the model's ``max_context`` stays below it (a small KV cache, as
-    MLA's, or attention FLOPs that keep pace with the read).
-
-    >>> from llmmath import batching
-    >>> round(batching.critical_context(batching.Deployment("Llama-3-70B", "H100", 8)))
-    1477
-    """
-    dep = deployment
-    top = float(dep.model.max_context)
-    if _per_sequence_surplus_s(dep, top) > 0:
-        return math.inf
-    # The first sign change on a grid (a sliding window can bend the curves), then bisect.
-    grid = np.unique(np.concatenate([[0.0], np.geomspace(1.0, top, 64)]))
-    one = decode_step(dep, 1, grid, allow_overflow=True)  # the whole grid in one step
-    surplus = one.compute_s - one.kv_read_s
-    first = int(np.argmax(surplus <= 0))
-    return _bisect(
-        lambda t: -_per_sequence_surplus_s(dep, t), float(grid[first - 1]), float(grid[first])
-    )
-
-
-@contract(infinite_ok=True)
-def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
-    """The most sequences of ``context`` tokens whose KV caches fit beside the weights:
-    ``floor((n HBM - weights) / (T kv))`` (infinite at context 0). With a layout ``kv`` is
-    :attr:`~llmmath.core.deployment.Deployment.kv_bytes_held_per_token` (copies of KV heads
-    under wide TP, ``pp`` batches in flight), as the decode step's capacity check counts."""
-    dep = deployment
-    T = check_context(dep.model, context)
-    with np.errstate(divide="ignore"):
-        room = np.floor(dep.kv_budget_bytes / (T * dep.kv_bytes_held_per_token))
-    return as_output(room)
-
-
-@contract(context=SCALAR)
-def cheapest_batch(deployment: Deployment, context: float) -> float:
-    """The batch where the cost per token stops falling at ``context``:
-    ``min(ceil(B*(T)), max_batch)``. Past ``B*(T)`` a token costs its FLOPs whatever the
-    batch; past ``T_c`` (``B*(T)`` infinite) the HBM fills first and the cost falls to it.
-
-    >>> from llmmath import batching
-    >>> llama = batching.Deployment("Llama-3-70B", "H100", 8)
-    >>> batching.cheapest_batch(llama, 1024), batching.cheapest_batch(llama, 2048)
-    (963.0, 743.0)
-    """
-    room = float(max_batch(deployment, context))
-    compute_batch = step_critical_batch(deployment, context)
-    if math.isfinite(compute_batch) and math.ceil(compute_batch) <= room:
-        return float(math.ceil(compute_batch))
-    return room
-
-
-@contract()
-def weight_floor_s(deployment: Deployment) -> float:
-    """Weights / bandwidth: a batch-1, context-0 step. No decode step of this deployment
-    is faster, however small the batch or however patient the user."""
-    return float(decode_step(deployment, 1, 0).weight_read_s)
-
-
-@contract(bandwidth_efficiency=SCALAR_FRACTION)
-def hbm_floor_s(chip: str | Chip, bandwidth_efficiency: float = 1.0) -> float:
-    """HBM capacity / bandwidth: a step that reads a full HBM (as a server whose memory is
-    filled with weights and KV caches does) takes at least this long, on any number of chips."""
-    return get_chip(chip).memory_floor_s / float(bandwidth_efficiency)
 
 
 # ---- TTFT and a whole request -----------------------------------------------------------
@@ -358,7 +223,7 @@ def cost_curves(
 ) -> CostCurves:
     """The cost of each part of a decode step per million tokens, for ``batches`` that fit
     (at the chip's example price unless ``usd_per_chip_hour`` is given)."""
-    room = float(max_batch(deployment, context))
+    room = float(capacity.max_batch(deployment, context))
     batch = batches[room >= batches]
     step = decode_step(deployment, batch, context)
     price = (
@@ -379,11 +244,11 @@ def cost_curves(
         time_s=step.time_s,
         tokens_per_s_per_chip=step.tokens_per_s_per_chip,
         max_batch=room,
-        critical_batch=step_critical_batch(deployment),
-        compute_batch=step_critical_batch(deployment, context),
-        critical_context=critical_context(deployment),
-        weight_floor_s=weight_floor_s(deployment),
-        hbm_floor_s=hbm_floor_s(deployment.chip, deployment.bandwidth_efficiency),
+        critical_batch=capacity.step_critical_batch(deployment),
+        compute_batch=capacity.step_critical_batch(deployment, context),
+        critical_context=capacity.critical_context(deployment),
+        weight_floor_s=capacity.weight_floor_s(deployment),
+        hbm_floor_s=capacity.hbm_floor_s(deployment.chip, deployment.bandwidth_efficiency),
     )
 
 
@@ -415,14 +280,15 @@ class CriticalBatchCurve:
 def critical_batch_curve(
     deployment: Deployment, contexts: FloatArray = CURVE_CONTEXTS
 ) -> CriticalBatchCurve:
-    """:func:`step_critical_batch` and :func:`max_batch` over ``contexts`` the model accepts."""
+    """:func:`~llmmath.core.capacity.step_critical_batch` and
+    :func:`~llmmath.core.capacity.max_batch` over ``contexts`` the model accepts."""
     T = contexts[deployment.model.max_context >= contexts]
     return CriticalBatchCurve(
         context=T,
-        compute_batch=np.array([step_critical_batch(deployment, t) for t in T]),
-        max_batch=np.asarray(max_batch(deployment, T)),
-        critical_batch=step_critical_batch(deployment),
-        critical_context=critical_context(deployment),
+        compute_batch=np.array([capacity.step_critical_batch(deployment, t) for t in T]),
+        max_batch=np.asarray(capacity.max_batch(deployment, T)),
+        critical_batch=capacity.step_critical_batch(deployment),
+        critical_context=capacity.critical_context(deployment),
     )
 
 
@@ -447,14 +313,14 @@ def pass_curves(
 ) -> PassCurves:
     """Prefill and decode MFU over ``tokens`` (prompts the model accepts, batches that fit)."""
     pre = prefill(deployment, tokens[deployment.model.max_context >= tokens])
-    batch = tokens[float(max_batch(deployment, context)) >= tokens]
+    batch = tokens[float(capacity.max_batch(deployment, context)) >= tokens]
     step = decode_step(deployment, batch, context)
     return PassCurves(
         prompt_tokens=pre.prompt_tokens,
         prefill_mfu=np.asarray(mfu(pre.flops, pre.time_s, deployment)),
         batch=batch,
         decode_mfu=np.asarray(mfu(step.flops, step.time_s, deployment)),
-        critical_batch=step_critical_batch(deployment),
+        critical_batch=capacity.step_critical_batch(deployment),
     )
 
 
@@ -470,24 +336,18 @@ __all__ = [
     "PassCurves",
     "PrefillStep",
     "RequestLatency",
-    "cheapest_batch",
     "chips_for_throughput",
     "cost_curves",
     "cost_per_million_tokens_usd",
     "critical_batch_curve",
-    "critical_context",
     "decode_step",
     "example_price",
-    "hbm_floor_s",
     "list_example_prices",
-    "max_batch",
     "mbu",
     "mfu",
     "pass_curves",
     "prefill",
     "request_latency",
-    "step_critical_batch",
     "tie_price_usd",
     "ttft_s",
-    "weight_floor_s",
 ]

@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from llmmath import batching
+from llmmath.core import capacity
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import AnyOf, Optional, Real
 from llmmath.core.contracts import (
@@ -132,13 +133,13 @@ def kv_share_of_hbm(deployment: Deployment) -> float:
 
 @contract(infinite_ok=True)
 def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
-    """The most sequences of ``context`` tokens that fit: :func:`llmmath.batching.max_batch`,
+    """The most sequences of ``context`` tokens that fit: :func:`llmmath.core.capacity.max_batch`,
     with sliding-window layers holding only their window (the batching chapter counts every
     layer at the full context: the same where a model has no sliding window)."""
     dep = deployment
     T = check_context(dep.model, context)
     if not dep.model.sliding_window:
-        return batching.max_batch(dep, T)
+        return capacity.max_batch(dep, T)
     with np.errstate(divide="ignore"):
         held = T * dep.kv_bytes_held_per_token * _window_share(dep, T)
         return as_output(np.floor(dep.kv_budget_bytes / held))
@@ -201,8 +202,8 @@ def best_cost_per_million_tokens_usd(
     read more KV per token, so this rises with the context."""
     dep = deployment
     T = np.asarray(check_context(dep.model, context), dtype=np.float64)
-    room = np.asarray(batching.max_batch(dep, T), dtype=np.float64)
-    compute = [batching.step_critical_batch(dep, float(t)) for t in T.ravel()]
+    room = np.asarray(capacity.max_batch(dep, T), dtype=np.float64)
+    compute = [capacity.step_critical_batch(dep, float(t)) for t in T.ravel()]
     B = np.minimum(np.ceil(np.reshape(compute, T.shape)), room)
     step = batching.decode_step(dep, np.maximum(B, 1.0), T, allow_overflow=True)
     cost = step.cost_per_million_tokens_usd(usd_per_chip_hour)
@@ -233,7 +234,7 @@ def capacity_curve(deployment: Deployment, contexts: FloatArray = CURVE_CONTEXTS
     """:func:`max_batch` over the ``contexts`` the model accepts, where at least one fits."""
     T = _accepted(deployment, contexts)
     room = np.asarray(max_batch(deployment, T))
-    return CapacityCurve(T[room >= 1], room[room >= 1], batching.step_critical_batch(deployment))
+    return CapacityCurve(T[room >= 1], room[room >= 1], capacity.step_critical_batch(deployment))
 
 
 @dataclass(frozen=True)

@@ -56,9 +56,9 @@ from llmmath.api_prices import (
     list_price_sheets,
     revenue_usd,
 )
-from llmmath.batching import max_batch, step_critical_batch
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import Count, Function, Instance, OneOf, Optional, SequenceOf, span
+from llmmath.core.capacity import max_batch, step_critical_batch
 from llmmath.core.chip_prices import cost_per_million_tokens_usd
 from llmmath.core.contracts import (
     AMOUNT,

@@ -2,7 +2,7 @@
 
 Each part of those exercises names the package function that computes its answer in the course
 (``serving.decode_step(Deployment("Llama-3-70B", "H100", 8), B, T).time_s``,
-``batching.max_batch``, ``speculative.break_even_batch``, ``kv_cache.break_even_hold_s``, ...).
+``capacity.max_batch``, ``speculative.break_even_batch``, ``kv_cache.break_even_hold_s``, ...).
 Here each of those functions is called in the setting the part states, and its value must equal
 the answer the spec lists (and the hidden test pins) within that hidden test's own tolerance: a
 change in the package or its data that moves an answer fails here, by name. The expressions the
@@ -20,7 +20,7 @@ from grading_support import cell_by_id, load_specs, read, region
 
 from llmmath import batching, kv_cache
 from llmmath.beyond import number_formats, speculative
-from llmmath.core import serving
+from llmmath.core import capacity, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.models import get_model
 
@@ -54,7 +54,7 @@ def batching_values() -> dict[str, float]:
     def step(batch: float, context: float) -> float:
         return float(serving.decode_step(llama, batch, context).time_s)
 
-    fits = float(batching.max_batch(llama, 8192))
+    fits = float(capacity.max_batch(llama, 8192))
     request = batching.request_latency(llama, 2000, 1000, 64)
     drafts, acceptance, share = 4, 0.75, 0.03
     spec = speculative.speculative_step(llama, 4, 2048, drafts, acceptance, share)

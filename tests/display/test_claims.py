@@ -13,6 +13,7 @@ from lesson_support import lesson
 
 from llmmath import batching, get_chip, kv_cache, pricing
 from llmmath.beyond import serving_modes
+from llmmath.core import capacity
 
 BOOK = Path(__file__).resolve().parents[2] / "book"
 
@@ -38,7 +39,7 @@ def test_front_page_batching_gain_is_the_lessons_ratio() -> None:
 
 
 def test_front_page_floor_example_is_the_weight_floor() -> None:
-    floor_ms = batching.weight_floor_s(batching.Deployment("Llama-3-70B", "H100", 8)) * 1e3
+    floor_ms = capacity.weight_floor_s(batching.Deployment("Llama-3-70B", "H100", 8)) * 1e3
     stated = re.findall(r'says "([0-9.]+) ms"', _intro())
     assert stated == [f"{floor_ms:.2f}"]
 
@@ -67,10 +68,10 @@ def test_kv_long_context_is_past_the_critical_context() -> None:
     # "Its short-context critical batch, 295 (...), is far out of reach, and at these contexts
     # no batch would turn the step compute-bound anyway"
     ns = _kv()
-    assert batching.step_critical_batch(ns.big) > batching.max_batch(ns.big, 8192)
+    assert capacity.step_critical_batch(ns.big) > capacity.max_batch(ns.big, 8192)
     for context in (8192, 131072):
-        assert batching.step_critical_batch(ns.big, context) == math.inf
-        room = batching.max_batch(ns.big, context)
+        assert capacity.step_critical_batch(ns.big, context) == math.inf
+        room = capacity.max_batch(ns.big, context)
         assert not batching.decode_step(ns.big, room, context).compute_bound
 
 
@@ -79,9 +80,9 @@ def test_kv_capacity_caption_every_batch_past_t_c_is_bandwidth_bound() -> None:
     # bandwidth-bound."
     ns = _kv()
     for dep in (ns.llama, ns.big, ns.deepseek):
-        t_c = batching.critical_context(dep)
+        t_c = capacity.critical_context(dep)
         beyond = 2 * t_c
-        room = batching.max_batch(dep, beyond)
+        room = capacity.max_batch(dep, beyond)
         assert room >= 1 and not batching.decode_step(dep, room, beyond).compute_bound
 
 
@@ -149,7 +150,7 @@ def test_kv_number_formats_stop_at_the_wall_bandwidth_bound() -> None:
     ns = _kv()
     for dep, room in zip(ns.fmt_deps, ns.fmt.max_batch, strict=True):
         assert room < ns.fmt.critical_batch[0]
-        assert batching.critical_context(dep) < ns.fmt_T
+        assert capacity.critical_context(dep) < ns.fmt_T
         assert not batching.decode_step(dep, room, ns.fmt_T).compute_bound
 
 
@@ -164,7 +165,7 @@ def test_pricing_ratio_formula_is_the_floor() -> None:
     P = dep.model.total_params
     for batch, context in ((64, 2048), (256, 2048), (743, 2048), (128, 512)):
         kv_term = context * dep.model.kv_bytes_per_token(dep.kv_dtype) * C / (2 * P * W)
-        predicted = max(1.0, batching.step_critical_batch(dep) / batch + kv_term)
+        predicted = max(1.0, capacity.step_critical_batch(dep) / batch + kv_term)
         cost = pricing.serving_cost(dep, batch, context, usd_per_chip_hour=2.0)
         assert float(cost.output_input_ratio) == pytest.approx(predicted, rel=0.1), batch
 
@@ -174,15 +175,15 @@ def test_pricing_ratio_stays_above_one_past_t_c() -> None:
     dep = ns.llama8
     # "not to 1: 2,048 tokens is past T_c ≈ 1,477, so the KV reads keep decode
     # bandwidth-bound at every batch; even the 743 sequences that fit pay 1.8×."
-    assert batching.critical_context(dep) < 2048
+    assert capacity.critical_context(dep) < 2048
     assert not batching.decode_step(dep, ns.full_2k, 2048).compute_bound
     assert float(ns.cost_full.output_input_ratio) > 1.5
     # Prompt 3: "at 2,048 tokens, why does the ratio keep falling past it ... switch the
     # context to 512: where does the ratio stop falling now"
     past = [pricing.serving_cost(dep, b, 2048).output_input_ratio for b in (296, 400, 743)]
     assert past[0] > past[1] > past[2] > 1
-    at_512 = math.ceil(batching.step_critical_batch(dep, 512))
-    assert at_512 < batching.max_batch(dep, 512)
+    at_512 = math.ceil(capacity.step_critical_batch(dep, 512))
+    assert at_512 < capacity.max_batch(dep, 512)
     flat = [float(pricing.serving_cost(dep, b, 512).output_input_ratio) for b in (at_512, 2000)]
     assert flat[0] == pytest.approx(flat[1], rel=1e-9) and flat[0] < 1.01
 
@@ -192,8 +193,8 @@ def test_pricing_long_context_runs_the_batch_that_fits() -> None:
     # compute-bound, so that batch is the cheapest. At 8k tokens 185 sequences fit"
     ns = lesson("overtraining_pricing.md")
     dep = ns.what_if
-    assert batching.critical_context(dep) < 8192
-    assert ns.long_short_batch == f"{batching.max_batch(dep, 8192):.0f}"
+    assert capacity.critical_context(dep) < 8192
+    assert ns.long_short_batch == f"{capacity.max_batch(dep, 8192):.0f}"
     costs = [
         float(batching.decode_step(dep, b, 8192).cost_per_million_tokens_usd())
         for b in (64, 128, ns.long_batch)

@@ -17,7 +17,7 @@ import pytest
 from lesson_support import lesson
 
 from llmmath import api_prices, batching, get_chip, get_model, kv_cache, moe
-from llmmath.core import hardware, training
+from llmmath.core import capacity, hardware, training
 from llmmath.core.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,9 +67,9 @@ def test_batching_compares_prices_of_one_kind() -> None:
     tie = float(page.tie_alone_usd)
     at_tie = float(batching.decode_step(h8, 1, 2048).cost_per_million_tokens_usd(tie))
     assert at_tie == pytest.approx(alone, rel=5e-3)
-    best_v = batching.decode_step(v16, batching.max_batch(v16, 2048), 2048)
+    best_v = batching.decode_step(v16, capacity.max_batch(v16, 2048), 2048)
     # Each at its cheapest: past T_c no batch is compute-bound, so both fill their HBM.
-    best_h = batching.decode_step(h8, batching.max_batch(h8, 2048), 2048)
+    best_h = batching.decode_step(h8, capacity.max_batch(h8, 2048), 2048)
     at_tie_best = best_h.cost_per_million_tokens_usd(float(page.tie_best_usd))
     assert float(at_tie_best) == pytest.approx(
         float(best_v.cost_per_million_tokens_usd()), rel=5e-3
@@ -82,10 +82,10 @@ def test_batching_knob_hint_moves_the_floor_by_bandwidth_only() -> None:
     page = lesson("batching.md")
     base = Deployment("Llama-3-70B", "H100", 8)
     assert float(page.knob_floor_ms) == pytest.approx(
-        batching.weight_floor_s(base) / 0.8 * 1e3, abs=0.006
+        capacity.weight_floor_s(base) / 0.8 * 1e3, abs=0.006
     )
     assert float(page.knob_critical) == pytest.approx(
-        batching.step_critical_batch(base) * 0.5 / 0.8, abs=0.5
+        capacity.step_critical_batch(base) * 0.5 / 0.8, abs=0.5
     )
     assert "Both by the ratio of the knobs" not in text("lessons/batching.md")
 
@@ -234,8 +234,8 @@ def _exposed_bytes() -> dict[str, float]:
 def test_capacity_rule_and_the_fits_answers_it_moves() -> None:
     exposed = _exposed_bytes()
     assert {"A100", "H100", "H200", "A100-40GB"} <= set(exposed)
-    for name, capacity in exposed.items():  # the decimal reading is 5-8% under
-        assert 1.05 < capacity / get_chip(name).hbm_bytes < 1.08, name
+    for name, exposed_bytes in exposed.items():  # the decimal reading is 5-8% under
+        assert 1.05 < exposed_bytes / get_chip(name).hbm_bytes < 1.08, name
     lines = (ROOT / "src/llmmath/data/hardware.toml").read_text().splitlines()
     header = " ".join(" ".join(line.lstrip("# ") for line in lines).split())
 
@@ -244,7 +244,7 @@ def test_capacity_rule_and_the_fits_answers_it_moves() -> None:
 
     llama8 = Deployment("Llama-3-70B", "H100", 8)
     wider = Deployment("Llama-3-70B", at_exposed("H100"), 8)
-    before, after = float(batching.max_batch(llama8, 8192)), float(batching.max_batch(wider, 8192))
+    before, after = float(capacity.max_batch(llama8, 8192)), float(capacity.max_batch(wider, 8192))
     assert f"hold {after:.0f} rather than {before:.0f} sequences of 8,192" in header
     assert f"about {round(100 * (after / before - 1))}% more sequences" in text(
         "book/hardware_and_models.md"
@@ -252,7 +252,7 @@ def test_capacity_rule_and_the_fits_answers_it_moves() -> None:
     with pytest.raises(batching.DoesNotFitError):
         Deployment("Llama-3-70B", "H200", 1)
     h200 = Deployment("Llama-3-70B", at_exposed("H200"), 1)
-    assert f"room for {batching.max_batch(h200, 2048):.0f} sequences of 2,048" in header
+    assert f"room for {capacity.max_batch(h200, 2048):.0f} sequences of 2,048" in header
     assert f"{0.9 * exposed['H100'] / 1e9:.1f}e9 B on an H100" in header
     experts = float(moe.expert_bytes_per_gpu("DeepSeek-V3", 8, "fp8"))
     assert f"EP = 8 ({experts / 1e9:.1f}e9 B per GPU)" in header

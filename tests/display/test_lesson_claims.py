@@ -22,7 +22,7 @@ from lesson_support import ROOT, lesson
 from llmmath import batching, moe, parallelism
 from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
 from llmmath.beyond.layout_search import workload
-from llmmath.core import collectives, models, serving
+from llmmath.core import capacity, collectives, models, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.placement import Layout
@@ -38,7 +38,7 @@ class Claim:
 
 def _steps(ns: SimpleNamespace, context: float) -> serving.DecodeStep:
     """Every batch that fits at ``context`` on the lesson's Llama-3-70B deployment."""
-    room = float(batching.max_batch(ns.llama, context))
+    room = float(capacity.max_batch(ns.llama, context))
     return batching.decode_step(ns.llama, np.arange(1.0, room + 1.0), context)
 
 
@@ -83,7 +83,7 @@ CLAIMS = [
         "compute-bound**",
         lambda ns: (
             not np.any(_steps(ns, 1.01 * ns.t_c_value).compute_bound)
-            and math.isinf(batching.step_critical_batch(ns.llama, 1.01 * ns.t_c_value))
+            and math.isinf(capacity.step_critical_batch(ns.llama, 1.01 * ns.t_c_value))
         ),
     ),
     Claim(
@@ -91,7 +91,7 @@ CLAIMS = [
         "so the cost stops falling at \\${eval}`B_1k_cost` per million, the FLOPs' own cost",
         lambda ns: (
             bool(ns.at_B_1k.compute_bound)
-            and ns.B_1k_value < float(batching.max_batch(ns.llama, 1024))
+            and ns.B_1k_value < float(capacity.max_batch(ns.llama, 1024))
             and float(np.min(_costs(ns, 1024)))
             >= 0.999 * float(ns.at_B_1k.cost_per_million_tokens_usd())
         ),
@@ -123,15 +123,15 @@ CLAIMS = [
     Claim(
         "batching.md",
         "and 2,048 is past their $T_c$ of {eval}`v5e_t_c`",
-        lambda ns: batching.critical_context(ns.v5e) < 2048,
+        lambda ns: capacity.critical_context(ns.v5e) < 2048,
     ),
     Claim(
         "batching.md",
         "sparsity lowers the FLOPs per token (active parameters) and with them $T_c$; MLA's small "
         "cache pushes it out again",
         lambda ns: (
-            batching.critical_context(Deployment("Mixtral-8x7B", "H100", 2))
-            < batching.critical_context(ns.llama)
+            capacity.critical_context(Deployment("Mixtral-8x7B", "H100", 2))
+            < capacity.critical_context(ns.llama)
             and ns.t_c_setups[-1][1].model.kv_bytes_per_token(ns.t_c_setups[-1][1].kv_dtype)
             < ns.llama.model.kv_bytes_per_token(ns.llama.kv_dtype)
         ),
@@ -141,16 +141,16 @@ CLAIMS = [
         "A small dense model does few FLOPs per token against the same kind of cache, so its $T_c$ "
         "is short",
         lambda ns: (
-            batching.critical_context(ns.t_c_setups[0][1]) < batching.critical_context(ns.llama)
+            capacity.critical_context(ns.t_c_setups[0][1]) < capacity.critical_context(ns.llama)
         ),
     ),
     Claim(
         "batching.md",
         "far more than halved",
         lambda ns: (
-            batching.critical_context(ns.t_c_setups[-1][1])
+            capacity.critical_context(ns.t_c_setups[-1][1])
             < 0.5
-            * batching.critical_context(Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8"))
+            * capacity.critical_context(Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8"))
         ),
     ),
     # ---- batching: latency ----
@@ -158,9 +158,9 @@ CLAIMS = [
         "batching.md",
         "just under it",
         lambda ns: (
-            0.98 * batching.hbm_floor_s("H100")
+            0.98 * capacity.hbm_floor_s("H100")
             < float(ns.full.time_s)
-            < batching.hbm_floor_s("H100")
+            < capacity.hbm_floor_s("H100")
         ),
     ),
     Claim(
@@ -226,8 +226,8 @@ CLAIMS = [
         "batching.md",
         "long before the step would turn compute-bound",
         lambda ns: (
-            batching.step_critical_batch(ns.frontier, 2048)
-            > float(batching.max_batch(ns.frontier, 2048))
+            capacity.step_critical_batch(ns.frontier, 2048)
+            > float(capacity.max_batch(ns.frontier, 2048))
         ),
     ),
     # ---- batching: batch APIs ----
@@ -331,7 +331,7 @@ CLAIMS = [
         "At 8K of context decode is memory-bound at every batch",
         lambda _: (
             (tp8 := Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))) is not None
-            and batching.critical_context(tp8) < 8192
+            and capacity.critical_context(tp8) < 8192
             and not np.any(
                 batching.decode_step(
                     tp8, np.array([1.0, 16, 64, 256]), 8192, allow_overflow=True
@@ -392,7 +392,7 @@ CLAIMS = [
                     [
                         float(
                             batching.decode_step(
-                                ns.llama, batching.cheapest_batch(ns.llama, t), t
+                                ns.llama, capacity.cheapest_batch(ns.llama, t), t
                             ).cost_per_million_tokens_usd()
                         )
                         for t in (256, 1024, 2048, 4096, 8192)
@@ -470,7 +470,7 @@ CLAIMS = [
             (bf16 := Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8")) is not None
             and float(
                 (
-                    one := batching.decode_step(bf16, 1, batching.critical_context(bf16))
+                    one := batching.decode_step(bf16, 1, capacity.critical_context(bf16))
                 ).attention_compute_s
                 / one.kv_read_s
             )
@@ -486,7 +486,7 @@ CLAIMS = [
     Claim(
         "batching.md",
         "Memory: at context 2,048 the KV caches of {eval}`patient_room` sequences fill",
-        lambda ns: ns.patient.batch == float(batching.max_batch(ns.frontier, 2048)),
+        lambda ns: ns.patient.batch == float(capacity.max_batch(ns.frontier, 2048)),
     ),
     Claim(
         "batching.md",
@@ -567,7 +567,7 @@ CLAIMS = [
         "at batch 1 the FLOPs are $B^*$ times shorter than the weight read",
         lambda ns: (
             float(ns.lone.weight_read_s / ns.lone.matmul_compute_s)
-            == pytest.approx(batching.step_critical_batch(ns.small), rel=1e-9)
+            == pytest.approx(capacity.step_critical_batch(ns.small), rel=1e-9)
         ),
     ),
     # ---- moe: the all-to-all formula and DeepSeek's node-limited dispatch (issue 32) ----
@@ -992,7 +992,7 @@ CLAIMS = [
         "still counts every layer in full, an upper bound for Gemma",
         lambda ns: bool(
             np.all(ns.sw_T * ns.g4_one.model.kv_bytes_per_token(ns.g4_one.kv_dtype) >= ns.sw_exact)
-            and float(batching.max_batch(ns.g4_one, 8192)) < float(ns.sw_fit_exact[1])
+            and float(capacity.max_batch(ns.g4_one, 8192)) < float(ns.sw_fit_exact[1])
         ),
     ),
 ]

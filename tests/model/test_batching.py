@@ -23,6 +23,7 @@ from PIL import Image
 
 from llmmath import batching
 from llmmath.beyond import serving_modes
+from llmmath.core import capacity
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import PRESET_NAMES, get_chip
 from llmmath.core.models import ModelConfig, get_model
@@ -204,20 +205,20 @@ def test_batching_amortizes_the_weight_read(llama: Deployment) -> None:
 def test_step_critical_batch_is_the_chips_critical_intensity(llama: Deployment) -> None:
     # Scaling book, roofline / inference: decode is compute-bound past B = C / W ~ 295 on H100
     # with bf16 weights (0.5%), on any number of chips and at any context.
-    assert batching.step_critical_batch(llama) == pytest.approx(295, rel=5e-3)
-    step = batching.decode_step(llama, batching.step_critical_batch(llama), 0)
+    assert capacity.step_critical_batch(llama) == pytest.approx(295, rel=5e-3)
+    step = batching.decode_step(llama, capacity.step_critical_batch(llama), 0)
     assert float(step.matmul_compute_s) == pytest.approx(float(step.weight_read_s), rel=1e-9)
-    assert batching.step_critical_batch(Deployment("Llama-3-70B", "H100", 2)) == pytest.approx(
-        batching.step_critical_batch(llama), rel=1e-12
+    assert capacity.step_critical_batch(Deployment("Llama-3-70B", "H100", 2)) == pytest.approx(
+        capacity.step_critical_batch(llama), rel=1e-12
     )
 
 
 def test_step_critical_batch_scales_with_the_knobs_and_weight_bytes() -> None:
-    base = batching.step_critical_batch(Deployment("Llama-3-8B", "H100"))
+    base = capacity.step_critical_batch(Deployment("Llama-3-8B", "H100"))
     knobs = Deployment("Llama-3-8B", "H100", flops_efficiency=0.5, bandwidth_efficiency=0.8)
-    assert batching.step_critical_batch(knobs) == pytest.approx(base * 0.5 / 0.8, rel=1e-12)
+    assert capacity.step_critical_batch(knobs) == pytest.approx(base * 0.5 / 0.8, rel=1e-12)
     int8 = Deployment("Llama-3-8B", "H100", weight_dtype="int8")
-    assert batching.step_critical_batch(int8) == pytest.approx(base / 2, rel=1e-12)
+    assert capacity.step_critical_batch(int8) == pytest.approx(base / 2, rel=1e-12)
 
 
 @pytest.mark.parametrize(("model", "n"), [("Mixtral-8x7B", 2), ("DeepSeek-V3", 32)])
@@ -228,7 +229,7 @@ def test_moe_critical_batch_is_near_the_dense_one_times_the_sparsity(model: str,
     spec = get_model(model)
     sparsity = (spec.total_params - spec.vocab_size * spec.d_model) / spec.matmul_params_per_token
     dense = 1.979e15 * 1 / (2 * W_H100)
-    critical = batching.step_critical_batch(dep)
+    critical = capacity.step_critical_batch(dep)
     assert critical == pytest.approx(dense * sparsity, rel=1e-3)
     step = batching.decode_step(dep, critical, 0, allow_overflow=True)
     assert float(step.matmul_compute_s) == pytest.approx(float(step.weight_read_s), rel=1e-6)
@@ -237,36 +238,36 @@ def test_moe_critical_batch_is_near_the_dense_one_times_the_sparsity(model: str,
 def test_weight_floor_of_llama_3_70b_on_8_h100(llama: Deployment) -> None:
     # reference.md: weights / bandwidth. 69.5e9 matmul weights x 2 B / (8 x 3.35e12 B/s) =
     # 5.19 ms; the common shortcut with all 70.55e9 parameters gives 5.27 ms (2% covers both).
-    assert batching.weight_floor_s(llama) == pytest.approx(5.19e-3, rel=1e-3)
-    assert batching.weight_floor_s(llama) == pytest.approx(70.55e9 * 2 / (8 * W_H100), rel=0.02)
+    assert capacity.weight_floor_s(llama) == pytest.approx(5.19e-3, rel=1e-3)
+    assert capacity.weight_floor_s(llama) == pytest.approx(70.55e9 * 2 / (8 * W_H100), rel=0.02)
 
 
 def test_hbm_floors() -> None:
     # reference.md: 80e9 / 3.35e12 ~ 23.9 ms for an H100 (0.2%); scaling book,
     # applied-inference: 16e9 / 8.2e11 ~ 19 ms for a TPU v5e (printed to 2 figures: 3%).
-    assert batching.hbm_floor_s("H100") == pytest.approx(23.9e-3, rel=2e-3)
-    assert batching.hbm_floor_s("TPU-v5e") == pytest.approx(19e-3, rel=0.03)
-    assert batching.hbm_floor_s("H100", 0.5) == pytest.approx(2 * 23.9e-3, rel=2e-3)
+    assert capacity.hbm_floor_s("H100") == pytest.approx(23.9e-3, rel=2e-3)
+    assert capacity.hbm_floor_s("TPU-v5e") == pytest.approx(19e-3, rel=0.03)
+    assert capacity.hbm_floor_s("H100", 0.5) == pytest.approx(2 * 23.9e-3, rel=2e-3)
 
 
 def test_a_full_hbm_steps_at_the_hbm_floor(llama: Deployment) -> None:
     # Scaling book, applied-inference: with the largest batch that fits, a step reads (nearly)
     # the whole HBM, so its time is about HBM / W, whatever the number of chips.
-    room = float(batching.max_batch(llama, 8192))
+    room = float(capacity.max_batch(llama, 8192))
     step = batching.decode_step(llama, room, 8192)
     assert not bool(step.compute_bound)
-    assert float(step.time_s) <= batching.hbm_floor_s("H100")
-    assert float(step.time_s) == pytest.approx(batching.hbm_floor_s("H100"), rel=0.01)
+    assert float(step.time_s) <= capacity.hbm_floor_s("H100")
+    assert float(step.time_s) == pytest.approx(capacity.hbm_floor_s("H100"), rel=0.01)
 
 
 def test_max_batch_on_8_h100_and_16_tpu_v5e() -> None:
     # (8 x 80e9 - 141.1e9) / (8192 x 327,680) = 185.9: 185 sequences of 8k on 8 H100.
-    assert batching.max_batch(Deployment("Llama-3-70B", "H100", 8), 8192) == 185
+    assert capacity.max_batch(Deployment("Llama-3-70B", "H100", 8), 8192) == 185
     # Scaling book, applied-inference: bf16 Llama-3-70B on a 4x4 TPU v5e holds 43 KV caches of
     # 8k (it rounds the weights to 140 GB); the exact count of weights leaves room for 42.
     v5e = Deployment("Llama-3-70B", "TPU-v5e", 16)
-    assert abs(float(batching.max_batch(v5e, 8192)) - 43) <= 1
-    np.testing.assert_array_equal(batching.max_batch(v5e, np.array([0.0, 8192.0])), [np.inf, 42.0])
+    assert abs(float(capacity.max_batch(v5e, 8192)) - 43) <= 1
+    np.testing.assert_array_equal(capacity.max_batch(v5e, np.array([0.0, 8192.0])), [np.inf, 42.0])
 
 
 def test_llama_2_13b_kv_cache_of_one_long_sequence_and_its_context_limit() -> None:
@@ -333,7 +334,7 @@ def test_context_longer_than_the_model_allows(llama: Deployment) -> None:
     ):
         batching.decode_step(llama, 1, np.array([1024, 8193]))
     with pytest.raises(ValueError, match="context must be <= Llama-3-70B's max_context"):
-        batching.max_batch(llama, 9000)
+        capacity.max_batch(llama, 9000)
 
 
 @pytest.mark.parametrize(
@@ -358,7 +359,7 @@ def test_deployment_rejects_bad_settings(kwargs: dict[str, Any], error: type, ma
 
 def test_deployment_accepts_objects_and_names() -> None:
     tiny = ModelConfig("tiny", 2, 64, 256, 4, 4, 16, 100, 128)
-    dep = Deployment(tiny, batching.get_chip("H100"))
+    dep = Deployment(tiny, get_chip("H100"))
     assert dep.model is tiny and dep.label == "tiny on 1×H100"
     assert Deployment("Llama-3-8B", "H100").model is get_model("Llama-3-8B")
 
@@ -385,7 +386,7 @@ def test_prefill_is_compute_bound_past_the_critical_batch(llama: Deployment) -> 
 
 def test_a_one_token_prefill_reads_the_weights_like_a_decode_step(llama: Deployment) -> None:
     pre = batching.prefill(llama, 1)
-    assert float(pre.time_s) == pytest.approx(batching.weight_floor_s(llama), rel=1e-3)
+    assert float(pre.time_s) == pytest.approx(capacity.weight_floor_s(llama), rel=1e-3)
 
 
 @pytest.mark.parametrize(
@@ -495,7 +496,7 @@ def test_slow_mode_buys_nothing_past_the_floor(llama: Deployment) -> None:
     assert sm.batch[0] == 0 and np.isinf(sm.cost_per_million_usd[0])  # below the weight floor
     assert sm.batch[1] >= 1
     assert np.all(np.diff(sm.batch) >= 0) and np.all(np.diff(sm.cost_per_million_usd) <= 0)
-    assert sm.floor_batch == math.ceil(batching.step_critical_batch(llama, 1024)) == 963
+    assert sm.floor_batch == math.ceil(capacity.step_critical_batch(llama, 1024)) == 963
     assert sm.floor_limit == "compute"
     assert sm.cost_per_million_usd[-1] == pytest.approx(sm.floor_cost_per_million_usd)
     assert sm.cost_per_million_usd[-2] == pytest.approx(sm.floor_cost_per_million_usd)
@@ -503,7 +504,7 @@ def test_slow_mode_buys_nothing_past_the_floor(llama: Deployment) -> None:
         float(batching.decode_step(llama, 963, 1024).time_s)
     )
     assert sm.batch1_cost_per_million_usd / sm.floor_cost_per_million_usd > 100
-    assert sm.weight_floor_s == pytest.approx(batching.weight_floor_s(llama))
+    assert sm.weight_floor_s == pytest.approx(capacity.weight_floor_s(llama))
     # Past the floor batch a token costs no less: its FLOPs now set the step.
     past = batching.decode_step(llama, np.array([963.0, 1400.0]), 1024)
     assert bool(np.all(past.compute_bound))
@@ -515,7 +516,7 @@ def test_slow_mode_past_the_critical_context_is_stopped_by_the_hbm(llama: Deploy
     # At 2,048 tokens (above T_c ~ 1,477) no batch is compute-bound: the cost keeps falling
     # past C / W ~ 296 until the HBM is full at 743.
     sm = serving_modes.slow_mode(llama, 2048, np.array([1.0]))
-    assert sm.floor_batch == sm.batch[0] == batching.max_batch(llama, 2048) == 743
+    assert sm.floor_batch == sm.batch[0] == capacity.max_batch(llama, 2048) == 743
     assert sm.floor_limit == "memory capacity"
     at_296 = float(batching.decode_step(llama, 296, 2048).cost_per_million_tokens_usd())
     assert sm.floor_cost_per_million_usd < 0.8 * at_296
@@ -545,25 +546,25 @@ def test_slow_mode_rejects_a_context_that_leaves_no_room() -> None:
 
 def test_cheapest_batch_is_where_the_cost_stops_falling(llama: Deployment) -> None:
     for context in (256.0, 1024.0, 2048.0, 8192.0):
-        B = batching.cheapest_batch(llama, context)
+        B = capacity.cheapest_batch(llama, context)
         costs = np.asarray(_every_batch(llama, context).cost_per_million_tokens_usd())
         # No batch that fits is cheaper (past B*(T) the cost is flat, within rounding).
         assert float(np.min(costs)) >= float(costs[int(B) - 1]) * (1 - 1e-9), context
         assert serving_modes.slow_mode(llama, context, 1.0).floor_batch == B
-    assert batching.cheapest_batch(llama, 1024) == math.ceil(
-        batching.step_critical_batch(llama, 1024)
+    assert capacity.cheapest_batch(llama, 1024) == math.ceil(
+        capacity.step_critical_batch(llama, 1024)
     )
-    assert batching.cheapest_batch(llama, 2048) == batching.max_batch(llama, 2048)
+    assert capacity.cheapest_batch(llama, 2048) == capacity.max_batch(llama, 2048)
 
 
 def _every_batch(dep: Deployment, context: float) -> Any:
-    room = float(batching.max_batch(dep, context))
+    room = float(capacity.max_batch(dep, context))
     return batching.decode_step(dep, np.arange(1.0, room + 1.0), context)
 
 
 def test_tie_price_makes_the_two_tokens_cost_the_same(llama: Deployment) -> None:
     v5e = Deployment("Llama-3-70B", "TPU-v5e", 16)
-    for batch, other_batch in ((1.0, 1.0), (743.0, float(batching.max_batch(v5e, 2048)))):
+    for batch, other_batch in ((1.0, 1.0), (743.0, float(capacity.max_batch(v5e, 2048)))):
         h100 = batching.decode_step(llama, batch, 2048)
         tpu = batching.decode_step(v5e, other_batch, 2048)
         tie = float(batching.tie_price_usd(h100, tpu, 1.20))
@@ -602,7 +603,7 @@ def test_concurrency_is_arrivals_times_time_in_the_system() -> None:
 
 def test_the_traffic_that_fills_a_batch_obeys_littles_law(llama: Deployment) -> None:
     fill = serving_modes.demand_to_fill(llama, 2048, 338)
-    assert fill.batch == batching.cheapest_batch(llama, 2048) == fill.floor_batch
+    assert fill.batch == capacity.cheapest_batch(llama, 2048) == fill.floor_batch
     step = batching.decode_step(llama, fill.batch, 2048)
     assert float(fill.request_s) == pytest.approx(338 * float(step.time_s), rel=1e-12)
     # L = lambda W: the batch is the arrivals times the time each request holds its slot.
@@ -642,13 +643,13 @@ def test_the_batch_a_demand_keeps_solves_littles_law(llama: Deployment) -> None:
 # ---- the critical batch with the KV read: B*(T) and T_c ------------------------------------
 def test_critical_batch_at_context_zero_is_the_chips(llama: Deployment) -> None:
     c_over_w = get_chip("H100").critical_intensity("bf16")
-    assert batching.step_critical_batch(llama) == pytest.approx(c_over_w, rel=1e-12)
-    assert batching.step_critical_batch(llama, 0) == batching.step_critical_batch(llama)
+    assert capacity.step_critical_batch(llama) == pytest.approx(c_over_w, rel=1e-12)
+    assert capacity.step_critical_batch(llama, 0) == capacity.step_critical_batch(llama)
 
 
 @pytest.mark.parametrize("context", [16.0, 256.0, 1024.0, 1400.0])
 def test_critical_batch_is_where_flops_equal_every_read(llama: Deployment, context: float) -> None:
-    B = batching.step_critical_batch(llama, context)
+    B = capacity.step_critical_batch(llama, context)
     step = batching.decode_step(llama, B, context, allow_overflow=True)
     # 1e-9: the closed form against the step's own parts (a few roundings apart)
     assert float(step.compute_s) == pytest.approx(float(step.memory_s), rel=1e-9)
@@ -659,26 +660,26 @@ def test_critical_batch_is_where_flops_equal_every_read(llama: Deployment, conte
 def test_critical_batch_grows_with_context_to_infinity_at_the_critical_context(
     llama: Deployment,
 ) -> None:
-    T_c = batching.critical_context(llama)
+    T_c = capacity.critical_context(llama)
     # (2P / C) / (b_kv / W) without attention FLOPs; they push it a little further out.
     flops_s = 2 * llama.model.matmul_params_per_token / 989e12
     rough = flops_s / (llama.model.kv_bytes_per_token(llama.kv_dtype) / 3.35e12)
     assert rough < T_c < 1.05 * rough
-    below = [batching.step_critical_batch(llama, t) for t in (0, 512, 1024, 0.99 * T_c)]
+    below = [capacity.step_critical_batch(llama, t) for t in (0, 512, 1024, 0.99 * T_c)]
     assert np.all(np.diff(below) > 0) and math.isfinite(below[-1])
-    assert math.isinf(batching.step_critical_batch(llama, 1.01 * T_c))
+    assert math.isinf(capacity.step_critical_batch(llama, 1.01 * T_c))
     one = batching.decode_step(llama, 1, T_c)
     assert float(one.compute_s) == pytest.approx(float(one.kv_read_s), rel=1e-9)
 
 
 def test_critical_context_for_moe_and_mla() -> None:
     deepseek = Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8", compute_dtype="fp8")
-    T_c = batching.critical_context(deepseek)
+    T_c = capacity.critical_context(deepseek)
     assert 1000 < T_c < deepseek.model.max_context
-    B = batching.step_critical_batch(deepseek, 1024)
+    B = capacity.step_critical_batch(deepseek, 1024)
     step = batching.decode_step(deepseek, B, 1024, allow_overflow=True)
     assert float(step.compute_s) == pytest.approx(float(step.memory_s), rel=1e-6)
-    assert math.isinf(batching.step_critical_batch(deepseek, 1.01 * T_c))
+    assert math.isinf(capacity.step_critical_batch(deepseek, 1.01 * T_c))
 
 
 def test_compute_bound_is_the_floors_test_and_weights_amortized_is_not(
@@ -693,7 +694,7 @@ def test_compute_bound_is_the_floors_test_and_weights_amortized_is_not(
 
 def test_critical_batch_curve(llama: Deployment) -> None:
     curve = batching.critical_batch_curve(llama)
-    assert curve.critical_context == batching.critical_context(llama)
+    assert curve.critical_context == capacity.critical_context(llama)
     finite = curve.context < curve.critical_context
     assert np.all(np.isfinite(curve.compute_batch[finite]))
     assert np.all(np.isinf(curve.compute_batch[~finite]))
@@ -767,7 +768,7 @@ def test_step_time_is_never_below_any_floor(dep: Deployment, batch: float, conte
     t = float(step.time_s) * (1 + 1e-12)
     assert t >= float(step.memory_s) and t >= float(step.compute_s)
     assert t >= float(step.floor_s)
-    assert t >= batching.weight_floor_s(dep)
+    assert t >= capacity.weight_floor_s(dep)
     assert float(step.time_s) <= float(step.compute_s + step.memory_s) * (1 + 1e-12)
     assert batching.mfu(step.flops, step.time_s, dep) <= dep.flops_efficiency * (1 + 1e-9)
     assert batching.mbu(step.bytes_read, step.time_s, dep) <= dep.bandwidth_efficiency * (1 + 1e-9)
@@ -790,7 +791,7 @@ def test_throughput_saturates(dep: Deployment, context: float) -> None:
     assert np.all(np.diff(rate) >= -1e-9 * rate[1:])
     assert np.all(rate <= ceiling * (1 + 1e-9))
     assert np.all(B / step.serial_s <= serial_ceiling * (1 + 1e-9))
-    critical = math.ceil(batching.step_critical_batch(dep))
+    critical = math.ceil(capacity.step_critical_batch(dep))
     at = batching.decode_step(dep, critical, context, allow_overflow=True)
     assert critical / float(at.serial_s) == pytest.approx(serial_ceiling, rel=1e-9)
 
@@ -840,10 +841,10 @@ def test_critical_context_figure_marks_where_the_fall_stops(llama: Deployment) -
     # Left: at 256 tokens a dot at B*(256) on the cost curve; at 2,048 a cross at the HBM.
     dot, cross = (line for line in left.lines if line.get_marker() in ("o", "x"))
     assert dot.get_marker() == "o" and cross.get_marker() == "x"
-    assert float(dot.get_xdata()[0]) == pytest.approx(batching.step_critical_batch(llama, 256))
-    assert float(cross.get_xdata()[0]) <= float(batching.max_batch(llama, 2048))
+    assert float(dot.get_xdata()[0]) == pytest.approx(capacity.step_critical_batch(llama, 256))
+    assert float(cross.get_xdata()[0]) <= float(capacity.max_batch(llama, 2048))
     # Right: B*(T) stays finite below T_c, and T_c is the dashed line.
-    T_c = batching.critical_context(llama)
+    T_c = capacity.critical_context(llama)
     b_star = right.lines[0]
     assert max(b_star.get_xdata()) < T_c
     dashed = [line for line in right.lines if line.get_linestyle() == "--"]

@@ -16,9 +16,8 @@ import pytest
 from lesson_support import lesson
 
 import llmmath
-from llmmath import batching
 from llmmath.cli import command as cli
-from llmmath.core import hardware, serving
+from llmmath.core import capacity, hardware, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.models import get_model, load_models
 from llmmath.core.placement import Layout
@@ -247,7 +246,7 @@ def test_fit_and_best_json_round_trip(capsys: pytest.CaptureFixture[str]) -> Non
     data = as_json(capsys, "fit", "Llama-3-70B", "H100x8", "--context", "2048,8192")
     dep = Deployment(get_model("Llama-3-70B"), "H100", 8)
     assert [r["max_batch"] for r in data["max_batch"]] == [
-        float(batching.max_batch(dep, t)) for t in (2048, 8192)
+        float(capacity.max_batch(dep, t)) for t in (2048, 8192)
     ]
     best = as_json(capsys, "best", "Llama-3-70B", "H100x8", "--latency", "30ms")
     assert best["candidates"][0]["layout"] == "TP8 DP1"

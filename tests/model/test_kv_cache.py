@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from llmmath import batching, kv_cache
 from llmmath.beyond import focus
+from llmmath.core import capacity
 from llmmath.core.deployment import Deployment
 from llmmath.core.models import get_model, list_models
 from llmmath.core.placement import DoesNotFitError
@@ -155,8 +156,8 @@ def test_sequences_that_fit_with_the_window() -> None:
     for T in (1024.0, 8192.0, 32768.0, 131072.0):
         by_hand = math.floor(budget / _by_layer(60, 16384, 8192, T))
         assert kv_cache.max_batch(one, T) == by_hand
-        assert batching.max_batch(one, T) == math.floor(budget / (T * 901_120))  # full count
-    assert kv_cache.max_batch(one, 8192) == 12 and batching.max_batch(one, 8192) == 2
+        assert capacity.max_batch(one, T) == math.floor(budget / (T * 901_120))  # full count
+    assert kv_cache.max_batch(one, 8192) == 12 and capacity.max_batch(one, 8192) == 2
     for B in (1.0, 2.0, 10.0, 40.0):  # the longest context fits, one more token does not
         T = float(kv_cache.max_context(one, B))
         assert B * _by_layer(60, 16384, 8192, T) <= budget < B * _by_layer(60, 16384, 8192, T + 1)
@@ -179,7 +180,7 @@ def test_share_of_hbm_and_max_batch() -> None:
     assert math.isclose(kv_cache.kv_share_of_hbm(LLAMA), 1 - weights / 640e9, rel_tol=1e-12)
     # (640e9 - 141.1e9) / (8192 * 327,680) = 185.8 -> 185, as in the batching exercise.
     assert kv_cache.max_batch(LLAMA, 8192) == 185.0
-    assert kv_cache.max_batch(LLAMA, 8192) == batching.max_batch(LLAMA, 8192)
+    assert kv_cache.max_batch(LLAMA, 8192) == capacity.max_batch(LLAMA, 8192)
 
 
 def test_max_context_at_a_batch() -> None:

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from llmmath import batching, kv_cache
+from llmmath import kv_cache
 from llmmath.beyond.layout_search import (
     best_layouts,
     calibrate,
@@ -17,7 +17,7 @@ from llmmath.beyond.layout_search import (
     serving_layouts,
     workload,
 )
-from llmmath.core import serving
+from llmmath.core import capacity, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.placement import DoesNotFitError, Layout
 
@@ -42,7 +42,7 @@ def test_every_allowed_split_is_tried_once() -> None:
 
 def test_the_batch_found_is_the_last_that_meets_the_target() -> None:
     dep = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
-    most = float(batching.max_batch(dep, 4096))
+    most = float(capacity.max_batch(dep, 4096))
     every = np.arange(1.0, most + 1)
     times = serving.decode_step(dep, every, 4096).time_s
     for target in (0.012, 0.020, float(times[200])):
@@ -60,7 +60,7 @@ def test_best_layout_is_cheapest_and_meets_the_target() -> None:
     for candidate in found.candidates:
         assert float(candidate.step.time_s) <= 0.030
         dep = dataclasses.replace(base, layout=candidate.layout)
-        assert candidate.batch <= float(batching.max_batch(dep, 4096))
+        assert candidate.batch <= float(capacity.max_batch(dep, 4096))
         if candidate.limited_by == "latency":  # one more sequence would miss the target
             slower = serving.decode_step(dep, candidate.batch + 1, 4096, allow_overflow=True)
             assert float(slower.time_s) > 0.030
@@ -108,7 +108,7 @@ def test_a_colocated_workload_interleaves_prefill_with_decode() -> None:
     dep = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
     view = workload(dep, 2000, 500, 64)
     step = float(serving.decode_step(dep, 64, 2000 + 250).time_s)
-    per_pass = np.ceil(batching.step_critical_batch(dep) / 2000)
+    per_pass = np.ceil(capacity.step_critical_batch(dep) / 2000)
     fill = float(serving.prefill(dep, 2000, per_pass).time_s) / per_pass
     assert view.decode_step_s == pytest.approx(step, rel=1e-12)
     assert view.prefill_s_per_request == pytest.approx(fill, rel=1e-12)

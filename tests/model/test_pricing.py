@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmmath import batching, pricing
+from llmmath.core import capacity
 
 SETTINGS = settings(max_examples=30, deadline=None)
 H100_BF16 = 9.89e14
@@ -115,7 +116,7 @@ def test_utilisation_divides_the_cost() -> None:
 def test_ratio_near_the_critical_batch_over_batch() -> None:
     # Short context: KV reads are small, so output / input ~ B* / B below the critical batch.
     cost = pricing.serving_cost(LLAMA, 32, 128)
-    critical = batching.step_critical_batch(LLAMA)
+    critical = capacity.step_critical_batch(LLAMA)
     assert float(cost.output_input_ratio) == pytest.approx(critical / 32, rel=0.1)
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmmath import batching, parallelism
-from llmmath.core import models, serving
+from llmmath.core import capacity, models, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.placement import DoesNotFitError, Layout
 
@@ -220,7 +220,7 @@ def test_deployment_capacity_agrees_with_the_placement_count(layout: Layout) -> 
     # A pipeline keeps pp batches in flight, so the deployment's capacity check, max_batch and
     # placement.max_decode_batch (per attention group) must agree on how many sequences fit.
     dep = Deployment(LLAMA, "H100", 8, layout=layout)
-    most = float(batching.max_batch(dep, 8192))
+    most = float(capacity.max_batch(dep, 8192))
     per_group = float(parallelism.max_decode_batch(LLAMA, layout, "H100", 8192))
     assert most == pytest.approx(per_group * layout.dp, abs=layout.dp)
     serving.decode_step(dep, most, 8192)

@@ -13,9 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from llmmath import batching
 from llmmath.beyond import focus, number_formats, serving_modes, speculative
-from llmmath.core import data, serving
+from llmmath.core import capacity, data, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.dtypes import bytes_per_element
 from llmmath.display import plots
@@ -124,7 +123,7 @@ def test_fast_mode_batch_is_the_largest_fast_enough(llama: Deployment) -> None:
     fast = serving_modes.fast_mode(llama, 2048, np.array([1.5, 2.0, 2.2]))
     t0 = float(serving.decode_step(llama, fast.standard_batch, 2048).time_s)
     # Above T_c (~1,477 tokens) no batch is compute-bound: the cheapest batch fills the HBM.
-    assert fast.standard_batch == batching.max_batch(llama, 2048) == 743
+    assert fast.standard_batch == capacity.max_batch(llama, 2048) == 743
     base = float(
         serving.decode_step(llama, fast.standard_batch, 2048).cost_per_million_tokens_usd()
     )
@@ -292,10 +291,9 @@ def test_figures_draw(llama: Deployment, deepseek: Deployment) -> None:
 
 # ---- what the new lesson sections say -----------------------------------------------------------
 def test_a_patient_frontier_batch_stops_at_the_capacity_wall(deepseek: Deployment) -> None:
-    from llmmath import batching
 
     patient = serving_modes.fleet_scale(deepseek, 2048, 0.050, 3e8)
-    assert patient.batch == float(batching.max_batch(deepseek, 2048))
+    assert patient.batch == float(capacity.max_batch(deepseek, 2048))
     assert float(patient.step.time_s) < 0.050
 
 
@@ -321,7 +319,7 @@ def test_speculation_break_even_is_where_the_speedup_crosses_one(llama: Deployme
     # At 2,048 tokens (above T_c) the step stays memory-bound at every batch that fits, so
     # three drafts at a = 0.7 still pay with the HBM full; at 256 tokens they stop paying.
     assert math.isinf(speculative.break_even_batch(llama, 2048, 3, 0.7, 0.02))
-    full = speculative.speculative_step(llama, batching.max_batch(llama, 2048), 2048, 3, 0.7, 0.02)
+    full = speculative.speculative_step(llama, capacity.max_batch(llama, 2048), 2048, 3, 0.7, 0.02)
     assert float(full.speedup) > 1.0
     B = speculative.break_even_batch(llama, 256, 3, 0.7, 0.02)
     around = speculative.speculative_step(llama, np.array([B - 1, B]), 256, 3, 0.7, 0.02)

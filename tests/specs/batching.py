@@ -17,7 +17,7 @@ SPEC = AssignmentSpec(
     answers={
         # Each is the course's own number (tests/course/test_exercise_values.py recomputes them):
         # serving.decode_step(Deployment("Llama-3-70B", "H100", 8), B, T) and its cost,
-        # batching.max_batch, batching.ttft_s, batching.request_latency, and
+        # capacity.max_batch, batching.ttft_s, batching.request_latency, and
         # speculative.speculative_step / break_even_batch.
         "cost_batch1_usd_per_mtok": 23.108061527031513,
         "cost_batch256_usd_per_mtok": 0.1456943230514096,

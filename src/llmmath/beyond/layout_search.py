@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from llmmath.batching import max_batch, step_critical_batch
 from llmmath.beyond.speculative import mtp_draft_share, speculative_step
 from llmmath.core._constraints import Count, Instance, OneOf, Optional, Real
+from llmmath.core.capacity import max_batch, step_critical_batch
 from llmmath.core.chip_prices import list_example_prices
 from llmmath.core.contracts import (
     CHIPS,

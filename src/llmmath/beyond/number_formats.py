@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmmath.batching import max_batch, step_critical_batch, weight_floor_s
 from llmmath.core._constraints import Count, Real, SequenceOf
+from llmmath.core.capacity import max_batch, step_critical_batch, weight_floor_s
 from llmmath.core.contracts import (
     RESULT,
     RESULT_OR_INF,

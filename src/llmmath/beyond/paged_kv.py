@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from llmmath.batching import cheapest_batch, max_batch, step_critical_batch
 from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import Count, Optional
+from llmmath.core.capacity import cheapest_batch, max_batch, step_critical_batch
 from llmmath.core.contracts import (
     AMOUNT,
     POSITIVE,

@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from llmmath.batching import cheapest_batch, max_batch, weight_floor_s
 from llmmath.beyond.paged_kv import (
     LENGTH_SAMPLES,
     Demand,
@@ -35,6 +34,7 @@ from llmmath.beyond.paged_kv import (
 from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats
 from llmmath.core._constraints import Instance, OneOf, Optional, Real
+from llmmath.core.capacity import cheapest_batch, max_batch, weight_floor_s
 from llmmath.core.chip_prices import ChipPrice
 from llmmath.core.contracts import (
     FLAG,

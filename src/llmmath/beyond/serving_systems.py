@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from llmmath.batching import step_critical_batch
 from llmmath.beyond.layout_search import WORKLOAD, WorkloadView
 from llmmath.core import collectives, data
 from llmmath.core._checks import FloatArray
 from llmmath.core._constraints import MAX_CHIPS, Count, OneOf, Real, SequenceOf
+from llmmath.core.capacity import step_critical_batch
 from llmmath.core.contracts import (
     AMOUNT,
     FLAG,

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from llmmath.batching import max_batch
 from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import Count, Real
+from llmmath.core.capacity import max_batch
 from llmmath.core.contracts import FRACTION, NAME, RESULT, SCALAR, checked, contract, each
 from llmmath.core.deployment import Deployment
 from llmmath.core.models import ModelConfig, get_model

@@ -15,6 +15,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from llmmath import batching
 from llmmath.batching import CURVE_BATCHES, CostCurves
+from llmmath.core import capacity
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import ModelConfig, get_model
@@ -412,7 +413,7 @@ class BatchingExplorer(FastFigure):
                 f"{_gb(error.missing_bytes)} of weights missing"
             )
             return
-        if batching.max_batch(deployment, context) < 1:
+        if capacity.max_batch(deployment, context) < 1:
             self._clear(f"not one sequence of context {context:g} fits beside the weights")
             return
         self.deployment = deployment

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from llmmath import batching, kv_cache
+from llmmath.core import capacity
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.models import ModelConfig, get_model, list_models
@@ -184,7 +185,7 @@ def step_time_figure(
     panel = StepTimePanel(ax, colours)
     panel.show(
         [kv_cache.step_time_curve(deployment, B) for B in batches],
-        batching.weight_floor_s(deployment),
+        capacity.weight_floor_s(deployment),
     )
     ax.set_ylim(bottom=0)
     ax.set_title(f"{deployment.label}: step time against context")

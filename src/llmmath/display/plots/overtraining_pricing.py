@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from llmmath import pricing, scaling
-from llmmath.batching import step_critical_batch
+from llmmath.core.capacity import step_critical_batch
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.models import get_model
