@@ -549,6 +549,11 @@ def course_repository(site: Path) -> str:
     shutil.copy2(ROOT / "lessons" / "batching.md", work / "lessons" / "batching.md")
     shutil.copytree(ROOT / "exercises" / "batching", work / "exercises" / "batching")
     shutil.copy2(ROOT / ".gitignore", work / ".gitignore")
+    # What marks a folder of the home as the course (read_only_lessons.course_page) and what
+    # the lesson's citations read (myst_links), as in the course's repository.
+    shutil.copy2(ROOT / "_toc.yml", work / "_toc.yml")
+    (work / "book").mkdir()
+    shutil.copy2(ROOT / "book" / "references.bib", work / "book" / "references.bib")
     git(work, "init", "-q", "-b", "main")
     git(work, "add", ".")
     git(work, "commit", "-q", "-m", "the course")
@@ -670,10 +675,12 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
 ) -> None:
     """#35: the book built with the class hub's and the course repository's addresses; on the
     batching page a student clicks JupyterHub: nbgitpuller clones the course into their home
-    and JupyterLab opens the lesson as a notebook, its MyST rendered. On the exercise page the
-    button opens their own copy, ~/llmmath/my-work/batching/, made on the first click; they
-    type into it and save, and edit the lesson too; the instructor pushes a new file; both
-    buttons again: the new file is pulled and both edits are kept."""
+    and JupyterLab opens the lesson as a notebook, its MyST rendered, read-only and unmodified
+    as in `make lab` (no unsaved dot once the kernel is idle; Ctrl+S is refused and the file
+    stays as pulled); its note says so and sends work to my-work/, and its exercise link opens
+    the student's own copy, ~/llmmath/my-work/batching/, made on first use. On the exercise page
+    the button opens that copy; they type into it and save; the instructor changes the lesson
+    and pushes a new file; both buttons again: both are pulled and the student's edit is kept."""
     from launch_support import build_launch_pages, launch_links
     from lesson_support import lesson
     from site_support import chromium
@@ -695,11 +702,23 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             assert lab.url.endswith("/lab/tree/llmmath/lessons/batching.md"), lab.url
             clone = hub.home(student) / "llmmath"
             assert clone.stat().st_uid == pwd.getpwnam(student).pw_uid, "cloned as the student"
+            pulled = (clone / "lessons" / "batching.md").read_bytes()
             shown_in_panel(lab, ".jp-MarkdownCell .myst h1", "Batching: the cost hyperbola")
             prose = panel(lab).locator(".jp-MarkdownCell .myst")
             text = " ".join(prose.all_inner_texts())
             raw = [s for s in (":::{", "```{", "{ref}`", "(batching)=") if s in text]
             assert not raw, f"the lesson's MyST shows as text: {raw}"
+            # Opened unmodified (read_only_lessons: the kernel's language info already there).
+            idle = lab.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
+            idle.wait_for(timeout=180_000)
+            dirty = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current.jp-mod-dirty"
+            for _ in range(8):  # the kernel's language arrives just after it is idle
+                lab.wait_for_timeout(250)
+                assert lab.locator(dirty).count() == 0, "opening the lesson marks it modified"
+            # The lab-only note says what is true here: read-only, work in my-work/.
+            note = prose.filter(has_text="In JupyterLab: run the lesson first").first
+            told = note.inner_text()
+            assert "read-only" in told and "my-work/" in told, told
             lab.screenshot(path=str(tmp_path / "launch-lesson.png"))
             # It runs on the hub (llmmath from the hub's config/python) and shows the book's
             # numbers: "{eval}`one_ms` ms in all", as the lesson computes it.
@@ -712,24 +731,38 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             assert not failed, f"the lesson failed on the hub: {failed}"
             panel(lab).locator(".jp-MarkdownCell", has_text=in_all).scroll_into_view_if_needed()
             lab.screenshot(path=str(tmp_path / "launch-lesson-ran.png"))
-            # The student writes a note into the lesson (a file of the course's repository).
-            note = "My batching notes: kept across pulls."
-            first = panel(lab).locator(".jp-MarkdownCell").first
-            first.dblclick()  # a rendered cell opens its editor on a double click
-            first.locator(".cm-content").click()
-            lab.keyboard.press("Control+End")
-            lab.keyboard.insert_text(f"\n\n{note}")
-            lab.keyboard.press("Shift+Enter")  # rendered again
-            lab.screenshot(path=str(tmp_path / "launch-lesson-note.png"))
-            save(lab, "batching.md")
-            lab.close()
-            assert note in (clone / "lessons" / "batching.md").read_text(), "the note was not saved"
+            # Ctrl+S is refused: the lesson stays as pulled, so the next pull can update it.
+            lab.keyboard.press("Control+s")
+            lab.get_by_text("lessons/batching.md is read-only").wait_for(timeout=60_000)
+            lab.screenshot(path=str(tmp_path / "launch-lesson-readonly.png"))
+            lab.keyboard.press("Escape")
+            assert (clone / "lessons" / "batching.md").read_bytes() == pulled, "a save wrote it"
+            # The exercise link: the student's own copy, through llmmath/my-work (not `make lab`).
+            link = panel(lab).locator(".jp-MarkdownCell a", has_text="the batching exercise")
+            href = link.first.get_attribute("href") or ""
+            assert href.endswith(f"/user/{student}/llmmath/my-work/llmmath/batching"), href
+            assert "make lab" not in link.first.locator("xpath=..").inner_text()
+            link.first.click()  # jupyterlab-myst's link: this tab, or a new one
+            copy = "llmmath/my-work/batching/batching.ipynb"
+            for _ in range(360):
+                opened = [p for p in lab.context.pages if f"/lab/tree/{copy}" in p.url]
+                if opened:
+                    break
+                lab.wait_for_timeout(500)
+            assert opened, f"the link opened no my-work copy: {[p.url for p in lab.context.pages]}"
+            exercise = opened[0]
+            current = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current"
+            exercise.locator(current, has_text="batching.ipynb").wait_for(timeout=180_000)
+            exercise.screenshot(path=str(tmp_path / "launch-lesson-exercise-link.png"))
+            assert (hub.home(student) / copy).is_file(), "the link made no my-work copy"
+            exercise.close()
+            if not lab.is_closed():
+                lab.close()
 
             typed = "# my own note, kept across pulls"
             mine = launch(
                 page, f"{pages}/exercises/batching/batching.html", "your copy", "batching.ipynb"
             )
-            copy = "llmmath/my-work/batching/batching.ipynb"
             assert mine.url.endswith(f"/lab/tree/{copy}"), mine.url
             cells = panel(mine).locator(".jp-Notebook .jp-Cell")
             answer = cells.nth(
@@ -744,7 +777,11 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             assert typed in (hub.home(student) / copy).read_text(), "the edit was not saved"
             # The instructor adds a file to the course.
             (site / "work" / "NEWS.md").write_text("A new section is out.\n")
-            git(site / "work", "add", "NEWS.md")
+            upstream = "The instructor's correction, pulled into the lesson."
+            lesson_md = site / "work" / "lessons" / "batching.md"
+            title = "# Batching: the cost hyperbola and the latency floor\n"  # its first cell
+            lesson_md.write_text(lesson_md.read_text().replace(title, f"{title}\n{upstream}\n", 1))
+            git(site / "work", "add", "NEWS.md", "lessons/batching.md")
             git(site / "work", "commit", "-q", "-m", "news")
             git(site / "work", "push", "-q", str(site / "course" / "llmmath"), "main")
 
@@ -758,12 +795,14 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             again.screenshot(path=str(tmp_path / "launch-exercise-kept.png"))
             again.close()
             lab = launch(page, f"{pages}/lessons/batching.html", "JupyterHub", "batching.md")
-            shown_in_panel(lab, ".jp-MarkdownCell .myst", note)
+            lesson_now = (clone / "lessons" / "batching.md").read_text()
+            assert upstream in lesson_now, "the second click did not pull the lesson's change"
+            shown_in_panel(lab, ".jp-MarkdownCell .myst", upstream)
             lab.screenshot(path=str(tmp_path / "launch-lesson-again.png"))
             lab.close()
             page.close()
         assert (clone / "NEWS.md").exists(), "the second click did not pull the new file"
-        assert note in (clone / "lessons" / "batching.md").read_text(), "the note was lost"
+        assert upstream in (clone / "lessons" / "batching.md").read_text(), "not pulled"
         assert typed in (hub.home(student) / copy).read_text(), "the my-work copy was replaced"
         print(f"screenshots: {sorted(str(p) for p in tmp_path.glob('launch-*.png'))}")
     finally:
