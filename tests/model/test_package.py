@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import doctest
 import importlib
+import inspect
 import os
 import pkgutil
 import shutil
@@ -106,3 +107,77 @@ def test_the_size_rule_counts_code_not_comments() -> None:
 def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+# ---- One address per thing ---------------------------------------------------------------------
+
+#: Public names the model layers define twice, each for a reason a learner's copy fixes: a
+#: released exercise (never rewritten) calls ``kv_cache.max_batch``, which counts sliding-window
+#: layers at their window; ``core.capacity.max_batch`` counts every layer in full.
+TWICE_DEFINED = {"max_batch": {"llmmath.core.capacity", "llmmath.kv_cache"}}
+MODEL_LAYERS = ("llmmath.core.", "llmmath.beyond.", "llmmath.validation.")
+
+
+def _is_model_module(module: str) -> bool:
+    """The core, the chapter modules at the top (not the display or the CLI), beyond, validation."""
+    top_level = module.count(".") == 1 and module not in ("llmmath.display", "llmmath.cli")
+    return top_level or module.startswith(MODEL_LAYERS)
+
+
+def misaddressed_imports(module: str, source: str) -> list[str]:
+    """``from llmmath.x import name`` in ``module`` where ``name`` (a function or class) is
+    defined elsewhere: code names the module that defines a thing, not one that passes it on."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if not node.module.startswith("llmmath"):
+                continue
+            imported = importlib.import_module(node.module)
+            for alias in node.names:
+                thing = getattr(imported, alias.name, None)
+                if not (inspect.isclass(thing) or inspect.isfunction(thing)):
+                    continue  # a module, or a constraint instance
+                if thing.__module__ != node.module and thing.__module__.startswith("llmmath"):
+                    found.append(
+                        f"{module}: {alias.name} from {node.module}, defined in {thing.__module__}"
+                    )
+    return found
+
+
+def definitions_by_name(modules: list[str]) -> dict[str, set[str]]:
+    """Each public function or class name, with the modules that define (not import) it."""
+    homes: dict[str, set[str]] = {}
+    for module in modules:
+        for name, thing in vars(importlib.import_module(module)).items():
+            a_definition = inspect.isclass(thing) or inspect.isfunction(thing)
+            if a_definition and not name.startswith("_") and thing.__module__ == module:
+                homes.setdefault(name, set()).add(module)
+    return homes
+
+
+def test_code_imports_each_thing_from_the_module_that_defines_it() -> None:
+    """#33: Deployment had three addresses and DoesNotFitError five; the shims that stay for
+    released exercises (llmmath.serving, llmmath.deployment) are for learners, not for code."""
+    found = [
+        problem
+        for module in _modules()
+        for problem in misaddressed_imports(module, _source(module).read_text())
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_a_re_export_is_caught() -> None:
+    """The check can fail: a shim's name, imported through the shim."""
+    shimmed = "from llmmath.serving import decode_step\n"
+    assert misaddressed_imports("llmmath.example", shimmed) == [
+        "llmmath.example: decode_step from llmmath.serving, defined in llmmath.core.serving"
+    ]
+
+
+def test_the_model_defines_each_public_name_once() -> None:
+    """#33: three kv_bytes_per_token and two decode_steps with different meanings of batch.
+    Now one of each (parallelism's is layout_decode_step); max_batch is the one kept twice."""
+    homes = definitions_by_name([m for m in _modules() if _is_model_module(m)])
+    twice = {name: where for name, where in homes.items() if len(where) > 1}
+    assert twice == TWICE_DEFINED
+    assert "decode_step" in homes and "layout_decode_step" in homes
