@@ -109,10 +109,26 @@ def test_machine_roofline_figure_shows_the_spread() -> None:
     assert "1 BLAS thread)" in ax.get_title()
 
 
-def test_explorer_figure_returns_a_two_panel_figure() -> None:
+def test_explorer_figure_draws_the_chip_and_batch_asked_for() -> None:
     figure = roofline_widgets.declaration().figure(chip="B200", batch=8)
-    assert isinstance(figure, Figure)
-    assert len(figure.axes) == 2
+    ax_roof, ax_time = figure.axes
+    assert ax_roof.get_title().startswith("B200, ")
+    # The step-time curves are the model's, for B200 (not the first frame's H100).
+    sweep = roofline.decode_time_curves("Llama-3-70B", "B200")
+    compute, memory, floor = ax_time.lines[:3]
+    np.testing.assert_allclose(compute.get_ydata(), sweep.compute_s, rtol=1e-12)
+    np.testing.assert_allclose(memory.get_ydata(), sweep.memory_s, rtol=1e-12)
+    np.testing.assert_allclose(floor.get_ydata(), sweep.lower_s, rtol=1e-12)
+    # The markers sit at batch 8's decode step on both panels, and the readout says so.
+    point = roofline.decode_point("Llama-3-70B", 8, "B200")
+    roof_x, roof_y = ax_roof.lines[-1].get_data()
+    time_x, time_y = ax_time.lines[-1].get_data()
+    assert roof_x[0] == pytest.approx(point.intensity, rel=1e-12)
+    assert roof_y[0] == pytest.approx(point.attainable_flop_per_s, rel=1e-12)
+    assert time_x[0] == 8 and time_y[0] == pytest.approx(point.time_s, rel=1e-12)
+    assert not point.compute_bound
+    (readout,) = ax_time.texts
+    assert readout.get_text() == f"batch 8: {1e3 * point.time_s:.3g} ms, memory-bound"
 
 
 def test_figure_png_limits_the_palette() -> None:

@@ -219,7 +219,13 @@ def test_ring_figure_draws_the_schedule() -> None:
     labels = [t.get_text() for t in ring_ax.texts]
     ring = collectives.ring_all_reduce_schedule(64e6, 4, "H100")
     assert labels == [f"c{c}" for c in ring.sent_chunk.ravel()]
-    assert len(cost_ax.lines) == 3
+    # Right: one all-reduce over the 8-GPU domain, its latency and bytes terms, in µs.
+    total, latency, moved = cost_ax.lines
+    sizes = total.get_xdata()
+    cost = collectives.all_reduce_cost_curve(sizes, get_chip("H100").scale_up_domain_size, "H100")
+    assert total.get_ydata() == pytest.approx(1e6 * cost.total_s, rel=1e-12)
+    assert latency.get_ydata() == pytest.approx(1e6 * cost.latency_s, rel=1e-12)
+    assert moved.get_ydata() == pytest.approx(1e6 * cost.bytes_s, rel=1e-12)
 
 
 def test_a_ring_schedule_is_drawn_for_a_bounded_number_of_chips() -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from matplotlib.axes import Axes
 
 from llmmath import parallelism
 from llmmath.beyond import number_formats, serving_systems
@@ -546,14 +547,30 @@ def test_reversible_below_checkpointed_below_stored(tokens: float, layers: int) 
 
 
 # ---- figures and widgets ------------------------------------------------------------------
-def test_figures_come_from_the_package() -> None:
-    from matplotlib.figure import Figure
+def bar_widths(ax: Axes, centre: float) -> list[float]:
+    """The widths of an axes' horizontal bars centred at ``centre``, in drawing order."""
+    centred = (p for p in ax.patches if p.get_y() + p.get_height() / 2 == pytest.approx(centre))
+    return [p.get_width() for p in centred]
 
+
+def test_figures_come_from_the_package() -> None:
     from llmmath.display.plots import parallelism as plots
 
     layouts = [Layout(dp=128, tp=8, zero_stage=1), Layout(dp=16, tp=8, pp=8, zero_stage=1)]
     figure = plots.layouts_figure(LLAMA_70B, "H100", layouts, BATCH_4M, microbatches=[8, 32])
-    assert isinstance(figure, Figure) and len(figure.axes) == 2
+    ax_mem, ax_time = figure.axes
+    rows = [t.get_text() for t in ax_mem.get_yticklabels()]
+    assert rows == [f"{layouts[0]}\nstored, m=8", f"{layouts[1]}\nstored, m=32"]
+    cap = 2 * get_chip("H100").hbm_bytes
+    for y, layout, m in zip((1, 0), layouts, (8, 32), strict=True):
+        shown = parallelism.layout_breakdown(LLAMA_70B, "H100", layout, BATCH_4M, microbatches=m)
+        # Left: the row's memory parts stack to the layout's total (drawn up to 2x the HBM).
+        drawn = sum(bar_widths(ax_mem, y))
+        assert drawn == pytest.approx(min(shown.total_memory_bytes, cap) / 1e9, rel=1e-12)
+        # Right: compute then bubble above, each kind of traffic below, as the model has them.
+        seconds = [part[1] for part in shown.time_parts]
+        assert bar_widths(ax_time, y + 0.17) == pytest.approx(seconds[:2], rel=1e-12)
+        assert bar_widths(ax_time, y - 0.17) == pytest.approx(seconds[2:], rel=1e-12)
     bubble = plots.bubble_figure(stages=(4, 16))
     x, y = bubble.axes[0].lines[1].get_data()
     np.testing.assert_allclose(y, parallelism.pipeline_bubble_fraction(16, np.asarray(x)))

@@ -285,8 +285,14 @@ def test_figures_draw(llama: Deployment, deepseek: Deployment) -> None:
     assert ax.lines[0].get_ydata() == pytest.approx(fast.price_multiple, rel=1e-12)
     assert ax.lines[0].get_xdata()[-1] == pytest.approx(top * 0.999)  # up to the weight floor
     cases = [("MTP", deepseek, 1, 0.85, 0.044), ("draft", llama, 3, 0.7, 0.02)]
-    figure = plots.serving_modes.speculative_figure(cases, 2048)
-    assert len(figure.axes[0].lines) == 3
+    (ax,) = plots.serving_modes.speculative_figure(cases, 2048).axes
+    *curves, one = ax.lines  # a line per case, then the break-even at 1
+    assert [line.get_label() for line in curves] == ["MTP", "draft"]
+    for line, (_, dep, k, a, share) in zip(curves, cases, strict=True):
+        curve = speculative.speedup_curve(dep, 2048, k, a, share)
+        assert line.get_xdata() == pytest.approx(curve.batch, rel=1e-12)
+        assert line.get_ydata() == pytest.approx(curve.speedup, rel=1e-12)
+    assert list(one.get_ydata()) == [1.0, 1.0]
 
 
 # ---- what the new lesson sections say -----------------------------------------------------------
