@@ -117,8 +117,9 @@ c.Spawner.mem_limit = env.get("LLMMATH_HUB_MEM_LIMIT") or None
 c.Spawner.cmd = [str(hub_env / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 # The course's vendored MathJax, served by every server at <server>/static/mathjax/: feedback
-# and the formgrader render their maths. scripts/hub.py copies it into the state folder, where
-# every user can read it (from the instructor's private home, students' servers got a 404).
+# and the formgrader render their maths. make hub (llmmath_course.hub) copies it into the state
+# folder, where every user can read it (from the instructor's private home, students' servers got
+# a 404).
 static = f"--ServerApp.extra_static_paths={state / 'static'}"
 c.Spawner.args = [static]
 c.Spawner.notebook_dir = "~"
@@ -130,7 +131,8 @@ c.Spawner.environment = {
     "LD_LIBRARY_PATH": library,
     # The course's student extension (Fetch Feedback says when there is none) and check.py.
     "PYTHONPATH": str(config / "python"),
-    # `make check ASSIGNMENT=...` in a terminal, from any folder (scripts/hub.py, CHECK_MAKEFILE).
+    # `make check ASSIGNMENT=...` in a terminal, from any folder (llmmath_course.hub.configs,
+    # CHECK_MAKEFILE).
     "MAKEFILES": str(config / "check.mk"),
     # The server and its kernels know they are on the hub: the pulled course's pages are
     # read-only (read_only_lessons.py) and a lesson's exercise link opens the student's my-work

@@ -16,7 +16,7 @@ warning at every submission, as if the submission carried it.
 ``GET llmmath/my-work/<course>/<assignment>`` (where the book's JupyterHub button sends a
 student from an exercise page, once nbgitpuller has pulled the course into ``~/<course>``):
 copies ``~/<course>/exercises/<assignment>/`` to ``~/<course>/my-work/<assignment>/`` the first
-time only, as ``make lab`` does (``scripts/lab.py``'s ``copy_exercise``; ``my-work/`` is
+time only, as ``make lab`` does (``llmmath_course.lab.copy_exercise``; ``my-work/`` is
 gitignored, so nbgitpuller never touches it), and opens the copy in JupyterLab.
 """
 
@@ -94,7 +94,7 @@ class MyWorkHandler(JupyterHandler):  # type: ignore[misc]
 
     @web.authenticated
     def get(self, course: str, assignment: str) -> None:
-        from lab import LEARNER_DIR, copy_exercise  # scripts/lab.py, beside this module
+        from llmmath_course.lab import LEARNER_DIR, copy_exercise  # copied beside this module
 
         root = Path(self.settings["server_root_dir"]).expanduser()
         folder = root / course

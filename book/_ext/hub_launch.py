@@ -9,8 +9,8 @@ button to the class hub"). On a lesson it links to nbgitpuller on the class hub:
 
 nbgitpuller clones the course into ``~/<repo>`` (or pulls it again, merging, never overwriting
 the student's edits), then JupyterLab opens the page; a lesson's ``.md`` opens as a notebook
-(jupytext, the students' ``defaultViewers``: scripts/hub.py). This extension adds what the theme
-does not do:
+(jupytext, the students' ``defaultViewers``: llmmath_course.hub.configs). This extension adds
+what the theme does not do:
 
 - **checks** at start: a hub URL without a repository URL (the theme stopped with a
   ``TypeError``), a hub URL that is not ``http(s)://``, or a classic-notebook interface (it

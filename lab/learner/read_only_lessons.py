@@ -1,8 +1,9 @@
 """The course's pages open read-only and unmodified: ``make lab`` and the hub's students.
 
 ``ReadOnlyLessons`` is the learner's contents manager (``jupyter_server_config.py`` beside this
-file sets it for ``make lab``; ``scripts/hub.py`` copies this module and ``myst_links.py`` onto
-the students' ``PYTHONPATH`` and names it in their server's configuration). The course's lessons
+file sets it for ``make lab``; ``make hub`` (``llmmath_course.hub.configs``) copies this module
+and ``myst_links.py`` onto the students' ``PYTHONPATH`` and names it in their server's
+configuration). The course's lessons
 (``lessons/*.md``) and the book's pages (``book/*.md``) are reported not writable, a save to them
 is refused, they are served as JupyterLab will show them (so opening one does not mark it
 modified) and their citations and cross-references as links (``myst_links``).

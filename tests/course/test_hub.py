@@ -33,7 +33,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -50,22 +49,11 @@ import nbformat
 import pytest
 from grading_support import ROOT, load_specs, submission_from_release
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from hub import (
-    FORMGRADER_URL,
-    HUB_ENV,
-    HUB_LIB,
-    RUNUSER,
-    Hub,
-    _add_user,
-    _remove_user,
-    backup,
-    env_version,
-    in_use,
-    processes_of,
-    prune,
-    running_hub,
-)
+from llmmath_course.hub.accounts import RUNUSER, add_user, processes_of, remove_user
+from llmmath_course.hub.backup import backup
+from llmmath_course.hub.configs import FORMGRADER_URL
+from llmmath_course.hub.environment import HUB_ENV, HUB_LIB, env_version, in_use, prune
+from llmmath_course.hub.running import Hub, running_hub
 
 SPEC = {spec.assignment: spec for spec in load_specs()}["roofline"]
 ASSIGNMENT, NOTEBOOK, COURSE = SPEC.assignment, SPEC.notebook_id, "llmmath"
@@ -952,7 +940,7 @@ def test_the_class_survives_a_restart() -> None:
         assert any(n.endswith(f"/home/{student}/{ASSIGNMENT}/{NOTEBOOK}.ipynb") for n in names)
     finally:
         for user in (instructor, student):
-            _remove_user(user)
+            remove_user(user)
         subprocess.run(["groupdel", f"{prefix}-class"], capture_output=True)
         shutil.rmtree(state, ignore_errors=True)
         with contextlib.suppress(NameError):
@@ -1048,7 +1036,7 @@ def test_a_forged_submission_is_refused_and_reported() -> None:
         (base / "home").mkdir()
         (base / "home").chmod(0o755)
         for user in (victim, forger):
-            _add_user(user, base / "home" / user)
+            add_user(user, base / "home" / user)
             users.append(user)
         config = base / "config"
         config.mkdir()
@@ -1126,7 +1114,7 @@ def test_a_forged_submission_is_refused_and_reported() -> None:
             assert f"Score: {score} / {total}" in fetched[0].read_text(encoding="utf-8"), user
     finally:
         for user in users:
-            _remove_user(user)
+            remove_user(user)
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -535,18 +535,15 @@ def outputs_overflowing(browser: Any, url: str, width: int = 700) -> list[str]:
 
 @contextlib.contextmanager
 def course_lab(server_root: Path, course_root: Path) -> Iterator[str]:
-    """JupyterLab with scripts/lab.py's command line (instructor: the formgrader is on),
-    serving ``server_root``, started in the course folder; yields its URL with a token."""
-    import importlib.util
-
+    """JupyterLab with ``make lab``'s command line (llmmath_course.lab; instructor: the
+    formgrader is on), serving ``server_root``, started in the course folder; yields its URL
+    with a token."""
     from test_lab import Lab, free_port, port_is_free, server_env, stop
 
-    spec = importlib.util.spec_from_file_location("lab_script", ROOT / "scripts" / "lab.py")
-    assert spec and spec.loader
-    lab_script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lab_script)
+    from llmmath_course.lab import lab_command
+
     token, port = secrets.token_hex(16), free_port()
-    command = lab_script.lab_command(
+    command = lab_command(
         server_root, course_root / "my-work", port, [f"--ServerApp.token={token}"]
     )
     log = server_root / "lab-server.log"
