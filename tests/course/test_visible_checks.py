@@ -5,7 +5,8 @@ test cell fails on it; its ``wrong_answers`` are mistakes the visible checks nev
 every one is put into the committed release in place of its answer and the notebook is run cell
 by cell, as Run All runs it: a caught mistake must fail a visible test cell (an error or a line
 on stderr, as nbgrader scores it), an uncaught one must pass them all, and the right answers
-must pass every visible check. ``python tests/course/test_visible_checks.py`` prints the counts.
+must pass every visible check. ``PYTHONPATH=tests python tests/course/test_visible_checks.py``
+prints the counts (tests/ holds grading_support, as pytest's ``pythonpath`` says).
 
 Each test cell also reports its part in one line, in words (#36 item 3), and never raises, so Run
 All reaches every part: not answered yet, its answer cell raised, failed (on stderr, which
@@ -16,7 +17,6 @@ still check (never "passed": the visible checks do not know the values).
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 from grading_support import (
@@ -118,7 +118,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1]))
     main()
 
 
