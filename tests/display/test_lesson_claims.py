@@ -953,6 +953,42 @@ CLAIMS = [
             not ns.q_moe.fits and ns.q_12b.fits and ns.q_moe.tokens_per_s > ns.q_12b.tokens_per_s
         ),
     ),
+    # ---- roofline: the ridge across chips and formats (third read, #32) ----
+    Claim(
+        "roofline.md",
+        "bound by memory bandwidth on every accelerator here",
+        # A decode step's intensity is about B: every preset needs a batch of ~100+ to turn.
+        lambda ns: min(ns.by_ci.values()) > 100,
+    ),
+    Claim(
+        "roofline.md",
+        "(from the H100 to the B200 bandwidth grew a little faster, and $C/W$ fell). Yet $C/W$ "
+        "stays within a factor of four",
+        lambda ns: (
+            float(ns.a100_b200_flops) > float(ns.a100_b200_bw) > 1
+            and 0.9 * ns.by_ci["H100"] < ns.by_ci["B200"] < ns.by_ci["H100"]  # "a little"
+            and max(ns.by_ci.values()) / min(ns.by_ci.values()) < 4
+        ),
+    ),
+    Claim(
+        "roofline.md",
+        "so the step turns compute-bound at half the batch",
+        lambda ns: math.isclose(
+            ns.roofline.critical_batch(ns.h100, weight_dtype="int8"),
+            ns.step_critical / 2,
+            rel_tol=1e-12,
+        ),
+    ),
+    Claim(
+        "roofline.md",
+        "$C$ doubles too and $B^*$ is back at {eval}`h100_critical_int8_int8`, the bf16 value.",
+        lambda ns: (
+            # 1,979 against 989 TFLOP/s: "doubles" to 0.1%
+            math.isclose(ns.h100.peak("int8"), 2 * ns.h100.peak("bf16"), rel_tol=1e-3)
+            and math.isclose(ns.h100.peak("fp8"), 2 * ns.h100.peak("bf16"), rel_tol=1e-3)
+            and ns.h100_critical_int8_int8 == ns.h100_critical
+        ),
+    ),
     # ---- kv_cache: sliding-window layers counted exactly (#32) ----
     Claim(
         "kv_cache.md",
