@@ -3,6 +3,7 @@ are PNGs, the static explorer's controls are wired to its Stacks, and the live o
 
 from __future__ import annotations
 
+import html
 import io
 import re
 from collections.abc import Iterator
@@ -19,12 +20,15 @@ from lesson_support import ROOT, lesson
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from PIL import Image
 
-from llmmath.core import roofline
+from llmmath.core import capacity, roofline
+from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import list_chips
 from llmmath.core.measure import MachineRoofline
 from llmmath.core.models import list_models
+from llmmath.core.placement import DoesNotFitError
 from llmmath.display import chapters, plots, widgets
 from llmmath.display.plots import roofline as roofline_plots
 from llmmath.display.plots.fast_text import FastCanvas
@@ -649,6 +653,95 @@ def test_tier_explorer_titles_a_setting_that_does_not_fit_by_its_own_name() -> N
         assert "DeepSeek-V3" in title and "does not fit" in title and "Llama" not in title
         titles.add(title)
     assert len(titles) == 2, titles
+
+
+# ---- refusals: a view draws what does not fit, the live widget refuses bad input -----------
+#: CONTRIBUTING "Refusals". For each explorer whose model finds that a setting does not fit,
+#: such settings (live control values, set in order) and a phrase the view draws for each (or
+#: the status line says, where the declaration clamps the setting to what fits).
+SERVING_ROOM = int(capacity.max_batch(Deployment("Llama-3-70B", "H100", 8), 8192))
+DOES_NOT_FIT = [
+    ("batching", {"model": "Llama-3.1-405B", "n_chips": 2}, "405B does not fit on 2 × H100"),
+    ("batching", {"batch": 1024, "context": 8192}, "batch 1024 does not fit"),
+    ("kv_cache", {"model": "Llama-3.1-405B", "n_chips": 2}, "bf16 does not fit on 2 × H100"),
+    ("kv_cache", {"batch": 1024, "context": 8192}, "B = 1024 does not fit"),
+    ("kv_cache.tier", {"model": "DeepSeek-V3", "n_chips": 2}, "bf16 does not fit on 2 × H100"),
+    ("parallelism", {"dp": 1, "tp": 1}, "over by"),  # memory per GPU past its HBM
+    ("overtraining_pricing.serving", {"batch": 512, "context": 8192}, f"only {SERVING_ROOM} fit"),
+]
+#: Explorers whose model has no capacity to run out of, and why.
+NO_CAPACITY = {
+    "roofline": "one chip's decode-step floors against the batch",
+    "moe": "the step time of an expert layer, whatever holds its weights",
+    "overtraining_pricing.overtraining": "training and inference compute against model size",
+    "overtraining_pricing.price_sheet": "published prices",
+}
+#: For every explorer, an invalid ``update()`` keyword and the refusal its message states.
+INVALID = {
+    "roofline": ("batch", -1, r"batch must be finite and > 0"),
+    "batching": ("batch", -1, r"decode_step\(\): batch must be finite and > 0"),
+    "kv_cache": ("batch", -1, r"step_time_curve\(\): batch must be finite and > 0"),
+    "kv_cache.tier": ("reuses", -1, r"prefix_cache\(\): reuses must be finite and >= 0"),
+    "moe": ("batch", -1, r"batch must be finite and > 0"),
+    "parallelism": ("microbatches", 0, r"microbatches must be >= 1"),
+    "overtraining_pricing.overtraining": ("target_loss", -1, r"target_loss must be finite"),
+    "overtraining_pricing.serving": ("utilisation", 2, r"utilisation must be in \(0, 1\]"),
+    "overtraining_pricing.price_sheet": ("model", "no such sheet", r"unknown sheet 'no such"),
+}
+REFUSED = re.compile(r"<span style='color:#b2182b'>(.*)</span>", re.DOTALL)
+
+
+def status_and_frame(box: w.VBox, spec: widgets.Explorer) -> tuple[w.HTML, w.Widget]:
+    """The live explorer's status line and the frame under it (its note, if any, comes last)."""
+    end = len(box.children) - (1 if spec.note else 0)
+    status, frame = box.children[end - 2 : end]
+    assert isinstance(status, w.HTML)
+    return status, frame
+
+
+def test_every_explorer_is_held_to_both_kinds_of_refusal() -> None:
+    fitting = {name for name, _, _ in DOES_NOT_FIT}
+    assert fitting.isdisjoint(NO_CAPACITY)
+    assert fitting | set(NO_CAPACITY) == set(DECLARATIONS) == set(INVALID)
+
+
+@pytest.mark.parametrize(("name", "values", "phrase"), DOES_NOT_FIT)
+def test_a_setting_that_does_not_fit_is_drawn_not_refused(
+    name: str, values: dict[str, Any], phrase: str
+) -> None:
+    spec = DECLARATIONS[name]()
+    box = widgets.common.live_explorer(spec)
+    status, _frame = status_and_frame(box, spec)
+    for control, value in values.items():
+        box.controls[control].value = value
+        assert box.controls[control].value == value  # the control reaches the setting
+        assert not REFUSED.search(status.value), status.value
+    drawn = [text.get_text() for text in box.view.as_figure().findobj(Text)]
+    assert any(phrase in text for text in [*drawn, status.value]), (phrase, drawn)
+
+
+@pytest.mark.parametrize("name", DECLARATIONS)
+def test_an_invalid_value_is_refused_in_the_live_status_line(name: str) -> None:
+    keyword, value, message = INVALID[name]
+    spec = DECLARATIONS[name]()
+    injected: dict[str, Any] = {}
+    live = replace(spec, settings=lambda values: {**spec.settings(values), **injected})
+    box = widgets.common.live_explorer(live)
+    status, frame = status_and_frame(box, spec)
+    shown = frame.value
+    assert shown and not REFUSED.search(status.value)
+    injected[keyword] = value
+    # The live explorer shows the package's message, keeping the last frame ...
+    box.redraw()
+    said = REFUSED.search(status.value)
+    assert said and re.search(message, html.unescape(said.group(1))), status.value
+    assert frame.value == shown
+    # ... which the view raised from update(), as bad input, not as a setting that does not
+    # fit; again the same (a refusal halfway through a scene leaves no scene taken as drawn).
+    values = {control: widget.value for control, widget in box.controls.items()}
+    with pytest.raises(ValueError, match=message) as refused:
+        box.view.update(**live.settings(values))
+    assert not isinstance(refused.value, DoesNotFitError)
 
 
 def test_every_static_frame_is_a_full_draw() -> None:

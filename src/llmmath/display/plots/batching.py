@@ -370,7 +370,7 @@ class BatchingExplorer(FastFigure):
             return
         try:
             step = batching.decode_step(self.deployment, batch, self.context)
-        except DoesNotFitError as error:
+        except DoesNotFitError as error:  # a result, drawn (CONTRIBUTING "Refusals")
             self.cost_point.set_data([], [])
             self.pareto_point.set_data([], [])
             self.readout.set_text(
@@ -407,7 +407,7 @@ class BatchingExplorer(FastFigure):
                 flops_efficiency=flops_efficiency,
                 bandwidth_efficiency=bandwidth_efficiency,
             )
-        except DoesNotFitError as error:
+        except DoesNotFitError as error:  # a result, drawn (CONTRIBUTING "Refusals")
             self._clear(
                 f"{model.name} does not fit on {n_chips} × {chip.name}:\n"
                 f"{_gb(error.missing_bytes)} of weights missing"

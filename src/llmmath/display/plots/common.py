@@ -220,6 +220,11 @@ class FastFigure:
         self._scene, self._scene_version = key, self._scene_version + 1
         return True
 
+    def forget_scene(self) -> None:
+        """After ``update`` refused a setting (raised ValueError) perhaps halfway through
+        redrawing the scene: the next update redraws it whatever its key."""
+        self._scene = None
+
     def _moving(self) -> list[Artist]:
         """Every artist drawn over the background, in the order one full draw would draw
         them: each axes' in zorder (raised above the axes' own), then the figure's texts."""

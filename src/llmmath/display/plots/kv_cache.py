@@ -323,7 +323,7 @@ class KVCacheExplorer(FastFigure):
         self.batch = float(batch)
         try:
             dep = _deployment(model, n_chips, dtype)
-        except DoesNotFitError as error:
+        except DoesNotFitError as error:  # a result, drawn (CONTRIBUTING "Refusals")
             self.deployment = None
             self.capacity.clear()
             self.steps.clear()
@@ -433,7 +433,7 @@ class TierExplorer(FastFigure):
         self.prefix_tokens, self.reuses = float(prefix_tokens), float(reuses)
         try:
             dep = _deployment(model, n_chips, dtype)
-        except DoesNotFitError:
+        except DoesNotFitError:  # a result, drawn (CONTRIBUTING "Refusals")
             self.deployment = None
             self.map.clear()
             self.message.set_text(f"{model.name} in {dtype} does not fit on {n_chips} × H100")

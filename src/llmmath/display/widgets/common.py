@@ -391,8 +391,12 @@ def live_explorer(spec: Explorer) -> LiveBox:
         values = controls.values()
         try:
             view.update(**spec.settings(values))
+        # Invalid input only: a setting that does not fit is a model result the view draws
+        # itself (the static book has no status line), CONTRIBUTING "Refusals".
         except ValueError as error:  # the package's message names the value to change
             status.value = f"<span style='color:#b2182b'>{html.escape(str(error))}</span>"
+            if isinstance(view, FastFigure):  # the refused scene is not the one drawn
+                view.forget_scene()
             return
         status.value = spec.status(values) if spec.status else ""
         shown.value = view.png() if hasattr(view, "png") else view.html()

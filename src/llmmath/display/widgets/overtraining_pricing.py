@@ -190,16 +190,19 @@ def price_sheet_html(model: str, assumptions: pricing.Assumptions | None = None)
 
 
 class PriceSheetView:
-    """One dated price sheet as an HTML table: the explorer's view."""
+    """One dated price sheet as an HTML table: the explorer's view. ``update`` builds the
+    table, so an unknown sheet is refused there (ValueError), where the live explorer shows
+    a refusal, not later when the page asks for the HTML."""
 
     def __init__(self) -> None:
-        self.model = pricing.list_price_sheets()[0]
+        self.update(pricing.list_price_sheets()[0])
 
     def update(self, model: str) -> None:
+        self.table = price_sheet_html(model)
         self.model = model
 
     def html(self) -> str:
-        return price_sheet_html(self.model)
+        return self.table
 
 
 def price_sheet_declaration() -> Explorer:
