@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from lesson_support import ROOT, lesson
 
-from llmmath import batching, moe, parallelism
+from llmmath import api_prices, batching, moe, parallelism
 from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
 from llmmath.beyond.layout_search import workload
 from llmmath.core import capacity, collectives, models, serving
@@ -1022,6 +1022,92 @@ CLAIMS = [
         "The full count says not one 32,768-token sequence fits beside the weights; counted "
         "exactly, {eval}`sw_32k_fit_exact` do.",
         lambda ns: ns.sw_fit_full[2] == 0 and ns.sw_fit_exact[2] >= 1 and ns.sw_T[2] == 32768,
+    ),
+    # ---- kv_cache: the third read (#32) ----
+    Claim(
+        "kv_cache.md",
+        "it would be {eval}`kv_70b_mha` B: {eval}`kv_70b_mha_over` times too much.",
+        lambda ns: math.isclose(
+            float(ns.kv_cache.mha_kv_bytes_per_token(ns.l70)) / float(ns.l70.kv_bytes_per_token()),
+            ns.l70.n_heads / ns.l70.n_kv_heads,
+            rel_tol=1e-12,
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "a quarter of its {eval}`l2_weights_gb` GB of weights",
+        lambda ns: (
+            0.2
+            < float(ns.kv_cache.kv_bytes_per_sequence(ns.l2, 8192)) / ns.l2.weight_bytes("bf16")
+            < 0.3
+            and ns.l2.n_kv_heads == ns.l2.n_heads  # "Llama-2-13B *is* MHA"
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "Gemma 4 keeps the pattern and gives its global layers fewer, wider KV heads",
+        lambda ns: (
+            ns.g4.local_per_global == ns.g3.local_per_global
+            and ns.g4.sliding_window == ns.g3.sliding_window
+            and ns.g4.global_kv_heads < ns.g4.n_kv_heads
+            and ns.g4.global_head_dim > ns.g4.head_dim
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "Here the capacity wall comes first: so few sequences fit that their caches cannot "
+        "outweigh the weights.",
+        lambda ns: (
+            float(ns.kv_cache.kv_read_share(ns.big, ns.room_128k, 131072)) < 0.5
+            and float(ns.kv_cache.kv_crossover_context(ns.big, ns.room_128k)) > 131072
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "Gemini 2.5 Pro and Claude Sonnet 4.5 double the input price above 200k tokens",
+        lambda ns: all(
+            sheet.long_context_threshold_tokens == 200_000
+            and math.isclose(sheet.long_input_usd_per_million, 2 * sheet.input_usd_per_million)
+            for name in ("Gemini 2.5 Pro", "Claude Sonnet 4.5")
+            for sheet in [api_prices.get_price_sheet(name)]
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "per GB-hour, the price of HBM.",
+        lambda ns: (
+            0.8
+            < ns.gb_hour["anthropic_5min"] / (ns.tiers["HBM"].usd_per_byte_s * 1e9 * 3600)
+            < 1.25
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "per GB-hour: between HBM and host DRAM.",
+        lambda ns: (
+            ns.tiers["host_DRAM"].usd_per_byte_s * 1e9 * 3600
+            < ns.gb_hour["anthropic_1h"]
+            < ns.tiers["HBM"].usd_per_byte_s * 1e9 * 3600
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "per GB-hour: priced like fast memory.",
+        # above host DRAM's rent, within 2x of HBM's; flash is ~100x cheaper
+        lambda ns: (
+            ns.tiers["host_DRAM"].usd_per_byte_s * 1e9 * 3600
+            < ns.gb_hour["google_gemini_2_5_pro"]
+            < ns.tiers["HBM"].usd_per_byte_s * 1e9 * 3600
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "The short-context $B^*$ hardly moves",
+        # bf16 and fp8 (arithmetic as weights) the same; NVFP4's scales add an eighth
+        lambda ns: (
+            math.isclose(ns.fmt.critical_batch[0], ns.fmt.critical_batch[1], rel_tol=1e-3)
+            and 1.0 < ns.fmt.critical_batch[2] / ns.fmt.critical_batch[0] < 1.2
+        ),
     ),
     Claim(
         "kv_cache.md",
