@@ -94,12 +94,17 @@ class NodeLimitedDispatch:
     all_to_all_s: FloatArray
 
 
-@contract(
+#: The rules :func:`node_limited_all_to_all` and :func:`node_limited_step` share, declared once
+#: (each function gets a contract of its own from it, naming that function in its messages).
+_node_limited_contract = contract(
     chip=DOMAIN,
     max_domains=Optional(Count(high=1 << 16)),
     **each(DTYPE, "dispatch_dtype combine_dtype"),
     where=_experts_divide,
 )
+
+
+@_node_limited_contract
 def node_limited_all_to_all(
     model: str | ModelConfig,
     batch: ArrayLike,
@@ -151,12 +156,7 @@ def node_limited_all_to_all(
     )
 
 
-@contract(
-    chip=DOMAIN,
-    max_domains=Optional(Count(high=1 << 16)),
-    **each(DTYPE, "dispatch_dtype combine_dtype"),
-    where=_experts_divide,
-)
+@_node_limited_contract
 def node_limited_step(
     model: str | ModelConfig,
     batch: ArrayLike,
