@@ -5,7 +5,8 @@ Symbols as in the scaling book: E routed experts per MoE layer, k routed to per 
 (EP). An expert is a SwiGLU MLP of ``3 D F_e`` weights.
 
 Every time here is a FLOOR: datasheet FLOP/s, HBM and link bandwidths (scaled by the
-efficiency knobs), uniform routing with perfect load balance, no latency, no congestion.
+efficiency knobs), uniform routing with perfect load balance, no congestion; each all-to-all
+pays one step of its link's latency (``llmmath.core.collectives.all_to_all_time_s``).
 
 >>> from llmmath import moe
 >>> moe.sparsity("DeepSeek-V3", "experts"), round(moe.sparsity("DeepSeek-V3", "params"), 1)

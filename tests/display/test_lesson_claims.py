@@ -623,6 +623,62 @@ CLAIMS = [
         "in serving as in training",
         lambda ns: int(ns.topk_group) < int(ns.n_group),
     ),
+    # ---- moe: the third read (#32) ----
+    Claim(
+        "moe.md",
+        "(the small gap is the input embedding, which is a lookup, not a matmul)",
+        lambda ns: all(
+            math.isclose(
+                moe.compute_bound_batch(spec, ns.h100, "model"),
+                float(ns.critical)
+                * (c.total - spec.vocab_size * spec.d_model)
+                / (c.active - spec.vocab_size * spec.d_model),
+                rel_tol=1e-6,
+            )
+            for spec in (ns.mixtral, ns.deepseek)
+            for c in [moe.param_counts(spec)]
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "Per layer, the experts are the last part of the step to turn compute-bound",
+        lambda ns: all(
+            moe.compute_bound_batch(spec, ns.h100, "expert_layer")
+            > moe.compute_bound_batch(spec, ns.h100, "model")
+            > float(ns.critical)
+            for spec in (ns.mixtral, ns.deepseek)
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "TPU pods are far larger but their data-centre network ({ref}`DCN <glossary-dcn>`) is "
+        "slower still",
+        lambda ns: all(
+            d.n_chips > 72
+            and d.scale_out_bandwidth_bytes_per_s
+            < moe.get_domain("GB200 NVL72 (72 GPUs)").scale_out_bandwidth_bytes_per_s
+            for name in moe.list_domains()
+            if name.startswith("TPU")
+            for d in [moe.get_domain(name)]
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "more than its {eval}`h100_hbm_gb` GB — and the whole model",
+        lambda ns: (
+            moe.expert_bytes_per_gpu(ns.deepseek, 8, "fp8") > ns.h100.hbm_bytes
+            and ns.deepseek.weight_bytes("fp8") > moe.get_domain("HGX H100 (8 GPUs)").hbm_bytes
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "Memory is not the binding limit of one expert layer; the all-to-all is.",
+        lambda ns: (
+            moe.max_expert_layer_params("GB200 NVL72 (72 GPUs)")
+            > 10 * moe.expert_layer_params(ns.deepseek)
+            and float(ns.spilled.all_to_all_s) > float(ns.spilled.compute_s)
+        ),
+    ),
     # ---- over-training and pricing: DeepSeek's day read back (issue 32, items 5 and 7) ----
     Claim(
         "overtraining_pricing.md",
