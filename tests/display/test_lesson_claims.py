@@ -956,6 +956,69 @@ CLAIMS = [
         "TP16 is only {eval}`tp16_gain`× faster than TP8, not 2×",
         lambda ns: 1.0 < float(ns.tp16_gain) < 2.0,
     ),
+    # ---- parallelism: the third read (#32) ----
+    Claim(
+        "parallelism.md",
+        "and PP made that all-reduce about eight times smaller, since each GPU holds only its "
+        "stage's weights",
+        # 1/8 of the weights; the rings' (n-1)/n (DP128 against DP16) add the rest
+        lambda ns: 7.5 < float(ns.comm["DP"].bytes_per_gpu / ns.comm_pp["DP"].bytes_per_gpu) < 9,
+    ),
+    Claim(
+        "parallelism.md",
+        "TP8 × DP128 gives each replica {eval}`tp8_replica_tokens` tokens: compute-bound, "
+        "with less than a factor of two to spare.",
+        lambda ns: (
+            1 < (ns.BATCH / 128) / parallelism.dp_hiding_batch(ns.h100, 128, per_domain=1) < 2
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "Every layout but the first fits. FSDP over all 1,024 GPUs, in one microbatch, fits only "
+        "with recomputation",
+        lambda ns: (
+            not parallelism.training_memory(
+                ns.llama, Layout(dp=1024), ns.BATCH, microbatches=8
+            ).fits(ns.h100)
+            and not parallelism.training_memory(
+                ns.llama, Layout(dp=1024, zero_stage=3), ns.BATCH, microbatches=1
+            ).fits(ns.h100)
+            and all(
+                parallelism.training_memory(
+                    ns.llama, layout, ns.BATCH, microbatches=m, activations=a
+                ).fits(ns.h100)
+                for layout, m, a in (
+                    (Layout(dp=1024, zero_stage=3), 1, "checkpointed"),
+                    (Layout(dp=1024, zero_stage=3), 2, "stored"),  # "split into two or more"
+                    (Layout(dp=128, tp=8, zero_stage=1), 8, "stored"),
+                    (Layout(dp=64, tp=16, zero_stage=1), 8, "stored"),
+                    (Layout(dp=32, tp=8, pp=4, zero_stage=1), 32, "stored"),
+                    (Layout(dp=16, tp=8, pp=8, zero_stage=1), 32, "stored"),
+                )
+            )
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "TP16 doubles TP's traffic against the same compute",
+        lambda ns: (
+            1.9 < float(ns.comm16["TP"].bytes_per_gpu / ns.comm["TP"].bytes_per_gpu) < 2.2
+            and math.isclose(
+                float(
+                    parallelism.training_step(
+                        ns.llama, ns.tp16, ns.h100, ns.BATCH, microbatches=8
+                    ).compute_s
+                ),
+                float(ns.step_tp8.compute_s),
+                rel_tol=1e-12,
+            )
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "GB of an H100's {eval}`h100_hbm_gb`: it fits, just.",
+        lambda ns: 0.9 * ns.h100.hbm_bytes < float(ns.run_memory.total_bytes) < ns.h100.hbm_bytes,
+    ),
     # ---- roofline: the focus machine is Gemma 4 (#32) ----
     Claim(
         "roofline.md",
