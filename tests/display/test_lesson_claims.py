@@ -641,6 +641,12 @@ CLAIMS = [
     ),
     Claim(
         "moe.md",
+        "and at that batch the all-to-all is of the same order as the arithmetic",
+        # EP inside one domain at the lesson's 8,192 tokens: HGX H100 (EP8) and NVL72 (EP64)
+        lambda ns: all(0.3 < r < 3 for r in (float(ns.hgx8_ratio_value), float(ns.nvl64_ratio))),
+    ),
+    Claim(
+        "moe.md",
         "Per layer, the experts are the last part of the step to turn compute-bound",
         lambda ns: all(
             moe.compute_bound_batch(spec, ns.h100, "expert_layer")
@@ -1217,6 +1223,17 @@ CLAIMS = [
             ns.tiers["host_DRAM"].usd_per_byte_s * 1e9 * 3600
             < ns.gb_hour["google_gemini_2_5_pro"]
             < ns.tiers["HBM"].usd_per_byte_s * 1e9 * 3600
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "so 4.5 bits per weight, and tensor cores that multiply it at twice the FP8 rate",
+        lambda ns: (
+            math.isclose(ns.number_formats.bytes_per_element("nvfp4") * 8, 4.5, rel_tol=1e-12)
+            and all(
+                math.isclose(get_chip(c).peak("nvfp4"), 2 * get_chip(c).peak("fp8"), rel_tol=1e-12)
+                for c in ("B200", "GB200-NVL72")
+            )
         ),
     ),
     Claim(
