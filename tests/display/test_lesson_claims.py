@@ -1022,6 +1022,32 @@ CLAIMS = [
     ),
     Claim(
         "parallelism.md",
+        "exactly what one GPU with every layer would hold for 64",
+        lambda ns: (
+            math.isclose(
+                ns.kv_gb["pp8"] * 1e9,
+                64 * 8192 * float(ns.llama.kv_bytes_per_token()),
+                rel_tol=1e-12,
+            )
+            and math.isclose(ns.kv_gb["pp8"], 8 * ns.kv_gb["tp8"], rel_tol=1e-12)
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "shares each read among 8 times fewer sequences",
+        lambda ns: 7.5 < float(ns.tp8_max_batch) / float(ns.pp8_max_batch) < 8.5,
+    ),
+    Claim(
+        "parallelism.md",
+        "cannot make the H100 step shorter than the all-to-all itself",
+        # DeepSeek-V3, EP64, 128 sequences of 4,096 tokens per GPU: the floor is the all-to-all
+        lambda ns: (
+            math.isclose(float(ns.ds_h100_floor_ms), float(ns.ds_h100_ep_ms), rel_tol=0.01)
+            and float(ns.ds_nvl72_floor_ms) < float(ns.ds_h100_floor_ms) / 2
+        ),
+    ),
+    Claim(
+        "parallelism.md",
         "GB of an H100's {eval}`h100_hbm_gb`: it fits, just.",
         lambda ns: 0.9 * ns.h100.hbm_bytes < float(ns.run_memory.total_bytes) < ns.h100.hbm_bytes,
     ),
