@@ -647,6 +647,14 @@ CLAIMS = [
     ),
     Claim(
         "moe.md",
+        "about {eval}`q3_ratio`× the experts' compute: the layer is communication-bound",
+        lambda ns: (
+            float(ns.q3.all_to_all_s) > 2 * float(ns.q3.compute_s)
+            and float(ns.q3.all_to_all_s) > float(ns.q3.weight_read_s)
+        ),
+    ),
+    Claim(
+        "moe.md",
         "Per layer, the experts are the last part of the step to turn compute-bound",
         lambda ns: all(
             moe.compute_bound_batch(spec, ns.h100, "expert_layer")
@@ -1048,6 +1056,28 @@ CLAIMS = [
     ),
     Claim(
         "parallelism.md",
+        "and PP8 hold the same {eval}`weights_per_gpu_gb` GB of weights per GPU",
+        lambda ns: math.isclose(
+            float(parallelism.params_per_gpu(ns.llama, ns.serve["tp8"])),
+            float(parallelism.params_per_gpu(ns.llama, ns.serve["pp8"])),
+            rel_tol=1e-12,
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "Each further doubling gains less, and at some TP the latency outgrows the saving.",
+        # batch 1, 2,048 tokens: TP32 (four nodes) is already slower than TP16
+        lambda ns: (lambda t: t[16] < t[8] and t[32] > t[16])(
+            {
+                tp: float(
+                    ns.serving_systems.tp_decode_breakdown(ns.llama, ns.h100, tp, 1, 2048).serial_s
+                )
+                for tp in (8, 16, 32)
+            }
+        ),
+    ),
+    Claim(
+        "parallelism.md",
         "GB of an H100's {eval}`h100_hbm_gb`: it fits, just.",
         lambda ns: 0.9 * ns.h100.hbm_bytes < float(ns.run_memory.total_bytes) < ns.h100.hbm_bytes,
     ),
@@ -1119,6 +1149,16 @@ CLAIMS = [
             float(ns.a100_b200_flops) > float(ns.a100_b200_bw) > 1
             and 0.9 * ns.by_ci["H100"] < ns.by_ci["B200"] < ns.by_ci["H100"]  # "a little"
             and max(ns.by_ci.values()) / min(ns.by_ci.values()) < 4
+        ),
+    ),
+    Claim(
+        "roofline.md",
+        "gained far more compute than bandwidth over the v5e",
+        lambda ns: (
+            ns.get_chip("TPU-v6e").peak("bf16") / ns.get_chip("TPU-v5e").peak("bf16")
+            > 2
+            * ns.get_chip("TPU-v6e").hbm_bandwidth_bytes_per_s
+            / ns.get_chip("TPU-v5e").hbm_bandwidth_bytes_per_s
         ),
     ),
     Claim(
