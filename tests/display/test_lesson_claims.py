@@ -973,6 +973,15 @@ CLAIMS = [
     # ---- parallelism: the third read (#32) ----
     Claim(
         "parallelism.md",
+        # the blockquote's "> " splits the sentence: the anchor stops at the line's end
+        "Training Llama-3-70B needs over a terabyte of memory, and even serving it",
+        lambda ns: (
+            parallelism.model_state_bytes(ns.P).total_bytes > 1e12
+            and ns.llama.weight_bytes("bf16") > ns.h100.hbm_bytes
+        ),
+    ),
+    Claim(
+        "parallelism.md",
         "and PP made that all-reduce about eight times smaller, since each GPU holds only its "
         "stage's weights",
         # 1/8 of the weights; the rings' (n-1)/n (DP128 against DP16) add the rest
