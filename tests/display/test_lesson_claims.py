@@ -22,7 +22,7 @@ from lesson_support import ROOT, lesson
 from llmmath import api_prices, batching, moe, parallelism
 from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
 from llmmath.beyond.layout_search import workload
-from llmmath.core import capacity, collectives, models, serving
+from llmmath.core import capacity, collectives, measure, models, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.placement import Layout
@@ -1168,6 +1168,16 @@ CLAIMS = [
             > 2
             * ns.get_chip("TPU-v6e").hbm_bandwidth_bytes_per_s
             / ns.get_chip("TPU-v5e").hbm_bandwidth_bytes_per_s
+        ),
+    ),
+    Claim(
+        "roofline.md",
+        "A CPU's critical intensity is far lower than a GPU's",
+        # this machine's CPU, measured as the lesson's own cell does (about 1-2 s), against the
+        # lowest C/W of the GPU and TPU presets: tens of FLOP/byte against 150 and more
+        lambda ns: (
+            measure.measure_peak_flop_per_s() / measure.measure_bandwidth_bytes_per_s()
+            < min(ns.by_ci.values()) / 3
         ),
     ),
     Claim(
