@@ -1278,6 +1278,8 @@ CLAIMS = [
         lambda ns: all(
             sheet.long_context_threshold_tokens == 200_000
             and math.isclose(sheet.long_input_usd_per_million, 2 * sheet.input_usd_per_million)
+            and sheet.source_date.startswith("2025")
+            and not sheet.checked  # "have not been re-read since"
             for name in ("Gemini 2.5 Pro", "Claude Sonnet 4.5")
             for sheet in [api_prices.get_price_sheet(name)]
         ),
