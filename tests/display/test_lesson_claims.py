@@ -655,6 +655,23 @@ CLAIMS = [
     ),
     Claim(
         "moe.md",
+        "so their ratio does not depend on the batch — only on which links carry the bytes — "
+        "except for the links' fixed latency, which matters only at small batch.",
+        lambda ns: all(
+            math.isclose(small.bandwidth, big.bandwidth, rel_tol=1e-12)
+            and small.latency > 10 * big.latency
+            and big.latency < 0.05 * big.total
+            for G in (8, 64)
+            for small, big in [
+                (
+                    moe_dispatch.all_to_all_ratio(ns.deepseek, 64, G, "HGX H100 (8 GPUs)"),
+                    moe_dispatch.all_to_all_ratio(ns.deepseek, 8192, G, "HGX H100 (8 GPUs)"),
+                )
+            ]
+        ),
+    ),
+    Claim(
+        "moe.md",
         "Per layer, the experts are the last part of the step to turn compute-bound",
         lambda ns: all(
             moe.compute_bound_batch(spec, ns.h100, "expert_layer")
