@@ -1040,6 +1040,17 @@ CLAIMS = [
     ),
     Claim(
         "parallelism.md",
+        "**TP stays inside a scale-up domain.**",
+        # TP8 (one node) and TP16 hide under the step's compute; TP64 (eight nodes) does not
+        lambda ns: (
+            float(ns.comm["TP"].time_s)
+            < float(ns.comm16["TP"].time_s)
+            < float(ns.step_tp8.compute_s)
+            < float(ns.comm64["TP"].time_s)
+        ),
+    ),
+    Claim(
+        "parallelism.md",
         "TP16 doubles TP's traffic against the same compute",
         lambda ns: (
             1.9 < float(ns.comm16["TP"].bytes_per_gpu / ns.comm["TP"].bytes_per_gpu) < 2.2
