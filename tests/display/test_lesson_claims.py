@@ -1315,29 +1315,21 @@ CLAIMS = [
     Claim(
         "kv_cache.md",
         "per GB-hour, the price of HBM.",
-        lambda ns: (
-            0.8
-            < ns.gb_hour["anthropic_5min"] / (ns.tiers["HBM"].usd_per_byte_s * 1e9 * 3600)
-            < 1.25
-        ),
+        lambda ns: 0.8 < ns.gb_hour["anthropic_5min"] / ns.usd_gb_hour["HBM"] < 1.25,
     ),
     Claim(
         "kv_cache.md",
         "per GB-hour: between HBM and host DRAM.",
-        lambda ns: (
-            ns.tiers["host_DRAM"].usd_per_byte_s * 1e9 * 3600
-            < ns.gb_hour["anthropic_1h"]
-            < ns.tiers["HBM"].usd_per_byte_s * 1e9 * 3600
-        ),
+        lambda ns: ns.usd_gb_hour["host_DRAM"] < ns.gb_hour["anthropic_1h"] < ns.usd_gb_hour["HBM"],
     ),
     Claim(
         "kv_cache.md",
         "per GB-hour: priced like fast memory.",
         # above host DRAM's rent, within 2x of HBM's; flash is ~100x cheaper
         lambda ns: (
-            ns.tiers["host_DRAM"].usd_per_byte_s * 1e9 * 3600
+            ns.usd_gb_hour["host_DRAM"]
             < ns.gb_hour["google_gemini_2_5_pro"]
-            < ns.tiers["HBM"].usd_per_byte_s * 1e9 * 3600
+            < ns.usd_gb_hour["HBM"]
         ),
     ),
     Claim(
