@@ -115,15 +115,6 @@ def kv_bytes_per_sequence(
     return as_output(B * T * np.asarray(get_model(model).kv_bytes_per_token(dtype, T)))
 
 
-def _window_share(deployment: Deployment, context: FloatArray) -> FloatArray:
-    """The share of the full-attention count the cache holds at ``context``: 1 without
-    sliding-window layers, less past the window."""
-    model, dtype = deployment.model, deployment.kv_dtype
-    if not model.sliding_window:
-        return np.ones_like(context)
-    return np.asarray(model.kv_bytes_per_token(dtype, context)) / model.kv_bytes_per_token(dtype)
-
-
 # ---- the capacity wall -------------------------------------------------------------------------
 @contract()
 def kv_share_of_hbm(deployment: Deployment) -> float:
@@ -141,7 +132,7 @@ def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     if not dep.model.sliding_window:
         return capacity.max_batch(dep, T)
     with np.errstate(divide="ignore"):
-        held = T * dep.kv_bytes_held_per_token * _window_share(dep, T)
+        held = T * dep.kv_bytes_held_per_token * dep.kv_window_share(T)
         return as_output(np.floor(dep.kv_budget_bytes / held))
 
 
@@ -160,7 +151,7 @@ def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     if w:
         at_window = w * held  # bytes one sequence holds at the window
         past = np.array([w, 2.0 * w])
-        grown = past * held * _window_share(dep, past)
+        grown = past * held * dep.kv_window_share(past)
         g = float(grown[1] - grown[0]) / w  # bytes a token adds past the window
         beyond = w + (per_sequence - at_window) / g if g else np.inf
         room = np.where(per_sequence > at_window, beyond, room)

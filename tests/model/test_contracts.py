@@ -99,6 +99,7 @@ INSTANCES: dict[type, Callable[[], object]] = {
     training_memory.TrainingMemory: lambda: training_memory.model_state_bytes(8e9),
     racks.ScaleUpDomain: lambda: racks.get_domain(racks.list_domains()[0]),
     serving.DecodeStep: lambda: serving.decode_step(_deployment(), 1.0, 128.0),
+    deployment.Deployment: _deployment,
 }
 
 
@@ -195,6 +196,7 @@ EXAMPLES: dict[object, Callable[[], object]] = {
     tuple: tuple,
     published.Comparison: published.decode_comparison,
     serving.DecodeStep: lambda: serving.decode_step(_deployment(), 1.0, 128.0),
+    deployment.Deployment: _deployment,
     deployment.ChipShares: lambda: deployment.chip_shares(_deployment()),
     measure.MachineRoofline: lambda: measure.MachineRoofline(
         1e12,

@@ -228,9 +228,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
     B = np.asarray(batches, dtype=np.float64)
     most = np.atleast_1d(np.asarray(kv_cache.max_batch(dep, T), dtype=np.float64))
     pp = dep.layout.pp if dep.layout is not None else 1
-    exact = np.asarray(
-        dep.model.kv_bytes_per_token(dep.kv_dtype, T)
-    ) / dep.model.kv_bytes_per_token(dep.kv_dtype)
+    exact = dep.kv_window_share(T)
     held_at = dep.kv_bytes_held_per_token * np.broadcast_to(exact, T.shape)
     longest = np.atleast_1d(np.asarray(kv_cache.max_context(dep, B), dtype=np.float64))
     data = {

@@ -239,6 +239,16 @@ class Deployment:
         pp = self.layout.pp if self.layout is not None else 1
         return self.model.kv_bytes_per_token(self.kv_dtype) * self.kv_copies * pp
 
+    @contract(context=Real(low_open=False, ndarray=True))
+    def kv_window_share(self, context: FloatArray) -> FloatArray:
+        """The share of the full-attention KV count (:attr:`kv_bytes_held_per_token`) the cache
+        holds at ``context`` tokens: 1 without sliding-window layers, less past the window
+        (each such layer holds ``min(T, window)`` tokens)."""
+        if not self.model.sliding_window:
+            return np.ones_like(context, dtype=np.float64)
+        exact = np.asarray(self.model.kv_bytes_per_token(self.kv_dtype, context))
+        return exact / self.model.kv_bytes_per_token(self.kv_dtype)
+
     @property
     def peak_flop_per_s(self) -> float:
         """Datasheet dense peak of all the chips together (for MFU)."""
@@ -265,11 +275,8 @@ vocabulary(deployment=DEPLOYMENT, dep=DEPLOYMENT)
 @contract(batch=Real(ndarray=True), tokens=Real(low_open=False, ndarray=True))
 def check_capacity(dep: Deployment, batch: FloatArray, tokens: FloatArray) -> None:
     """Raise unless ``batch`` sequences of ``tokens`` cached tokens fit beside the weights."""
-    model = dep.model  # a sliding-window layer holds at most its window (exact at each T)
-    share = np.asarray(model.kv_bytes_per_token(dep.kv_dtype, tokens)) / model.kv_bytes_per_token(
-        dep.kv_dtype
-    )
-    kv = batch * tokens * dep.kv_bytes_held_per_token * share
+    # a sliding-window layer holds at most its window (exact at each T)
+    kv = batch * tokens * dep.kv_bytes_held_per_token * dep.kv_window_share(tokens)
     over = kv > dep.kv_budget_bytes
     if np.any(over):
         i = np.unravel_index(np.argmax(np.where(over, kv, -1.0)), kv.shape)
