@@ -263,6 +263,15 @@ def tier_map_figure(
 
 
 # ---- the explorers ------------------------------------------------------------------------------
+def past_window(model: ModelConfig, tokens: float, what: str) -> str:
+    """A first line for a frame asked for more tokens than ``model`` reads (drawn at its
+    longest context instead), else "": a frame names the state its control reads (#45)."""
+    if tokens <= model.max_context:
+        return ""
+    longest = f"{model.name}'s {model.max_context:,} tokens"
+    return f"{what} {tokens:,.0f} > {longest}: shown at its longest\n"
+
+
 def _deployment(model: str | ModelConfig, n_chips: int, dtype: str) -> Deployment:
     return Deployment(
         get_model(model), get_chip("H100"), n_chips, weight_dtype=dtype, kv_dtype=dtype
@@ -377,7 +386,8 @@ class KVCacheExplorer(FastFigure):
         share = float(kv_cache.kv_read_share(dep, self.batch, T))
         verdict = "fits" if fits else "does not fit"
         self.readout.set_text(
-            f"T = {T:,.0f}: B = {self.batch:g} {verdict} (≤ {room:,.0f}); "
+            past_window(dep.model, float(context), "context")
+            + f"T = {T:,.0f}: B = {self.batch:g} {verdict} (≤ {room:,.0f}); "
             f"step {1e3 * float(step.time_s):.3g} ms, KV {share:.0%} of bytes"
         )
         self.readout.set_color("black" if fits else WARNING_COLOUR)
@@ -449,6 +459,7 @@ class TierExplorer(FastFigure):
         self.deployment = dep
         self.message.set_text("")
         S = min(self.prefix_tokens, float(model.max_context))
+        past = past_window(model, self.prefix_tokens, "prefix")
         self.prefix_tokens = S
         self.map.show(kv_cache.tier_map(dep, S))
         line_pc = kv_cache.prefix_cache(dep, S, HOLDS_S, self.reuses)
@@ -467,7 +478,7 @@ class TierExplorer(FastFigure):
             self.ax_cost.legend(fontsize=7, loc="upper left")  # new entries: a new background
         gb = S * dep.model.kv_bytes_per_token(dep.kv_dtype) / 1e9
         self.ax_cost.set_title(
-            f"{dep.label} ({dtype}): {S:,.0f} tokens = {gb:.3g} GB, r = {self.reuses:g}",
+            f"{past}{dep.label} ({dtype}): {S:,.0f} tokens = {gb:.3g} GB, r = {self.reuses:g}",
             fontsize=9,
         )
         plain_axes(self.ax_cost)

@@ -34,6 +34,14 @@ STATIC_BATCHES = (1, 16, 64, 256)
 STATIC_CONTEXTS = (1024, 4096, 8192, 32768, 131072)
 #: The tier explorer: setup x prefix x reuses x hold time.
 STATIC_PREFIXES = (1024, 8192, 65536)
+#: The tier explorer's setups (model, H100s, dtype): it has no dtype control in the static
+#: book, and DeepSeek-V3's 671B parameters in bf16 need more than 16 H100s hold (every frame
+#: would say "does not fit"), so it is shown in fp8, the format it was trained in (#45).
+TIER_SETUPS: dict[str, tuple[str, int, str]] = {
+    "Llama-3-70B on 8×H100 (bf16)": ("Llama-3-70B", 8, "bf16"),
+    "Llama-3.1-405B on 16×H100 (bf16)": ("Llama-3.1-405B", 16, "bf16"),
+    "DeepSeek-V3 on 16×H100 (fp8)": ("DeepSeek-V3", 16, "fp8"),
+}
 STATIC_REUSES = (1, 10, 100)
 STATIC_HOLDS_S = (1, 60, 600, 3600, 86400)
 #: A log slider's readout (d3-format): three significant figures, never an exponent (3,600 s,
@@ -50,11 +58,19 @@ def _settings(values: Settings) -> Settings:
     return settings
 
 
-def _deployment_controls(model: str) -> tuple[Control, ...]:
+def _tier_settings(values: Settings) -> Settings:
+    """The tier explorer's static setup spelled out as model, number of H100s and dtype."""
+    settings = dict(values)
+    setup = settings.pop("setup", None)
+    if setup is not None:
+        settings["model"], settings["n_chips"], settings["dtype"] = TIER_SETUPS[setup]
+    return settings
+
+
+def _deployment_controls(model: str, setups: tuple[str, ...]) -> tuple[Control, ...]:
     """Setup (static book) or model, H100s and dtype (live)."""
-    first = next(iter(STATIC_SETUPS))
     return (
-        Control("setup", "setup", first, tuple(STATIC_SETUPS), "menu", live=False, width="24em"),
+        Control("setup", "setup", setups[0], setups, "menu", live=False, width="24em"),
         Control("model", "model", model, live=Options(list_models())),
         Control("n_chips", "H100s", 8, live=Range(1, 4096, integer=True, box=True)),
     )
@@ -78,7 +94,7 @@ def declaration(model: str = "Llama-3-70B") -> Explorer:
     return Explorer(
         view=KVCacheExplorer,
         controls=(
-            *_deployment_controls(model),
+            *_deployment_controls(model, tuple(STATIC_SETUPS)),
             Control("dtype", "dtype", "bf16", STATIC_DTYPES, "buttons"),
             Control(
                 "batch",
@@ -93,6 +109,7 @@ def declaration(model: str = "Llama-3-70B") -> Explorer:
                 "context",
                 4096,
                 STATIC_CONTEXTS,
+                fmt="{:,}",
                 live=log_range(128, get_model(model).max_context),
             ),
         ),
@@ -108,11 +125,11 @@ def declaration(model: str = "Llama-3-70B") -> Explorer:
 
 
 def tier_declaration(model: str = "Llama-3-70B") -> Explorer:
-    """Which tier for a cached prefix: 3 x 3 x 3 x 5 = 135 frames, in bf16."""
+    """Which tier for a cached prefix: 3 x 3 x 3 x 5 = 135 frames, each setup in its dtype."""
     return Explorer(
         view=TierExplorer,
         controls=(
-            *_deployment_controls(model),
+            *_deployment_controls(model, tuple(TIER_SETUPS)),
             Control("dtype", "dtype", "bf16", live=Options(STATIC_DTYPES, "buttons")),
             Control(
                 "prefix_tokens",
@@ -121,6 +138,7 @@ def tier_declaration(model: str = "Llama-3-70B") -> Explorer:
                 STATIC_PREFIXES,
                 "buttons",
                 log_range(128, get_model(model).max_context),
+                fmt="{:,}",
             ),
             Control(
                 "reuses",
@@ -140,8 +158,9 @@ def tier_declaration(model: str = "Llama-3-70B") -> Explorer:
         ),
         rows=(("model", "n_chips"), ("dtype",), ("prefix_tokens", "reuses"), ("hold_s",)),
         static_rows=(("setup", "prefix_tokens"), ("reuses", "hold_s")),
-        settings=_settings,
-        caption="Precomputed frames in bf16 at the example prices of data/memory_tiers.toml. "
+        settings=_tier_settings,
+        caption="Precomputed frames in each setup's dtype at the example prices of "
+        "data/memory_tiers.toml. "
         "In JupyterLab every control redraws live, dtype and chips included.",
         wire=_bound_by_model("prefix_tokens"),
     )

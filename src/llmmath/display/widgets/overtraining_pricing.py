@@ -30,9 +30,10 @@ from llmmath.display.widgets.common import (
 #: fit) and lifetime inference tokens (0, then 1e11 ... 1e15).
 TARGET_LOSSES = (1.9, 1.937, 2.0)
 DEMANDS = (0.0, 1e11, 3e11, 1e12, 3e12, 1e13, 3e13, 1e14, 3e14, 1e15)
-#: The live sliders' token counts, 1 and 3 per decade (a readout of 1e+13 read as raw output).
-LIVE_DEMANDS = tuple(m * 10.0**e for e in range(10, 17) for m in (1, 3) if m * 10.0**e <= 1e16)
-LIVE_RL_TOKENS = tuple(t for t in LIVE_DEMANDS if t <= 1e15)
+#: The live sliders' token counts, 1 and 3 per decade (a readout of 1e+13 read as raw output);
+#: lifetime demand starts at 0 (training only), as the static book's does (#45).
+LIVE_RL_TOKENS = tuple(m * 10.0**e for e in range(10, 16) for m in (1, 3) if m * 10.0**e <= 1e15)
+LIVE_DEMANDS = (0.0, *LIVE_RL_TOKENS, 1e16)
 
 
 def _token_options(values: tuple[float, ...]) -> Options:
