@@ -34,6 +34,7 @@ from llmmath.core import (
     placement,
     racks,
     serving,
+    setting,
     training_memory,
 )
 from llmmath.core._checks import NotFiniteError
@@ -100,6 +101,7 @@ INSTANCES: dict[type, Callable[[], object]] = {
     racks.ScaleUpDomain: lambda: racks.get_domain(racks.list_domains()[0]),
     serving.DecodeStep: lambda: serving.decode_step(_deployment(), 1.0, 128.0),
     deployment.Deployment: _deployment,
+    setting.Setting: lambda: setting.Setting(_deployment(), 128.0),
 }
 
 

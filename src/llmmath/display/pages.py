@@ -19,6 +19,8 @@ from typing import Any
 from IPython.display import Markdown, display
 from matplotlib.figure import Figure
 
+from llmmath.core.setting import Setting
+
 #: Set by ``scripts/lab.py`` for the kernels of ``make lab``: the learner's folder, relative to
 #: the course folder. Unset in the book build.
 LEARNER_DIR_ENV = "LLMMATH_LEARNER_DIR"
@@ -111,6 +113,21 @@ def figure(drawing: Figure, caption: str) -> Markdown:
         raise ValueError("caption must say what the figure shows, got an empty string")
     display(drawing)  # type: ignore[no-untyped-call]
     return _markdown(f"**Figure.** {caption.strip()}")
+
+
+def setting(*settings: Setting, label: str = "Setting") -> Markdown:
+    """The line (one per setting) a worked example shows above its numbers, written by
+    :meth:`llmmath.core.setting.Setting.describe` from the object the numbers come from, so the
+    text and the numbers cannot disagree about the model, the chips, the layout, the formats,
+    the context or the overlap rule. Two settings compared side by side show a line each."""
+    if not settings:
+        raise ValueError("setting() needs at least one Setting to show, got none")
+    for each in settings:
+        if not isinstance(each, Setting):
+            raise ValueError(f"setting() shows Setting objects, got {type(each).__name__}")
+    # A dollar sign would open math in MyST and in JupyterLab's Markdown: escaped for both.
+    lines = ["> **" + label + ".** " + each.describe().replace("$", "\\$") for each in settings]
+    return _markdown("\n>\n".join(lines))
 
 
 def _markdown(text: str) -> Markdown:
