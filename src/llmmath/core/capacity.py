@@ -8,7 +8,7 @@ teaches them and the sections past the floor, pricing and the command line use t
 time is a FLOOR at the deployment's efficiency knobs.
 
 >>> from llmmath.core import capacity
->>> from llmmath.core.deployment import Deployment
+>>> from llmmath.core.deployment import Deployment, most_sequences
 >>> round(capacity.step_critical_batch(Deployment("Llama-3-70B", "H100", 8)))  # C / W
 295
 """
@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 
 from llmmath.core._checks import FloatArray, as_output
 from llmmath.core.contracts import SCALAR, SCALAR_FRACTION, contract
-from llmmath.core.deployment import Deployment
+from llmmath.core.deployment import Deployment, most_sequences
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import check_context
 from llmmath.core.roofline import critical_batch
@@ -124,14 +124,21 @@ def critical_context(deployment: Deployment) -> float:
 @contract(infinite_ok=True)
 def max_batch(deployment: Deployment, context: ArrayLike) -> float | FloatArray:
     """The most sequences of ``context`` tokens whose KV caches fit beside the weights:
-    ``floor((n HBM - weights) / (T kv))`` (infinite at context 0). With a layout ``kv`` is
+    ``floor((n HBM - weights) / (T kv(T)))`` (infinite at context 0), where ``kv(T)`` is
     :attr:`~llmmath.core.deployment.Deployment.kv_bytes_held_per_token` (copies of KV heads
-    under wide TP, ``pp`` batches in flight), as the decode step's capacity check counts."""
+    under wide TP, ``pp`` batches in flight) with each sliding-window layer holding
+    ``min(T, window)`` tokens. It is exactly the largest batch
+    :func:`~llmmath.core.serving.decode_step` accepts at ``context``: both count
+    :meth:`~llmmath.core.deployment.Deployment.kv_bytes_held`.
+
+    >>> from llmmath.core import capacity
+    >>> from llmmath.core.deployment import Deployment
+    >>> int(capacity.max_batch(Deployment("Gemma-4-26B-A4B", "H100"), 32768))
+    33
+    """
     dep = deployment
     T = check_context(dep.model, context)
-    with np.errstate(divide="ignore"):
-        room = np.floor(dep.kv_budget_bytes / (T * dep.kv_bytes_held_per_token))
-    return as_output(room)
+    return as_output(most_sequences(dep, np.asarray(T, dtype=np.float64)))
 
 
 @contract(context=SCALAR)

@@ -249,6 +249,15 @@ class Deployment:
         exact = np.asarray(self.model.kv_bytes_per_token(self.kv_dtype, context))
         return exact / self.model.kv_bytes_per_token(self.kv_dtype)
 
+    @contract(batch=Real(low_open=False, ndarray=True), context=Real(low_open=False, ndarray=True))
+    def kv_bytes_held(self, batch: FloatArray, context: FloatArray) -> FloatArray:
+        """HBM the KV caches of ``batch`` sequences of ``context`` cached tokens take on the
+        deployment: ``B T kv_held share(T)``, window-exact. The one count both the capacity
+        check of a step (:func:`check_capacity`) and the most that fit
+        (:func:`llmmath.core.capacity.max_batch`) compare with :attr:`kv_budget_bytes`."""
+        B, T = np.asarray(batch, dtype=np.float64), np.asarray(context, dtype=np.float64)
+        return np.asarray(B * T * self.kv_bytes_held_per_token * self.kv_window_share(T))
+
     @property
     def peak_flop_per_s(self) -> float:
         """Datasheet dense peak of all the chips together (for MFU)."""
@@ -272,17 +281,33 @@ DEPLOYMENT = Instance(
 vocabulary(deployment=DEPLOYMENT, dep=DEPLOYMENT)
 
 
+@contract(infinite_ok=True, tokens=Real(low_open=False, ndarray=True))
+def most_sequences(dep: Deployment, tokens: FloatArray) -> FloatArray:
+    """The largest whole batch of ``tokens``-token sequences whose caches
+    (:meth:`Deployment.kv_bytes_held`) fit in :attr:`Deployment.kv_budget_bytes`: ``floor(budget
+    / (T kv_held share))``, then moved by one where rounding puts the product on the other side
+    of the budget, so that exactly the batches up to it pass :func:`check_capacity` (infinite
+    at 0 tokens)."""
+    T = np.asarray(tokens, dtype=np.float64)
+    budget = dep.kv_budget_bytes
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.floor(budget / dep.kv_bytes_held(np.ones_like(T), T))
+        finite = np.isfinite(room)
+        room = np.where(finite & (dep.kv_bytes_held(room, T) > budget), room - 1.0, room)
+        room = np.where(finite & (dep.kv_bytes_held(room + 1.0, T) <= budget), room + 1.0, room)
+    return np.asarray(np.maximum(room, 0.0))
+
+
 @contract(batch=Real(ndarray=True), tokens=Real(low_open=False, ndarray=True))
 def check_capacity(dep: Deployment, batch: FloatArray, tokens: FloatArray) -> None:
     """Raise unless ``batch`` sequences of ``tokens`` cached tokens fit beside the weights."""
-    # a sliding-window layer holds at most its window (exact at each T)
-    kv = batch * tokens * dep.kv_bytes_held_per_token * dep.kv_window_share(tokens)
+    kv = dep.kv_bytes_held(batch, tokens)  # a sliding-window layer holds at most its window
     over = kv > dep.kv_budget_bytes
     if np.any(over):
         i = np.unravel_index(np.argmax(np.where(over, kv, -1.0)), kv.shape)
         b, t, cache = float(batch[i]), float(tokens[i]), float(kv[i])
         missing = cache - dep.kv_budget_bytes
-        room = math.floor(dep.kv_budget_bytes * b / cache)
+        room = int(most_sequences(dep, np.asarray(t)))
         held = dep.hbm_bytes - dep.kv_budget_bytes
         raise DoesNotFitError(
             f"{dep.model.name} at batch {b:g} and context {t:g} needs "
@@ -397,6 +422,7 @@ __all__ = [
     "check_capacity",
     "check_context",
     "chip_shares",
+    "most_sequences",
     "step_traffic",
     "weight_bytes_read_per_chip",
 ]

@@ -243,12 +243,7 @@ def decode_step(
         attention_flops / split.flops, kv_bytes, dep.chip, dep.attention_compute_dtype, **knobs
     )
     traffic = step_traffic(dep, B / split.replicas)
-    kv_held = (
-        B
-        * T
-        * dep.kv_bytes_held_per_token
-        * (kv_per_token / dep.model.kv_bytes_per_token(dep.kv_dtype))
-    )
+    kv_held = dep.kv_bytes_held(B, T)  # the count check_capacity compares (window-exact)
     return DecodeStep(
         deployment=dep,
         batch=B,
