@@ -477,7 +477,9 @@ def test_an_unknown_architecture_names_the_field(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     config = json.loads((CONFIGS / "Llama-3-8B" / "config.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "rwkv"}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({**config, "model_type": "rwkv", "architectures": ["RwkvForCausalLM"]})
+    )
     code, _, err = run(capsys, "serve", str(tmp_path), "H100")
     assert code == 2 and "'model_type' = 'rwkv' is not understood" in err
 

@@ -47,9 +47,16 @@ from llmmath.validation import published
 #: The addresses released exercises import (one-line re-exports of the core's modules).
 SHIMS = {"serving", "deployment"}
 #: The model is every module but the display layer (figures, explorers, page helpers), the
-#: command line, the reader of ``config.json`` files and the contract machinery itself: a module
-#: added to the package tomorrow is walked too. Named as messages name them (``serving``).
-NOT_MODEL = ("llmmath.display", "llmmath.cli", "llmmath.core.hf_config", "llmmath.core.contracts")
+#: command line, the reader of ``config.json`` files (its shape and its quantization) and the
+#: contract machinery itself: a module added to the package tomorrow is walked too. Named as
+#: messages name them (``serving``).
+NOT_MODEL = (
+    "llmmath.display",
+    "llmmath.cli",
+    "llmmath.core.hf_config",
+    "llmmath.core.hf_quant",
+    "llmmath.core.contracts",
+)
 CORE = sorted(
     short_module(m.name)
     for m in pkgutil.walk_packages(llmmath.__path__, "llmmath.")

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llmmath.core import models
-from llmmath.core.hf_config import model_from_hf_config, read_hf_config
+from llmmath.core.hf_config import model_from_hf_config, read_hf_config, weight_format
 
 CONFIGS = Path(__file__).parents[1] / "data" / "hf_configs"
 
@@ -177,7 +178,9 @@ def test_quantization_config_says_which_format_holds_each_part() -> None:
     }
     w4 = weight_format({"quantization_config": tensors}, llama)
     assert w4 is not None and w4.mlp == 0.5 and w4.embeddings == 2.0
-    with pytest.raises(ValueError, match="quant_method 'bitnet' is not understood"):
+    with pytest.raises(
+        ValueError, match=r"'quantization_config\.quant_method' = 'bitnet' is not understood"
+    ):
         weight_format({"quantization_config": {"quant_method": "bitnet"}}, llama)
     assert weight_format(_config("Qwen3-8B"), llama) is None
 
@@ -225,8 +228,12 @@ def test_deepseek_v2_lite_has_no_query_latent() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"model_type": "mamba"}, "'model_type' = 'mamba' is not understood; known:"),
-        ({"model_type": None}, "'model_type' = None is not understood"),
+        (
+            {"model_type": "mamba", "architectures": None},
+            "'model_type' = 'mamba' is not understood",
+        ),
+        ({"model_type": "mamba", "architectures": ["MambaForCausalLM"]}, "known architectures:"),
+        ({"model_type": None, "architectures": None}, "'model_type' = None is not understood"),
         ({"intermediate_size": None}, "field 'intermediate_size' is missing"),
         ({"num_hidden_layers": "32"}, "'num_hidden_layers' must be a whole number"),
         ({"hidden_act": "relu"}, "'hidden_act' = 'relu' is not understood"),
@@ -276,3 +283,198 @@ def test_models_toml_in_the_package_format(tmp_path: Path) -> None:
     path.write_text("[tiny]\nn_layers = 2\n")
     with pytest.raises(ValueError, match="missing d_model"):
         models.load_models(path)
+
+
+# ---- the configs people deploy (#43): each against a hand count of its public config --------
+def _hand_count(text: dict[str, Any], *, mlp_layers: int, moe_layers: int, shared: int) -> int:
+    """Every weight of a GQA model with (optionally) routed experts, counted from the config's
+    fields alone: q/k/v/o projections (and their biases where ``attention_bias``), two norms a
+    layer, the dense MLPs of ``mlp_layers`` layers, and in each of ``moe_layers`` MoE layers
+    the routed experts, ``shared`` shared ones, the router and (sigmoid routers, GLM's and
+    DeepSeek's) its correction bias; the embeddings (two matrices unless tied), the final
+    norm."""
+    D, L, N = text["hidden_size"], text["num_hidden_layers"], text["num_attention_heads"]
+    K, H = text["num_key_value_heads"], text.get("head_dim") or D // N
+    attention = 2 * D * N * H + 2 * D * K * H
+    if text.get("attention_bias"):
+        attention += N * H + 2 * K * H
+    dense = 3 * D * text.get("intermediate_size_mlp", text["intermediate_size"])
+    width = text.get("moe_intermediate_size") or text["intermediate_size"]
+    E = text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts", 0)
+    router = D * E + (E if text.get("topk_method") == "noaux_tc" else 0)
+    moe = (E + shared) * 3 * D * width + router
+    tied = text.get("tie_word_embeddings", False)
+    embeddings = text["vocab_size"] * D * (1 if tied else 2)
+    return L * (attention + 2 * D) + mlp_layers * dense + moe_layers * moe + embeddings + D
+
+
+def test_glm_4_5_air_reads_its_dense_first_layer_and_shared_expert() -> None:
+    """GLM-4.5-Air (glm4_moe): 1 dense layer, then 45 of 128 routed + 1 shared expert."""
+    config = _config("GLM-4.5-Air")
+    spec, notes = read_hf_config(CONFIGS / "GLM-4.5-Air" / "config.json")
+    hand = _hand_count(config, mlp_layers=1, moe_layers=45, shared=1)
+    assert spec.total_params == pytest.approx(hand, rel=1e-3)
+    assert (spec.n_dense_layers, spec.n_shared_experts, spec.d_ff_expert) == (1, 1, 1408)
+    # zai-org: "106 billion total parameters and 12 billion active parameters"
+    assert spec.total_params == pytest.approx(106e9, rel=0.01)
+    assert spec.matmul_params_per_token == pytest.approx(12e9, rel=0.07)  # "12B": 2 figures
+    assert spec.kv_bytes_per_token("bf16") == 46 * 2 * 8 * 128 * 2
+    assert any("biases" in n for n in notes)
+
+
+def test_llama_4_maverick_alternates_dense_and_moe_layers() -> None:
+    """interleave_moe_layer_step 2: layers 1, 3, ..., 47 are MoE (128 routed + 1 shared of
+    8,192), the other 24 dense MLPs of intermediate_size_mlp 16,384."""
+    config = _config("Llama-4-Maverick-17B-128E")
+    text = config["text_config"]
+    spec, notes = read_hf_config(CONFIGS / "Llama-4-Maverick-17B-128E" / "config.json")
+    hand = _hand_count(text, mlp_layers=24, moe_layers=24, shared=1)
+    assert spec.total_params == pytest.approx(hand, rel=1e-3)
+    assert (spec.n_dense_layers, spec.n_moe_layers, spec.d_ff, spec.d_ff_expert) == (
+        24, 24, 16384, 8192)  # fmt: skip
+    # Meta: "17B active parameters, 128 experts, 400B total" (the vision encoder, ~0.9B, apart)
+    assert spec.total_params == pytest.approx(400e9, rel=0.01)
+    assert spec.active_params == pytest.approx(17e9, rel=0.02)
+    assert spec.n_global_layers == 12 and any("chunked" in n for n in notes)
+    with pytest.raises(ValueError, match="'interleave_moe_layer_step' = 49 leaves no MoE layer"):
+        model_from_hf_config({**text, "interleave_moe_layer_step": 49}, "x")
+
+
+def test_kimi_k2_is_read_through_its_architectures() -> None:
+    """model_type kimi_k2 is no transformers class: its architectures name DeepSeek-V3's."""
+    config = _config("Kimi-K2-Base")
+    spec, notes = read_hf_config(CONFIGS / "Kimi-K2-Base" / "config.json")
+    deepseek, _ = model_from_hf_config({**config, "model_type": "deepseek_v3"}, "Kimi-K2-Base")
+    assert replace(spec, source="") == replace(deepseek, source="")
+    assert spec.attention_kind == "MLA"
+    assert any("read as deepseek_v3" in n for n in notes)
+    # By hand: MLA with a query latent (q 1536, kv 512, rope 64, 128-wide heads), 1 dense
+    # layer, 60 MoE layers of 384 routed + 1 shared expert of 2,048 and a noaux_tc router.
+    D, N, q, kv, rope, H = 7168, 64, 1536, 512, 64, 128
+    attention = D * q + q + q * N * (H + rope) + D * (kv + rope) + kv + kv * N * 2 * H + N * H * D
+    moe = 385 * 3 * D * 2048 + D * 384 + 384
+    hand = 61 * (attention + 2 * D) + 3 * D * 18432 + 60 * moe + 2 * 163840 * D + D
+    assert spec.total_params == pytest.approx(hand, rel=1e-3)
+    # Kimi K2 report (arXiv 2507.20534): "1.04 trillion total parameters, 32 billion
+    # activated"; the config counts 1.026T (the report's figure is rounded up).
+    assert spec.total_params == pytest.approx(1.04e12, rel=0.015)
+    assert spec.active_params == pytest.approx(32e9, rel=0.03)
+    # Kimi K2.5 wraps the same text model in text_config (a kimi_k25 wrapper with a vision
+    # tower), and ships its int4 quantization_config inside text_config.
+    quant = {"quant_method": "compressed-tensors", "ignore": ["lm_head", "re:.*self_attn.*"],
+             "config_groups": {"group_0": {"weights": {"type": "int", "num_bits": 4,
+                                                        "group_size": 32}}}}  # fmt: skip
+    k25 = {"model_type": "kimi_k25", "architectures": ["KimiK25ForConditionalGeneration"],
+           "text_config": {**config, "quantization_config": quant},
+           "vision_config": {"vt_num_hidden_layers": 27}}  # fmt: skip
+    wrapped, notes = model_from_hf_config(k25, "Kimi-K2-Base")
+    assert replace(wrapped, source="") == replace(spec, source="") and any(
+        "vision encoder" in n for n in notes
+    )
+    fmt = weight_format(k25, wrapped)
+    assert fmt is not None and fmt.experts == 0.5 and fmt.attention == 2.0
+
+
+def test_multimodal_wrappers_read_their_text_config() -> None:
+    """mistral3 (Mistral Small 3.1) and qwen3_vl_moe (Qwen3-VL): the text model only."""
+    config = _config("Mistral-Small-3.1-24B")
+    spec, notes = read_hf_config(CONFIGS / "Mistral-Small-3.1-24B" / "config.json")
+    hand = _hand_count(config["text_config"], mlp_layers=40, moe_layers=0, shared=0)
+    assert spec.total_params == pytest.approx(hand, rel=1e-3)
+    assert spec.sliding_window == 0 and any("vision encoder" in n for n in notes)
+    # Mistral AI: "Mistral Small 3.1 ... 24B parameters", with its ~0.4B Pixtral encoder
+    assert spec.total_params == pytest.approx(24e9, rel=0.03)
+    # Qwen3-VL-30B-A3B's text model is Qwen3-30B-A3B's shape under qwen3_vl_moe_text:
+    # constructed here from that file, the wrapper as Qwen3VLMoeConfig nests it.
+    text = {**_config("Qwen3-30B-A3B"), "model_type": "qwen3_vl_moe_text"}
+    vl = {"model_type": "qwen3_vl_moe", "text_config": text, "vision_config": {"depth": 27}}
+    qwen_vl, _ = model_from_hf_config(vl, "Qwen3-30B-A3B")
+    qwen, _ = read_hf_config(CONFIGS / "Qwen3-30B-A3B" / "config.json")
+    assert qwen_vl.total_params == qwen.total_params and qwen_vl.n_experts == 128
+
+
+def test_gptq_and_awq_read_bits() -> None:
+    """A GPTQ-Int8 70B holds its matmul weights in one byte each: 72.7 GB, not the 38.4 GB
+    of int4 (quantization_config as Qwen's GPTQ-Int8 checkpoints ship it)."""
+    from llmmath.core.deployment import Deployment
+
+    llama, _ = read_hf_config(CONFIGS / "Llama-3-70B" / "config.json")
+    gptq = {"bits": 8, "damp_percent": 0.01, "desc_act": False, "group_size": 128,
+            "quant_method": "gptq", "static_groups": False, "sym": True,
+            "true_sequential": True}  # fmt: skip
+    stored = {}
+    for bits in (8, 4):
+        fmt = weight_format(
+            {**_config("Llama-3-70B"), "quantization_config": {**gptq, "bits": bits}}, llama
+        )
+        stored[bits] = Deployment(llama, "H100", weight_format=fmt).weight_bytes
+    embeddings = 2 * 128256 * 8192  # in bf16, the rest at 1 (int8) or 0.5 (int4) bytes
+    assert stored[8] == embeddings * 2 + (llama.total_params - embeddings) * 1
+    assert stored[8] / 1e9 == pytest.approx(72.7, abs=0.05)
+    assert stored[4] / 1e9 == pytest.approx(38.4, abs=0.05)
+    awq = {"quant_method": "awq", "w_bit": 4, "q_group_size": 128, "zero_point": True}
+    fmt = weight_format({"quantization_config": awq}, llama)
+    assert fmt is not None and fmt.main == "int4"
+    with pytest.raises(
+        ValueError,
+        match=r"'quantization_config\.bits' = 3 is not modelled for gptq; the course reads 4 or 8",
+    ):
+        weight_format({"quantization_config": {**gptq, "bits": 3}}, llama)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"head_dim": 0}, "field 'head_dim' must be a whole number from 1 to 10^15; got 0"),
+        ({"tie_word_embeddings": "false"}, "field 'tie_word_embeddings' must be true or false"),
+        ({"tie_word_embeddings": 0}, "field 'tie_word_embeddings' must be true or false"),
+        ({"num_local_experts": 0}, "field 'num_local_experts' must be a whole number from 1"),
+        ({"model_type": 7}, "field 'model_type' = 7 is not understood (a string)"),
+    ],
+)
+def test_config_values_the_reader_refuses_name_the_field(
+    change: dict[str, Any], message: str
+) -> None:
+    """#44's silent misreadings: each one line naming the field and what is allowed."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model_from_hf_config({**_config("Llama-3-8B"), **change}, "bad")
+
+
+@pytest.mark.parametrize(
+    ("quant", "message"),
+    [
+        ("fp8", "field 'quantization_config' must be an object with a 'quant_method'"),
+        ({"quant_method": ["fp8"]}, "'quantization_config.quant_method' = ['fp8'] is not"),
+        ({"quant_method": "gptq"}, "'quantization_config.bits' = None is not modelled"),
+        ({"quant_method": "gptq", "bits": True}, "'quantization_config.bits' = True"),
+    ],
+)
+def test_quantization_configs_the_reader_refuses_name_the_field(quant: Any, message: str) -> None:
+    llama = models.get_model("Llama-3-8B")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        weight_format({"quantization_config": quant}, llama)
+
+
+def test_kv_cache_scheme_is_read(tmp_path: Path) -> None:
+    from llmmath.core.hf_config import kv_cache_format, read_checkpoint
+
+    fp8 = {"quant_method": "compressed-tensors",
+           "config_groups": {"g": {"weights": {"type": "float", "num_bits": 8}}},
+           "kv_cache_scheme": {"type": "float", "num_bits": 8, "dynamic": False}}  # fmt: skip
+    config = {**_config("Llama-3-8B"), "quantization_config": fp8}
+    assert kv_cache_format(config) == "fp8" and kv_cache_format(_config("Llama-3-8B")) is None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    _, notes, fmt = read_checkpoint(path)
+    assert fmt is not None and fmt.main == "fp8"
+    assert any("KV cache is fp8" in n for n in notes)
+    bad = {**fp8, "kv_cache_scheme": {"type": "float", "num_bits": 4}}
+    with pytest.raises(ValueError, match=r"'quantization_config\.kv_cache_scheme' = .* is not"):
+        kv_cache_format({"quantization_config": bad})
+
+
+def test_json_nested_too_deeply_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="JSON nested too deeply"):
+        read_hf_config(path)

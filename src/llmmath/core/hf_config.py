@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
-from llmmath.core.dtypes import BYTES_PER_ELEMENT, WEIGHT_PARTS, WeightFormat
+from llmmath.core.dtypes import WeightFormat
+from llmmath.core.hf_quant import QUANT_METHODS, kv_cache_format, quantization_config, weight_format
 from llmmath.core.models import ModelConfig
 
 #: model_type -> the defaults of its ``transformers`` config class that the count needs when
@@ -58,10 +58,33 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "gpt_oss": {"tie_word_embeddings": False},
     "deepseek_v2": {"tie_word_embeddings": False},
     "deepseek_v3": {"tie_word_embeddings": False},
+    "glm4_moe": {"tie_word_embeddings": False},  # GLM-4.5, 4.6, 4.7: DeepSeek-style MoE, GQA
+    "qwen3_vl_moe_text": {"tie_word_embeddings": False},  # Qwen3-VL's text model: qwen3_moe
 }
 #: Multimodal wrappers: their text model sits under ``text_config`` (the vision encoder is
-#: not counted).
-WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text"}
+#: not counted); the value is the text model's family when ``text_config`` names none.
+WRAPPERS = {
+    "gemma3": "gemma3_text",
+    "gemma4": "gemma4_text",
+    "llama4": "llama4_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "mistral3": "mistral",  # Mistral Small 3.1 / 3.2, Magistral, Devstral
+    "kimi_k25": "kimi_k2",  # Kimi K2.5: resolved through its text_config's architectures
+}
+#: The model classes a config's ``architectures`` may name, and the family each is read as,
+#: for a ``model_type`` the reader does not know (Kimi K2's ``kimi_k2`` runs as
+#: ``DeepseekV3ForCausalLM``, as vLLM and SGLang resolve it).
+ARCHITECTURES = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Glm4MoeForCausalLM": "glm4_moe",
+}
 
 #: Activations whose MLP is gated (three matrices: gate, up, down), as the course counts.
 GATED_ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new")
@@ -99,6 +122,21 @@ class _Reader:
         """0 where the field is absent, null or 0 (e.g. DeepSeek-V2-Lite's q_lora_rank)."""
         return 0 if self.get(key) is None else self.count(key, low=0)
 
+    def width(self, key: str, default: int) -> int:
+        """A width that may be left out (``default`` then) but is never 0 when given."""
+        return default if self.get(key) is None else self.count(key)
+
+    def flag(self, key: str) -> bool:
+        """A JSON boolean (false where absent or null); a string or a number is refused."""
+        value = self.get(key)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise ValueError(
+                f"{self.where}: field {key!r} must be true or false (a JSON boolean); got {value!r}"
+            )
+        return value
+
     def require(self, key: str, allowed: tuple[object, ...], why: str) -> None:
         value = self.get(key)
         if value is not None and value not in allowed:
@@ -110,23 +148,34 @@ class _Reader:
 
 def text_model(config: Any, where: str = "config.json") -> tuple[dict[str, Any], str]:
     """The text model's fields and family: ``config`` itself, or a wrapper's ``text_config``
-    (its family from the wrapper when the text config names none)."""
+    (its family from the wrapper when the text config names none). A ``model_type`` the
+    reader does not know is read as the model class its ``architectures`` names, where that
+    class is one of :data:`ARCHITECTURES` (Kimi K2's ``kimi_k2`` is DeepSeek-V3's)."""
     if not isinstance(config, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(config).__name__}")
-    family = config.get("model_type")
+    text, family = config, config.get("model_type")
     if isinstance(family, str) and family in WRAPPERS:
-        text = config.get("text_config")
-        if not isinstance(text, dict):
+        inner = config.get("text_config")
+        if not isinstance(inner, dict):
             raise ValueError(f"{where}: field 'text_config' must be an object for {family!r}")
-        inner = {"tie_word_embeddings": config.get("tie_word_embeddings"), **text}
-        inner["model_type"] = text.get("model_type") or WRAPPERS[family]
-        return inner, inner["model_type"]
-    if not isinstance(family, str) or family not in FAMILIES:
-        known = sorted([*FAMILIES, *WRAPPERS])
-        raise ValueError(
-            f"{where}: field 'model_type' = {family!r} is not understood; known: {', '.join(known)}"
-        )
-    return config, family
+        text = {"tie_word_embeddings": config.get("tie_word_embeddings"), **inner}
+        family = text["model_type"] = inner.get("model_type") or WRAPPERS[family]
+    if isinstance(family, str) and family in FAMILIES:
+        return text, family
+    if family is not None and not isinstance(family, str):
+        raise ValueError(f"{where}: field 'model_type' = {family!r} is not understood (a string)")
+    classes = text.get("architectures")
+    resolved = [
+        ARCHITECTURES[c] for c in classes or () if isinstance(c, str) and c in ARCHITECTURES
+    ]
+    if isinstance(classes, list) and resolved:
+        return text, resolved[0]
+    known = sorted([*FAMILIES, *WRAPPERS])
+    raise ValueError(
+        f"{where}: field 'model_type' = {family!r} is not understood, nor is 'architectures' = "
+        f"{classes!r}; known model types: {', '.join(known)}; known architectures: "
+        f"{', '.join(ARCHITECTURES)}"
+    )
 
 
 def model_from_hf_config(
@@ -147,6 +196,7 @@ def model_from_hf_config(
     """
     text, family = text_model(config, where)
     read = _Reader(text, where, FAMILIES[family])
+    read.flag("tie_word_embeddings")  # refused unless a JSON boolean
     act_key = "hidden_activation" if read.get("hidden_activation") else "hidden_act"
     read.require(act_key, GATED_ACTIVATIONS, "a gated MLP of three matrices")
     for key, why in (
@@ -162,10 +212,10 @@ def model_from_hf_config(
         "d_ff": read.count("intermediate_size"),
         "n_heads": N,
         "n_kv_heads": read.count("num_key_value_heads", N),
-        "head_dim": read.optional_int("head_dim") or D // N,
+        "head_dim": read.width("head_dim", D // N),
         "vocab_size": read.count("vocab_size"),
         "max_context": read.count("max_position_embeddings"),
-        "tied_embeddings": bool(read.get("tie_word_embeddings")),
+        "tied_embeddings": read.flag("tie_word_embeddings"),
         "source": f"Hugging Face config.json ({where})",
     }
     shape.update(_experts(read, family))
@@ -176,16 +226,13 @@ def model_from_hf_config(
 
 
 def _experts(read: _Reader, family: str) -> dict[str, int]:
-    if family == "gemma4_text" and not read.get("enable_moe_block"):
+    if family == "gemma4_text" and not read.flag("enable_moe_block"):
         return {}
-    key = next(
-        (k for k in ("num_local_experts", "n_routed_experts", "num_experts") if read.get(k)),
-        None,
-    )
+    keys = ("num_local_experts", "n_routed_experts", "num_experts")
+    key = next((k for k in keys if read.get(k) is not None), None)
     if key is None:
         return {}
     read.require("moe_layer_freq", (1,), "every layer after the dense ones is an MoE layer")
-    read.require("interleave_moe_layer_step", (1,), "every layer an MoE layer")
     read.require("decoder_sparse_step", (1,), "every layer an MoE layer")
     if read.get("mlp_only_layers"):
         raise ValueError(f"{read.where}: field 'mlp_only_layers' is not modelled (dense layers "
@@ -202,6 +249,7 @@ def _experts(read: _Reader, family: str) -> dict[str, int]:
     width = read.optional_int("moe_intermediate_size")
     if family == "llama4_text":  # one shared expert as wide as the routed ones
         experts.update(n_shared_experts=1, d_ff_expert=read.count("intermediate_size"))
+        experts.update(_interleaved_dense_layers(read))
     elif family == "gemma4_text":  # a dense MLP beside the experts, as shared experts
         dense = read.count("intermediate_size")
         if dense % width:
@@ -213,6 +261,22 @@ def _experts(read: _Reader, family: str) -> dict[str, int]:
     elif width:
         experts.update(n_shared_experts=read.optional_int("n_shared_experts"), d_ff_expert=width)
     return experts
+
+
+def _interleaved_dense_layers(read: _Reader) -> dict[str, int]:
+    """Llama 4's ``interleave_moe_layer_step`` s: layer i is an MoE layer when (i + 1) % s == 0
+    (``transformers``' ``moe_layers``), the others dense MLPs ``intermediate_size_mlp`` wide
+    (Maverick: s = 2, every other layer). The count is what the arithmetic needs."""
+    step = read.width("interleave_moe_layer_step", 1)
+    layers = read.count("num_hidden_layers")
+    if step == 1:
+        return {}
+    if step > layers:
+        raise ValueError(
+            f"{read.where}: field 'interleave_moe_layer_step' = {step} leaves no MoE layer "
+            f"among {layers}; it must be from 1 to num_hidden_layers"
+        )
+    return {"n_dense_layers": layers - layers // step, "d_ff": read.count("intermediate_size_mlp")}
 
 
 def _latent_attention(read: _Reader) -> dict[str, int]:
@@ -251,7 +315,7 @@ def _attention_pattern(read: _Reader, family: str, layers: int, context: int) ->
         fields.update(
             global_head_dim=read.optional_int("global_head_dim"),
             global_kv_heads=read.optional_int("num_global_key_value_heads"),
-            global_k_eq_v=bool(read.get("attention_k_eq_v")),
+            global_k_eq_v=read.flag("attention_k_eq_v"),
         )
     return fields
 
@@ -280,6 +344,10 @@ def _pattern(types: Any, layers: int, where: str) -> int:
 def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
     """What the config describes that the course's arithmetic leaves out."""
     notes = []
+    named = read.config.get("model_type")
+    if not (isinstance(named, str) and named in FAMILIES):
+        classes = ", ".join(map(str, read.get("architectures")))
+        notes.append(f"model_type {named!r} is read as {family} ({classes}, its architectures)")
     if read.get("attention_bias") or family == "qwen2" or family == "gpt_oss":
         notes.append("biases are not counted (under 0.1% of the weights)")
     if read.get("num_nextn_predict_layers"):
@@ -300,129 +368,6 @@ def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
     return notes
 
 
-# ---- quantized checkpoints ---------------------------------------------------------------------
-#: ``torch_dtype`` names -> the course's formats.
-TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
-#: quant_method -> (the format its weights are in, the parts it converts).
-QUANT_METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "fp8": ("fp8", ("attention", "mlp", "experts")),
-    "fbgemm_fp8": ("fp8", ("attention", "mlp", "experts")),
-    "mxfp4": ("mxfp4", ("experts",)),
-    "compressed-tensors": ("", ("attention", "mlp", "experts")),
-    "awq": ("int4", ("attention", "mlp", "experts")),
-    "gptq": ("int4", ("attention", "mlp", "experts")),
-}
-
-
-def weight_format(
-    config: dict[str, Any], spec: ModelConfig, where: str = "config.json"
-) -> WeightFormat | None:
-    """Which format holds each part of the weights of a checkpoint with a
-    ``quantization_config`` (None without one). The input embedding and the output layer stay
-    in ``torch_dtype`` (transformers leaves the output layer unconverted); a module in
-    ``modules_to_not_convert`` (or compressed-tensors' ``ignore``) keeps its part, or that
-    part's share of the layers it names, in ``torch_dtype`` too."""
-    quant = config.get("quantization_config")
-    if quant is None:
-        return None
-    if not isinstance(quant, dict) or quant.get("quant_method") not in QUANT_METHODS:
-        method = quant.get("quant_method") if isinstance(quant, dict) else quant
-        raise ValueError(
-            f"{where}: quantization_config's quant_method {method!r} is not understood; "
-            f"known: {', '.join(QUANT_METHODS)}"
-        )
-    base = TORCH_DTYPES.get(str(config.get("torch_dtype") or config.get("dtype")), "bf16")
-    method = str(quant["quant_method"])
-    dtype, parts = QUANT_METHODS[method]
-    if method == "compressed-tensors":
-        dtype = _compressed_tensors_dtype(quant, where)
-    left = quant.get("modules_to_not_convert") or quant.get("ignore") or []
-    unconverted = _unconverted_shares(left, spec, where)
-    shares = {p: (unconverted.get(p, 0.0) if p in parts else 1.0) for p in WEIGHT_PARTS}
-    if not spec.is_moe:
-        shares["experts"] = 0.0
-    sizes = {
-        p: shares[p] * BYTES_PER_ELEMENT[base] + (1 - shares[p]) * BYTES_PER_ELEMENT[dtype]
-        for p in WEIGHT_PARTS
-    }
-    return WeightFormat(description=_describe(shares, dtype, base, spec), main=dtype, **sizes)
-
-
-def _compressed_tensors_dtype(quant: dict[str, Any], where: str) -> str:
-    groups = quant.get("config_groups") or {}
-    weights = [g.get("weights") or {} for g in groups.values() if isinstance(g, dict)]
-    kinds = {(w.get("type"), w.get("num_bits"), w.get("group_size")) for w in weights}
-    if len(kinds) != 1:
-        raise ValueError(f"{where}: compressed-tensors config_groups must give one weight format")
-    kind, bits, group = kinds.pop()
-    formats = {("float", 8): "fp8", ("int", 8): "int8", ("int", 4): "int4",
-               ("float", 4): "nvfp4" if group == 16 else "mxfp4"}  # fmt: skip
-    found = formats.get((str(kind), int(bits or 0)))
-    if found is None:
-        raise ValueError(f"{where}: compressed-tensors weights of {bits}-bit {kind} not modelled")
-    return found
-
-
-def _unconverted_shares(left: Any, spec: ModelConfig, where: str) -> dict[str, float]:
-    """Each part's share left unconverted by the module names (or ``re:`` patterns) given."""
-    if not isinstance(left, list):
-        raise ValueError(f"{where}: modules_to_not_convert must be a list of module names")
-    whole: set[str] = set()
-    layers: dict[str, set[int]] = {}
-    for module in map(str, left):
-        name = module.removeprefix("re:").lower()
-        part = _part_of(name)
-        if part is None:
-            continue
-        index = re.search(r"layers\.(\d+)\.", name)
-        if index is None:
-            whole.add(part)
-        else:
-            layers.setdefault(part, set()).add(int(index.group(1)))
-    shares = {part: 1.0 for part in whole}
-    for part, found in layers.items():
-        if part not in whole:
-            of = spec.n_moe_layers if part == "experts" else spec.n_layers
-            shares[part] = min(len(found) / max(of, 1), 1.0)
-    return shares
-
-
-def _part_of(name: str) -> str | None:
-    """The part a module name belongs to (None: the embeddings, a router or a norm, which
-    no method here converts)."""
-    if "embed" in name or "lm_head" in name or "router" in name or "norm" in name:
-        return None
-    if re.search(r"mlp\.gate\b(?!_)", name) or name.endswith(".gate") or name.endswith("gate$"):
-        return None  # an MoE router
-    if "shared_expert" in name:
-        return "mlp"
-    if "expert" in name:
-        return "experts"
-    if re.search(r"attn|attention|[qkvo]_proj|q_a_proj|q_b_proj|kv_a_proj|kv_b_proj", name):
-        return "attention"
-    if re.search(r"mlp|feed_forward|gate_proj|up_proj|down_proj", name):
-        return "mlp"
-    return None
-
-
-def _describe(shares: dict[str, float], dtype: str, base: str, spec: ModelConfig) -> str:
-    """``"experts mxfp4; embeddings, attention, mlp bf16"``, with a part partly left
-    unconverted shown as ``"mlp fp8 (2% of its layers bf16)"``."""
-    converted, kept, mixed = [], [], []
-    for part in WEIGHT_PARTS:
-        if part == "experts" and not spec.is_moe:
-            continue
-        share = shares[part]
-        if share == 0:
-            converted.append(part)
-        elif share == 1:
-            kept.append(part)
-        else:
-            mixed.append(f"{part} {dtype} ({share:.0%} of its layers {base})")
-    words = [f"{', '.join(converted)} {dtype}"] if converted else []
-    return "; ".join([*words, *mixed, *([f"{', '.join(kept)} {base}"] if kept else [])])
-
-
 def read_checkpoint(
     path: str | os.PathLike[str],
 ) -> tuple[ModelConfig, list[str], WeightFormat | None]:
@@ -432,8 +377,17 @@ def read_checkpoint(
         config = json.loads(file.read_text())
     except json.JSONDecodeError as error:
         raise ValueError(f"{file}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    except RecursionError:
+        raise ValueError(
+            f"{file}: JSON nested too deeply to read (a config.json nests a few levels)"
+        ) from None
     name = file.parent.name if file.name == "config.json" and file.parent.name else file.stem
     spec, notes = model_from_hf_config(config, name, str(file))
+    kv = kv_cache_format(config, str(file))
+    if kv is not None:
+        notes.append(
+            f"kv_cache_scheme: the checkpoint's KV cache is {kv} (pass it as the KV dtype)"
+        )
     return spec, notes, weight_format(config, spec, str(file))
 
 
@@ -445,11 +399,14 @@ def read_hf_config(path: str | os.PathLike[str]) -> tuple[ModelConfig, list[str]
 
 
 __all__ = [
+    "ARCHITECTURES",
     "FAMILIES",
     "GATED_ACTIVATIONS",
     "QUANT_METHODS",
     "WRAPPERS",
+    "kv_cache_format",
     "model_from_hf_config",
+    "quantization_config",
     "read_checkpoint",
     "read_hf_config",
     "text_model",
