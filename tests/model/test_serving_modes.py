@@ -243,6 +243,21 @@ def test_speculation_at_batch_one_pays_tokens_over_draft_cost(llama: Deployment)
     assert float(step.speedup) == pytest.approx(expected, rel=1e-9)
 
 
+def test_a_drafts_own_kv_read_is_charged_per_draft(llama: Deployment) -> None:
+    # Each of the k drafts reads draft_kv_share of the batch's KV read beside its weights.
+    B = float(capacity.max_batch(llama, 2048))
+    plain = serving.decode_step(llama, B, 2048)
+    free = speculative.speculative_step(llama, B, 2048, 3, 0.7, 0.02)
+    kv = speculative.speculative_step(llama, B, 2048, 3, 0.7, 0.02, draft_kv_share=0.1)
+    extra = float(kv.draft_time_s - free.draft_time_s)
+    assert extra == pytest.approx(3 * 0.1 * float(plain.kv_read_s), rel=1e-12)
+    # With the HBM full at 2,048 tokens the KV read dwarfs the weights: the gain is gone.
+    assert float(free.speedup) > 1.05 and float(kv.speedup) < 1.02
+    assert speculative.mtp_draft_kv_share("DeepSeek-V3") == pytest.approx(1 / 61)
+    with pytest.raises(ValueError, match="draft_kv_share"):
+        speculative.speculative_step(llama, 1, 2048, 3, 0.7, 0.02, draft_kv_share=1.5)
+
+
 def test_speculation_is_a_loss_when_compute_bound(llama: Deployment) -> None:
     step = speculative.speculative_step(llama, 2000, 0, 3, 0.7, 0.02)
     assert float(step.speedup) < 1.0
@@ -284,12 +299,12 @@ def test_figures_draw(llama: Deployment, deepseek: Deployment) -> None:
     fast = serving_modes.fast_mode(llama, 2048, ax.lines[0].get_xdata())
     assert ax.lines[0].get_ydata() == pytest.approx(fast.price_multiple, rel=1e-12)
     assert ax.lines[0].get_xdata()[-1] == pytest.approx(top * 0.999)  # up to the weight floor
-    cases = [("MTP", deepseek, 1, 0.85, 0.044), ("draft", llama, 3, 0.7, 0.02)]
+    cases = [("MTP", deepseek, 1, 0.85, 0.044, 0.016), ("draft", llama, 3, 0.7, 0.02, 0.1)]
     (ax,) = plots.serving_modes.speculative_figure(cases, 2048).axes
     *curves, one = ax.lines  # a line per case, then the break-even at 1
     assert [line.get_label() for line in curves] == ["MTP", "draft"]
-    for line, (_, dep, k, a, share) in zip(curves, cases, strict=True):
-        curve = speculative.speedup_curve(dep, 2048, k, a, share)
+    for line, (_, dep, k, a, share, kv_share) in zip(curves, cases, strict=True):
+        curve = speculative.speedup_curve(dep, 2048, k, a, share, kv_share)
         assert line.get_xdata() == pytest.approx(curve.batch, rel=1e-12)
         assert line.get_ydata() == pytest.approx(curve.speedup, rel=1e-12)
     assert list(one.get_ydata()) == [1.0, 1.0]
@@ -330,3 +345,16 @@ def test_speculation_break_even_is_where_the_speedup_crosses_one(llama: Deployme
     B = speculative.break_even_batch(llama, 256, 3, 0.7, 0.02)
     around = speculative.speculative_step(llama, np.array([B - 1, B]), 256, 3, 0.7, 0.02)
     assert float(around.speedup[0]) > 1.0 >= float(around.speedup[1])
+
+
+def test_fleet_scale_times_its_steps_with_step_of(llama: Deployment) -> None:
+    import functools
+
+    same = functools.partial(serving.decode_step, llama, context=2048)
+    plain = serving_modes.fleet_scale(llama, 2048, 0.020, 1e8)
+    assert serving_modes.fleet_scale(llama, 2048, 0.020, 1e8, step_of=same) == plain
+    # A slower step (the serial estimate) meets the target with a smaller batch.
+    serial = functools.partial(serving.decode_step, llama, context=2048, overlap="none")
+    slower = serving_modes.fleet_scale(llama, 2048, 0.020, 1e8, step_of=serial)
+    assert slower.batch < plain.batch and float(slower.step.time_s) <= 0.020
+    assert serving_modes.fleet_of(plain.step, 1e8) == plain

@@ -16,6 +16,7 @@ fast-mode and batch-API prices are in ``data/serving_modes.toml``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -33,7 +34,7 @@ from llmmath.beyond.paged_kv import (
 )
 from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats
-from llmmath.core._constraints import Instance, OneOf, Optional, Real
+from llmmath.core._constraints import Function, Instance, OneOf, Optional, Real
 from llmmath.core.capacity import cheapest_batch, max_batch, weight_floor_s
 from llmmath.core.chip_prices import ChipPrice
 from llmmath.core.contracts import (
@@ -164,17 +165,25 @@ class SlowMode:
     weight_floor_s: float
 
 
+#: How a batch's decode step is timed, where not by :func:`decode_step` itself (a step with
+#: another all-to-all, say :func:`llmmath.beyond.moe_dispatch.node_limited_decode_step`).
+STEP_OF = Optional(Function())
+
+
 @contract(
     infinite_ok=True,
     context=SCALAR,
     latency_s=POSITIVE,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+    step_of=STEP_OF,
 )
 def slow_mode(
     deployment: Deployment,
     context: float,
     latency_s: ArrayLike,
     usd_per_chip_hour: float | None = None,
+    *,
+    step_of: Callable[[FloatArray], DecodeStep] | None = None,
 ) -> SlowMode:
     """The cheapest cost per token for each accepted time per token, at ``context``.
 
@@ -198,6 +207,8 @@ def slow_mode(
     floor_batch = cheapest_batch(dep, T)  # past T_c B*(T) is infinite: the HBM stops it
 
     def step(B: ArrayLike) -> DecodeStep:
+        if step_of is not None:
+            return step_of(as_floats(B))
         return decode_step(dep, B, T)
 
     lo = np.zeros_like(budget)  # the largest batch known to be fast enough (0: none)
@@ -289,12 +300,16 @@ def fast_mode(deployment: Deployment, context: float, speedup: ArrayLike) -> Fas
 
 
 # ---- a frontier provider's scale ---------------------------------------------------------------
+#: A decode step (the common test's example: Llama-3-8B on one H100, alone, empty context).
+STEP = Instance(
+    DecodeStep,
+    example=lambda: decode_step(Deployment(get_model("Llama-3-8B"), get_chip("H100")), 1, 0),
+)
+
+
 @dataclass(frozen=True)
 @checked(
-    step=Instance(
-        DecodeStep,
-        example=lambda: decode_step(Deployment(get_model("Llama-3-8B"), get_chip("H100")), 1, 0),
-    ),
+    step=STEP,
     **each(RESULT, "batch batch_tokens_per_s fleet_tokens_per_s replicas chips"),
 )
 class FleetScale:
@@ -310,13 +325,25 @@ class FleetScale:
     chips: float
 
 
-@contract(context=SCALAR, token_latency_s=SCALAR_POSITIVE, fleet_tokens_per_s=SCALAR_POSITIVE)
+@contract(
+    context=SCALAR,
+    token_latency_s=SCALAR_POSITIVE,
+    fleet_tokens_per_s=SCALAR_POSITIVE,
+    step_of=STEP_OF,
+)
 def fleet_scale(
-    deployment: Deployment, context: float, token_latency_s: float, fleet_tokens_per_s: float
+    deployment: Deployment,
+    context: float,
+    token_latency_s: float,
+    fleet_tokens_per_s: float,
+    *,
+    step_of: Callable[[FloatArray], DecodeStep] | None = None,
 ) -> FleetScale:
     """The largest useful batch whose step meets ``token_latency_s`` per token, the tokens
-    per second of that one batch, and how many such replicas serve ``fleet_tokens_per_s``."""
-    mode = slow_mode(deployment, context, token_latency_s)
+    per second of that one batch, and how many such replicas serve ``fleet_tokens_per_s``.
+    ``step_of`` times a batch's step where :func:`decode_step` in the deployment does not
+    (it must be that deployment's step at ``context``)."""
+    mode = slow_mode(deployment, context, token_latency_s, step_of=step_of)
     B = float(mode.batch)
     if B < 1:
         floor = mode.weight_floor_s
@@ -324,16 +351,23 @@ def fleet_scale(
             f"token_latency_s={token_latency_s:g} is below this deployment's weight floor "
             f"({floor:.4g} s): no batch is that fast"
         )
-    step = decode_step(deployment, B, context)
+    step = decode_step(deployment, B, context) if step_of is None else step_of(as_floats(B))
+    return fleet_of(step, fleet_tokens_per_s)
+
+
+@contract(step=STEP, fleet_tokens_per_s=SCALAR_POSITIVE)
+def fleet_of(step: DecodeStep, fleet_tokens_per_s: float) -> FleetScale:
+    """The fleet of replicas of one decode ``step`` (one batch, its time under its own rule)
+    that serves ``fleet_tokens_per_s``: whole replicas, each ``step.tokens_per_s``."""
     per_batch = float(step.tokens_per_s)
     replicas = math.ceil(fleet_tokens_per_s / per_batch)
     return FleetScale(
         step=step,
-        batch=B,
+        batch=float(step.batch),
         batch_tokens_per_s=per_batch,
         fleet_tokens_per_s=float(fleet_tokens_per_s),
         replicas=float(replicas),
-        chips=float(replicas * deployment.n_chips),
+        chips=float(replicas * step.deployment.n_chips),
     )
 
 
@@ -412,6 +446,7 @@ __all__ = [
     "demand_to_fill",
     "fast_mode",
     "fast_mode_prices",
+    "fleet_of",
     "fleet_scale",
     "kv_packing",
     "list_price",

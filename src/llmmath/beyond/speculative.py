@@ -35,6 +35,8 @@ from llmmath.core.serving import decode_step
 
 #: An acceptance probability: in [0, 1].
 ACCEPTANCE = Real(low=0.0, low_open=False, high=1.0)
+#: A draft's KV read per draft token over the target's: in [0, 1] (0: a draft with no cache).
+DRAFT_KV_SHARE = Real(low=0.0, low_open=False, high=1.0, scalar=True)
 
 
 @contract(acceptance=ACCEPTANCE, draft_tokens=Count(low=0, high=64))
@@ -62,10 +64,17 @@ def mtp_draft_share(model: str | ModelConfig) -> float:
     return float((layer + projection + head) / spec.matmul_params_per_token)
 
 
+@contract()
+def mtp_draft_kv_share(model: str | ModelConfig) -> float:
+    """KV bytes an MTP module reads per draft token, as a share of the main model's: its one
+    transformer layer keeps a cache like any other layer's, ``1 / n_layers`` of the model's."""
+    return 1.0 / get_model(model).n_layers
+
+
 @dataclass(frozen=True)
 @checked(
     **each(RESULT, "batch context plain_time_s verify_time_s draft_time_s"),
-    **each(RESULT, "tokens_per_step acceptance draft_share"),
+    **each(RESULT, "tokens_per_step acceptance draft_share draft_kv_share"),
     draft_tokens=Count(low=0),
 )
 class SpeculativeStep:
@@ -81,9 +90,11 @@ class SpeculativeStep:
     #: The big model over ``k + 1`` positions per sequence: weights and KV caches read once,
     #: ``k + 1`` times the FLOPs.
     verify_time_s: FloatArray
-    #: ``k`` draft steps, each ``draft_share`` of a plain step's weight read.
+    #: ``k`` draft steps, each ``draft_share`` of a plain step's weight read and
+    #: ``draft_kv_share`` of its KV read (the draft's own caches).
     draft_time_s: FloatArray
     tokens_per_step: FloatArray
+    draft_kv_share: float = 0.0
 
     @property
     def time_s(self) -> FloatArray:
@@ -99,6 +110,7 @@ class SpeculativeStep:
     draft_tokens=Count(high=64),
     acceptance=ACCEPTANCE,
     draft_share=FRACTION,
+    draft_kv_share=DRAFT_KV_SHARE,
 )
 def speculative_step(
     deployment: Deployment,
@@ -107,12 +119,16 @@ def speculative_step(
     draft_tokens: int,
     acceptance: ArrayLike,
     draft_share: float,
+    *,
+    draft_kv_share: float = 0.0,
 ) -> SpeculativeStep:
     """Speculative decoding on ``deployment`` (without pipeline stages), at the floor.
 
     Verify: ``max(FLOPs of B (k+1) tokens, weights + B KV caches, collectives)``, the same
-    perfect-overlap rule as a decode step. Draft: ``k`` steps reading ``draft_share`` of the
-    weights each (memory-bound: a draft is small)."""
+    perfect-overlap rule as a decode step. Draft: ``k`` steps, each reading ``draft_share`` of
+    the weights and ``draft_kv_share`` of the batch's KV read (the draft's own caches: a
+    small model's, or an MTP module's one layer), memory-bound because a draft is small. The
+    draft's caches also take HBM beside the target's; that is left out of what fits."""
     if deployment.layout is not None and deployment.layout.pp > 1:
         raise ValueError("speculative_step: a deployment with pipeline stages is not modelled")
     a = as_floats(acceptance)
@@ -123,7 +139,8 @@ def speculative_step(
     # all B (k + 1) tokens route to) and of each sequence's KV cache.
     memory = wide.weight_read_s + plain.kv_read_s
     verify = np.maximum(np.maximum(wide.compute_s, memory), wide.communication_s)
-    draft = draft_tokens * share * plain.weight_read_s
+    kv_share = float(draft_kv_share)
+    draft = draft_tokens * (share * plain.weight_read_s + kv_share * plain.kv_read_s)
     return SpeculativeStep(
         batch=plain.batch,
         context=plain.context,
@@ -134,6 +151,7 @@ def speculative_step(
         verify_time_s=np.asarray(verify),
         draft_time_s=np.asarray(draft),
         tokens_per_step=np.asarray(expected_tokens_per_step(a, draft_tokens)),
+        draft_kv_share=kv_share,
     )
 
 
@@ -143,6 +161,7 @@ def speculative_step(
     draft_tokens=Count(high=64),
     acceptance=Real(low=0.0, low_open=False, high=1.0, scalar=True),
     draft_share=FRACTION,
+    draft_kv_share=DRAFT_KV_SHARE,
 )
 def break_even_batch(
     deployment: Deployment,
@@ -150,6 +169,8 @@ def break_even_batch(
     draft_tokens: int,
     acceptance: float,
     draft_share: float,
+    *,
+    draft_kv_share: float = 0.0,
 ) -> float:
     """The smallest batch at which speculation stops paying (its speed-up falls to 1 or
     below), among the whole batches whose KV caches fit at ``context``; infinite where it
@@ -166,7 +187,15 @@ def break_even_batch(
     """
     room = min(float(max_batch(deployment, context)), 1e6)
     batches = np.arange(1.0, np.floor(room) + 1.0)
-    step = speculative_step(deployment, batches, context, draft_tokens, acceptance, draft_share)
+    step = speculative_step(
+        deployment,
+        batches,
+        context,
+        draft_tokens,
+        acceptance,
+        draft_share,
+        draft_kv_share=draft_kv_share,
+    )
     loss = np.asarray(step.speedup) <= 1.0
     return float(batches[np.argmax(loss)]) if loss.any() else float("inf")
 
@@ -191,25 +220,42 @@ def mtp_published(name: str = "DeepSeek-V3") -> dict[str, float]:
 CURVE_BATCHES = np.unique(np.round(np.logspace(0, np.log10(4096), 97)))
 
 
-@contract(context=SCALAR, draft_tokens=Count(high=64), acceptance=ACCEPTANCE, draft_share=FRACTION)
+@contract(
+    context=SCALAR,
+    draft_tokens=Count(high=64),
+    acceptance=ACCEPTANCE,
+    draft_share=FRACTION,
+    draft_kv_share=DRAFT_KV_SHARE,
+)
 def speedup_curve(
     deployment: Deployment,
     context: float,
     draft_tokens: int,
     acceptance: float,
     draft_share: float,
+    draft_kv_share: float = 0.0,
 ) -> SpeculativeStep:
     """:func:`speculative_step` over the :data:`CURVE_BATCHES` whose KV caches fit."""
     batches = CURVE_BATCHES[max_batch(deployment, context) >= CURVE_BATCHES]
-    return speculative_step(deployment, batches, context, draft_tokens, acceptance, draft_share)
+    return speculative_step(
+        deployment,
+        batches,
+        context,
+        draft_tokens,
+        acceptance,
+        draft_share,
+        draft_kv_share=draft_kv_share,
+    )
 
 
 __all__ = [
     "ACCEPTANCE",
     "CURVE_BATCHES",
+    "DRAFT_KV_SHARE",
     "SpeculativeStep",
     "break_even_batch",
     "expected_tokens_per_step",
+    "mtp_draft_kv_share",
     "mtp_draft_share",
     "mtp_published",
     "speculative_step",

@@ -61,17 +61,17 @@ def fast_mode_figure(deployment: Deployment, context: float, ax: Axes | None = N
 
 
 def speculative_figure(
-    cases: Sequence[tuple[str, Deployment, int, float, float]],
+    cases: Sequence[tuple[str, Deployment, int, float, float, float]],
     context: float,
     ax: Axes | None = None,
 ) -> Figure:
     """Speed-up of speculative decoding against the batch, one line per
-    ``(label, deployment, drafts, acceptance, draft share)``, at the floor."""
+    ``(label, deployment, drafts, acceptance, draft share, draft KV share)``, at the floor."""
     figure, ax = figure_and_axes(ax)
     colours = (MEMORY_COLOUR, COMPUTE_COLOUR, FLOOR_COLOUR)
     lines = []
-    for (label, dep, k, a, share), colour in zip(cases, colours, strict=False):
-        curve = speculative.speedup_curve(dep, context, k, a, share)
+    for (label, dep, k, a, share, kv_share), colour in zip(cases, colours, strict=False):
+        curve = speculative.speedup_curve(dep, context, k, a, share, kv_share)
         lines += ax.plot(curve.batch, curve.speedup, color=colour, label=label)
     mark_curves(*lines)
     ax.axhline(1.0, color="grey", linewidth=0.8)
