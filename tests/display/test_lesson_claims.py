@@ -193,8 +193,30 @@ CLAIMS = [
     # ---- batching: slow mode ----
     Claim(
         "batching.md",
-        "Slower, and exactly as expensive.",
+        "At the floor, slower and exactly as expensive",
         lambda ns: len({ns.alone_2_cost, ns.alone_4_cost, ns.alone_8_cost}) == 1,
+    ),
+    Claim(
+        "batching.md",
+        "there the wider server is the dearer one",
+        # The serial TP step is the parallelism chapter's tp_decode_breakdown, and its cost
+        # rises with the chips (issue 42: TP2 $24.56, TP4 $26.81, TP8 $33.88 at 2,048 tokens).
+        lambda ns: (
+            all(
+                float(
+                    serving_systems.tp_decode_breakdown("Llama-3-70B", "H100", n, 1, 2048).serial_s
+                )
+                == pytest.approx(float(ns.lone_tp[n].step(1).time_s), rel=1e-12)
+                for n in (2, 4, 8)
+            )
+            and ns.lone_cost[2] < ns.lone_cost[4] < ns.lone_cost[8]
+            and abs(ns.lone_cost[8] / ns.lone_cost[2] - 1.38) < 0.01
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "no way of serving a lone sequence costs less than the floor's rent of its weight read",
+        lambda ns: min(ns.lone_cost.values()) > float(ns.alone_8_cost) == float(ns.alone_2_cost),
     ),
     Claim(
         "batching.md",
@@ -216,13 +238,24 @@ CLAIMS = [
     ),
     Claim(
         "batching.md",
-        "Vendors charge more than either",
+        "Only Opus 4.6's price is above the floor's at both contexts",
         lambda ns: (
-            ns.opus46.price_multiple
-            > max(
-                float(ns.fast.price_multiple[3]),
-                float(ns.fast_1k.price_multiple[1]),
-            )
+            ns.opus46.speedup == ns.opus5.speedup == 2.5 == ns.fast.speedup[3]
+            and ns.fast_1k.speedup[1] == 2.5
+            and ns.opus46.price_multiple
+            > max(float(ns.fast.price_multiple[3]), float(ns.fast_1k.price_multiple[1]))
+            and ns.opus5.price_multiple
+            < max(float(ns.fast.price_multiple[3]), float(ns.fast_1k.price_multiple[1]))
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "is above the floor's {eval}`fast_25_multiple`× at 2,048 tokens but below its "
+        "{eval}`fast_1k_25_multiple`× at 1,024",
+        lambda ns: (
+            float(ns.fast.price_multiple[3])
+            < ns.opus5.price_multiple
+            < float(ns.fast_1k.price_multiple[1])
         ),
     ),
     Claim(
@@ -256,9 +289,18 @@ CLAIMS = [
     # ---- batching: speculative decoding ----
     Claim(
         "batching.md",
-        "so speculation never turns into a loss here",
+        "With the HBM full ({eval}`max_b_2k` sequences) the gain is gone",
         lambda ns: (
-            math.isinf(ns.spec_break_2k)
+            abs(float(ns.spec_at.speedup[-1]) - 1.0) < 0.01
+            and float(ns.spec_at.batch[-1]) == ns.max_b_2k_value
+            and ns.spec_at.draft_kv_share == 0.1
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "Leave the draft's caches out and the full batch would still show",
+        lambda ns: (
+            float(ns.spec_full_no_kv) > 1.05
             and bool(
                 np.all(
                     speculative.speculative_step(
@@ -276,7 +318,7 @@ CLAIMS = [
             math.isfinite(ns.spec_break_256_value)
             and float(
                 speculative.speculative_step(
-                    ns.llama, ns.spec_break_256_value, 256, 3, 0.7, 0.02
+                    ns.llama, ns.spec_break_256_value, 256, 3, 0.7, 0.02, draft_kv_share=0.1
                 ).speedup
             )
             <= 1.0
@@ -474,7 +516,37 @@ CLAIMS = [
     ),
     Claim(
         "batching.md",
-        "in bf16 MLA's attention FLOPs almost keep pace with its cache reads",
+        "A $T_c$ quoted for an MLA model is only as good as the attention format it names",
+        lambda ns: (
+            capacity.critical_context(ns.t_c_ds) > 3 * float(ns.t_c_ds_fp8.replace(",", ""))
+            and ns.t_c_ds.attention_compute_dtype == "bf16"
+            and ns.t_c_setups[-1][1].attention_compute_dtype == "fp8"
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "as DeepSeek serves it (the row this chapter carries on)",
+        # The frontier section's deployment computes as the T_c row it names, and as the
+        # parallelism chapter's and the CLI's DeepSeek (fp8 matmuls, bf16 attention).
+        lambda ns: (
+            (ns.frontier.compute_dtype, ns.frontier.attention_compute_dtype)
+            == (ns.t_c_ds.compute_dtype, ns.t_c_ds.attention_compute_dtype)
+            == ("fp8", "bf16")
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "that it is bandwidth-bound, adds its read on top",
+        lambda ns: float(ns.gqa_attention_intensity) < 0.1 * float(ns.h100_ci),
+    ),
+    Claim(
+        "batching.md",
+        "Absorbed {ref}`MLA <glossary-mla>` is the exception",
+        lambda ns: 0.75 * float(ns.h100_ci) < float(ns.mla_attention_intensity) < float(ns.h100_ci),
+    ),
+    Claim(
+        "batching.md",
+        "In bf16 MLA's attention FLOPs almost keep pace with its cache reads",
         lambda ns: (
             (bf16 := Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8")) is not None
             and float(
@@ -488,9 +560,69 @@ CLAIMS = [
     ),
     Claim(
         "batching.md",
-        "One decode step lands near the first number",
+        "the same target gives {eval}`ideal_batch` sequences and {eval}`ideal_tps` tokens per "
+        "second, near the lecture's figure",
         # The lecture's "about 128k tokens per second" in one batch (pope2026lecture).
-        lambda ns: abs(ns.fleet.batch_tokens_per_s / 128e3 - 1) < 0.1,
+        lambda ns: abs(ns.ideal.batch_tokens_per_s / 128e3 - 1) < 0.1,
+    ),
+    Claim(
+        "batching.md",
+        "No layout delivers it: at that batch the per-expert all-to-all alone would take",
+        # The MoE chapter's per-layer count (issue 42: 405.7 us a layer, 23.5 ms a step).
+        lambda ns: (
+            float(ns.ideal_on_ep16.ep_s)
+            == pytest.approx(
+                ns.frontier.model.n_moe_layers
+                * float(
+                    moe.expert_parallel_step(
+                        "DeepSeek-V3", ns.ideal.batch, 16, "HGX H100 (8 GPUs)"
+                    ).all_to_all_s
+                ),
+                rel=1e-9,
+            )
+            and float(ns.ideal_on_ep16.ep_s) > 0.020
+            and ns.ideal.batch > float(capacity.max_batch(ns.frontier, 2048))
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "at the floor either hides under the reads, and the batch is the same",
+        lambda ns: (
+            ns.fleet.batch == ns.fleet_nl.batch
+            and float(ns.fleet.step.ep_s) < float(ns.fleet.step.memory_s)
+            and float(ns.fleet_nl.step.ep_s) < float(ns.fleet.step.ep_s)
+            and float(ns.fleet.step.memory_s) >= float(ns.fleet.step.compute_s)
+            # the node-limited count is the MoE chapter's per layer, times the MoE layers
+            and float(ns.fleet_nl.step.ep_s)
+            == pytest.approx(
+                ns.frontier.model.n_moe_layers
+                * float(
+                    moe_dispatch.node_limited_step(
+                        "DeepSeek-V3",
+                        ns.fleet.batch,
+                        16,
+                        "HGX H100 (8 GPUs)",
+                        max_domains=ns.routing["max_nodes_per_token"],
+                        dispatch_dtype=ns.routing["dispatch_dtype"],
+                        combine_dtype=ns.routing["combine_dtype"],
+                    ).all_to_all_s
+                ),
+                rel=1e-9,
+            )
+        ),
+    ),
+    Claim(
+        "batching.md",
+        "Under the serial estimate it does not hide",
+        lambda ns: float(ns.fleet.step.serial_s) > 0.020 >= float(ns.fleet.step.time_s),
+    ),
+    Claim(
+        "batching.md",
+        "The reads set it: every GPU reads its experts and its own copy of the attention weights",
+        lambda ns: (
+            float(ns.fleet.step.weight_read_s)
+            > float(batching.decode_step(ns.ideal_frontier, ns.fleet.batch, 2048).weight_read_s)
+        ),
     ),
     Claim(
         "batching.md",
@@ -1444,3 +1576,26 @@ def test_the_old_claims_are_gone() -> None:
         assert wrong not in text, wrong
     kv_text = _page_text("kv_cache.md")  # #42: the step counts the window as capacity does
     assert "still counts every layer in full" not in kv_text
+
+
+#: Issue 42: phrasings each true only in a setting the page had silently changed, by page.
+ISSUE_42_GONE = {
+    "batching.md": (
+        "Slower, and exactly as expensive.",  # the TP all-reduces at batch 1: TP8 38% dearer
+        "that it is always bandwidth-bound",  # absorbed MLA does ~242 FLOP/byte, near C/W
+        "Vendors charge more than either",  # Opus 5's 2x is below the floor's 2.8x at 1,024
+        "The floor charges less than that for the speed at either context",
+        "so speculation never turns into a loss here",  # held only without the draft's KV
+        "from a draft model costing 2% of a step",
+        "One decode step lands near the first number",  # 139,611 tok/s left the all-to-all out
+        "spread evenly, the expert {ref}`all-to-all <glossary-all-to-all>` left out",
+        "DeepSeek-V3 computing in bf16 would reach",  # T_c named without attention's format
+    ),
+}
+
+
+@pytest.mark.parametrize("page", sorted(ISSUE_42_GONE))
+def test_issue_42_wrong_phrasings_do_not_return(page: str) -> None:
+    text = _page_text(page)
+    for wrong in ISSUE_42_GONE[page]:
+        assert " ".join(wrong.split()) not in text, f"{page} says again: {wrong!r}"
