@@ -1,0 +1,207 @@
+"""One setting, one answer (issue 42): the settings that appear in more than one place.
+
+Each entry names a setting (a :class:`~llmmath.core.setting.Setting` and a batch) and every
+place that shows a number of it: a lesson's ``{eval}`` name (what its hidden cells compute),
+a sentence of a book page, or a line of the ``llmmath`` command the CLI page runs. The test
+computes the number once from the setting and holds every place to it, so a number carried
+from one chapter to another, or to the CLI, is the same number, and a place that changes its
+setting without saying so fails here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from lesson_support import ROOT, lesson
+
+from llmmath import cli
+from llmmath.core import capacity
+from llmmath.core.deployment import Deployment
+from llmmath.core.placement import Layout
+from llmmath.core.setting import Setting
+
+EVEN = Deployment("Llama-3-70B", "H100", 8)
+TP8 = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
+FRONTIER = Deployment(
+    "DeepSeek-V3",
+    "H100",
+    16,
+    weight_dtype="fp8",
+    compute_dtype="fp8",
+    attention_dtype="bf16",
+    layout=Layout(ep=16),
+)
+
+
+def ms(decimals: int) -> Callable[[Setting, float], str]:
+    return lambda s, b: format(float(s.step(b).time_s) * 1e3, f".{decimals}f")
+
+
+def cost(decimals: int) -> Callable[[Setting, float], str]:
+    return lambda s, b: format(float(s.step(b).cost_per_million_tokens_usd()), f".{decimals}f")
+
+
+def weight_read_ms(s: Setting, b: float) -> str:
+    return format(float(s.step(b).weight_read_s) * 1e3, ".2f")
+
+
+def batch(s: Setting, b: float) -> str:
+    return format(b, ",.0f")
+
+
+@dataclass(frozen=True)
+class Place:
+    #: A lesson's file name, or a book page's path from the root ("book/intro.md").
+    page: str
+    #: The lesson's {eval} name, or for a book page the sentence the number sits in, with
+    #: ``{}`` where it goes.
+    name: str
+    shows: Callable[[Setting, float], str]
+
+
+@dataclass(frozen=True)
+class Entry:
+    what: str
+    setting: Setting
+    batch: float
+    places: tuple[Place, ...]
+
+
+REGISTRY = (
+    Entry(
+        "Llama-3-70B on 8 H100, alone, nothing cached: the weight read",
+        Setting(EVEN, 0),
+        1,
+        (
+            Place(
+                "book/intro.md",
+                "four latencies in the course, each true in its own "
+                "setting: {} ms with an empty cache",
+                ms(2),
+            ),
+            Place("batching.md", "weight_floor_ms_2f", ms(2)),
+            Place("batching.md", "one_weight_ms", weight_read_ms),
+            Place("parallelism.md", "tp8_weights_ms", weight_read_ms),
+        ),
+    ),
+    Entry(
+        "Llama-3-70B on 8 H100, alone, 2,048 tokens, floor",
+        Setting(EVEN, 2048),
+        1,
+        (
+            Place("book/intro.md", "{} ms with 2,048 tokens cached (the batching chapter", ms(2)),
+            Place("batching.md", "one_ms", ms(2)),
+            Place("batching.md", "pareto_2k_1_ms", ms(2)),
+            Place("batching.md", "draft_plain_ms", ms(2)),
+            Place("batching.md", "alone_8_ms", ms(1)),
+            Place("batching.md", "alone_8_cost", cost(2)),
+            Place("batching.md", "one_cost_1f", cost(1)),
+        ),
+    ),
+    Entry(
+        "Llama-3-70B on 8 H100 as TP8, alone, 2,048 tokens, serial estimate",
+        Setting(TP8, 2048, "none"),
+        1,
+        (
+            Place("book/intro.md", "and {} ms at 2,048 tokens with TP8's all-reduces", ms(2)),
+            Place("parallelism.md", "tp8_serial_ms", ms(2)),
+            Place("batching.md", "tp_8_ms", ms(1)),
+            Place("batching.md", "tp_8_cost", cost(2)),
+        ),
+    ),
+    Entry(
+        "Llama-3-70B on 8 H100 as TP8, alone, 8,192 tokens, floor",
+        Setting(TP8, 8192),
+        1,
+        (
+            Place("book/intro.md", "{} ms with 8,192 tokens cached as TP8", ms(2)),
+            Place("book/cli.md", "serve Llama-3-70B H100x8 --layout tp8", ms(2)),
+            Place("batching.md", "pareto_8k_1_ms", ms(2)),  # spread evenly: the same floor
+        ),
+    ),
+    Entry(
+        "Llama-3-70B on 8 H100, 2,048 tokens, the HBM full",
+        Setting(EVEN, 2048),
+        float(capacity.max_batch(EVEN, 2048)),
+        (
+            Place("batching.md", "full_2k_batch", batch),
+            Place("batching.md", "max_b_2k", batch),
+            Place("batching.md", "fast_std_batch", batch),
+            Place("batching.md", "slow_floor_batch", batch),
+            Place("batching.md", "full_2k_cost", cost(3)),
+            Place("overtraining_pricing.md", "full_2k_batch", batch),
+        ),
+    ),
+    Entry(
+        "DeepSeek-V3 on 16 H100 as EP16, 2,048 tokens, 20 ms per token",
+        Setting(FRONTIER, 2048),
+        1105,
+        (
+            Place("batching.md", "fleet_batch", batch),
+            Place("batching.md", "fleet_step_ms", ms(1)),
+        ),
+    ),
+)
+
+
+def _text(page: str) -> str:
+    return " ".join((ROOT / page).read_text().split())
+
+
+def _cli_floor_ms(command: str, batch: float) -> str:
+    """The floor column of the CLI page's own ``llmmath`` command, for one batch."""
+    (line,) = [
+        line for line in _text("book/cli.md").split('llmmath("')[1:] if line.startswith(command)
+    ]
+    argv = line.split('")')[0].split()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(argv) == 0
+    row = re.search(rf"^\s+{int(batch)}\s+([\d.]+)\s", out.getvalue(), re.MULTILINE)
+    assert row, f"no row for batch {batch} in the output of {command}"
+    return row.group(1)
+
+
+def _shown(place: Place) -> str | None:
+    """What ``place`` shows, or None for a book sentence (checked by its pattern)."""
+    if place.page.endswith("cli.md"):
+        return None
+    if "/" in place.page:
+        return None
+    return str(getattr(lesson(place.page), place.name))
+
+
+@pytest.mark.parametrize(
+    ("entry", "place"),
+    [(e, p) for e in REGISTRY for p in e.places],
+    ids=lambda x: x.what if isinstance(x, Entry) else f"{x.page}:{x.name[:30]}",
+)
+def test_every_place_shows_the_settings_number(entry: Entry, place: Place) -> None:
+    expected = place.shows(entry.setting, entry.batch)
+    if place.page.endswith("cli.md"):
+        assert _cli_floor_ms(place.name, entry.batch) == expected
+    elif "/" in place.page:
+        sentence = " ".join(place.name.format(expected).split())
+        assert sentence in _text(place.page), f"{place.page} should say {sentence!r}"
+    else:
+        assert _shown(place) == expected, f"{place.page}'s {place.name} is not {entry.what}"
+
+
+def test_the_frontier_batch_is_the_lessons_own() -> None:
+    # The entry's batch is the batching lesson's search result, not a number typed here.
+    ns = lesson("batching.md")
+    assert ns.fleet.batch == REGISTRY[-1].batch
+    assert ns.frontier == FRONTIER
+
+
+def test_each_setting_says_what_it_counts() -> None:
+    lines = {e.what: e.setting.describe() for e in REGISTRY}
+    assert "no communication counted" in lines[REGISTRY[0].what]
+    assert "TP all-reduces counted" in lines[REGISTRY[2].what]
+    assert "serial estimate" in lines[REGISTRY[2].what]
+    assert "EP all-to-alls" in lines[REGISTRY[-1].what]
