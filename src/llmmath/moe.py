@@ -340,6 +340,16 @@ def max_ep_width(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
     return ep_widths(n_experts, get_domain(chip).n_chips)[-1]
 
 
+@contract(n_experts=Count(high=1 << 16), chip=DOMAIN)
+def copies_to_fill(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
+    """The fewest redundant expert copies that let ``n_experts`` split evenly over every GPU
+    of one scale-up domain: ``r >= 0`` with ``(n_experts + r)`` a multiple of its GPUs (256
+    experts + 32 copies = 288 = 72 x 4 on an NVL72 rack). Serving systems place copies of hot
+    experts anyway (DeepSeek: 32 on EP144), so the domain's full width is usable."""
+    n = get_domain(chip).n_chips
+    return (-int(n_experts)) % n
+
+
 # ---- what fits in a rack (the domains themselves: llmmath.core.racks) ---------------------------
 @contract(domain=DOMAIN, moe_layers_per_domain=Count())
 def max_expert_layer_params(
@@ -470,6 +480,7 @@ __all__ = [
     "all_to_all_bytes_per_gpu",
     "compute_bound_batch",
     "compute_bound_batch_rule",
+    "copies_to_fill",
     "ep_width_curves",
     "ep_widths",
     "expected_experts_touched",
