@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from lesson_support import ROOT, lesson
 
-from llmmath import api_prices, batching, moe, parallelism
+from llmmath import api_prices, batching, moe, parallelism, scaling
 from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
 from llmmath.beyond.layout_search import workload
 from llmmath.core import capacity, collectives, measure, models, serving
@@ -1545,6 +1545,21 @@ def _long_prompts(budget: str | None = None) -> dict[str, Any]:
     return result
 
 
+#: Issue 42's claims on pages other than the batching chapter's (same test as CLAIMS).
+CLAIMS += [
+    Claim(
+        "overtraining_pricing.md",
+        "times the {eval}`plain_tpp` the fit makes compute-optimal at that loss",
+        lambda ns: (
+            round(float(ns.heavy.tokens_per_param / ns.plain.tokens_per_param))
+            == int(ns.heavy_factor)
+            == round(float(scaling.overtraining_factor(ns.target, 1e14)))
+            and int(ns.heavy_factor) < int(ns.heavy_tpp_x) / 3
+        ),
+    ),
+]
+
+
 def _page_text(page: str) -> str:
     """A lesson by its name, another page by its path from the root ("book/cli.md")."""
     path = ROOT / page if "/" in page else ROOT / "lessons" / page
@@ -1590,6 +1605,10 @@ ISSUE_42_GONE = {
         "One decode step lands near the first number",  # 139,611 tok/s left the all-to-all out
         "spread evenly, the expert {ref}`all-to-all <glossary-all-to-all>` left out",
         "DeepSeek-V3 computing in bf16 would reach",  # T_c named without attention's format
+    ),
+    "overtraining_pricing.md": (
+        # 2,306 tokens per parameter is 25x the fit's own 91 at that loss, not "115x Chinchilla"
+        '{eval}`heavy_tpp_x` times "Chinchilla\'s" 20',
     ),
     "book/intro.md": (
         # 5.19 ms named without its setting; the page maps the server's four latencies now
