@@ -40,7 +40,7 @@ def test_roofline_states_the_presets_range_of_critical_intensity() -> None:
     # The outliers the text names really are the far ones from 300, on either side.
     for low in ("H200", "TPU-v5p", "A100"):
         assert by_chip[low] < 0.75 * 295
-    assert by_chip["TPU-v6e"] > 1.9 * 295
+    assert by_chip["TPU-v6e"] > 1.85 * 295  # 560 on Google's figures: "twice the rest"
 
 
 def test_roofline_reads_the_matmul_weights_only() -> None:
