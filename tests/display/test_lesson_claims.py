@@ -1560,6 +1560,24 @@ CLAIMS += [
 ]
 
 
+CLAIMS += [
+    Claim(
+        "parallelism.md",
+        "That pair is a **hybrid NCCL never runs**",
+        lambda ns: (
+            ns.nccl_protocols["simple_base_latency_s"] > ns.h100.collective_base_latency_s
+            and ns.nccl_protocols["simple_nvlink_step_latency_s"] > ns.h100.scale_up_latency_s
+            and ns.nccl_protocols["ll_ring_all_reduce_bandwidth_share"] < 1.0
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "does not say in which format the matmuls ran, so the gap",
+        lambda ns: float(ns.meta_over_fp8_floor) > float(ns.meta_over_floor) > 1.0,
+    ),
+]
+
+
 def _page_text(page: str) -> str:
     """A lesson by its name, another page by its path from the root ("book/cli.md")."""
     path = ROOT / page if "/" in page else ROOT / "lessons" / page
@@ -1609,6 +1627,16 @@ ISSUE_42_GONE = {
     "overtraining_pricing.md": (
         # 2,306 tokens per parameter is 25x the fit's own 91 at that loss, not "115x Chinchilla"
         '{eval}`heavy_tpp_x` times "Chinchilla\'s" 20',
+    ),
+    "roofline.md": (
+        # max is a bound; the sum is not one (a poor kernel is slower), nor Williams et al.'s
+        "and at most their sum {cite}`williams2009roofline`",
+    ),
+    "parallelism.md": (
+        # LL's latencies at full bandwidth are a hybrid NCCL never runs: named now
+        "carry NCCL's own cost model {cite}`nccl2024tuning`: a base latency",
+        # vLLM takes NVLS for larger messages, one-shot for small (as the glossary says)
+        "switch-reduced ({ref}`NVLS <glossary-nvls>`) all-reduces for small messages",
     ),
     "book/intro.md": (
         # 5.19 ms named without its setting; the page maps the server's four latencies now
