@@ -230,3 +230,20 @@ def test_validation_takeaway_spans_the_old_cases_and_the_cli_reproductions() -> 
     words = _text("book/validation.md")
     assert "land between {glue:text}`serving_low:.2f` and {glue:text}`serving_high:.2f`" in words
     assert "Published systems land between {glue:text}`palm_decode_eff:.2f`" not in words
+
+
+@pytest.mark.parametrize(
+    ("page", "name", "entry"),
+    [
+        ("batching.md", "setting", 1),
+        ("batching.md", "fast_setting", 1),
+        ("batching.md", "spec_setting", 1),
+        ("parallelism.md", "tp8_decode_setting", 2),
+        ("batching.md", "frontier_setting", 5),
+    ],
+)
+def test_the_line_a_page_shows_is_the_registrys_setting(page: str, name: str, entry: int) -> None:
+    # The Setting a page prints above its numbers is the registry's, so the line, the
+    # numbers and the other places that show them cannot drift apart.
+    assert getattr(lesson(page), name) == REGISTRY[entry].setting
+    assert lesson("batching.md").lone_tp[8] == REGISTRY[2].setting

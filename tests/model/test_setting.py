@@ -64,6 +64,12 @@ def test_line_names_every_part_of_the_setting() -> None:
     assert "datasheet" not in line and "no communication" not in line
 
 
+def test_a_what_if_says_the_weights_do_not_fit() -> None:
+    alone = Deployment("Llama-3-70B", "H100", 1, allow_overflow=True)
+    assert "a what-if: the weights do not fit" in Setting(alone, 0).describe()
+    assert "what-if" not in Setting(LLAMA, 0).describe()
+
+
 def test_communication_is_counted_only_with_a_layout_over_chips() -> None:
     assert not Setting(LLAMA, 0).communication_counted
     tp8 = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))

@@ -79,6 +79,8 @@ class Setting:
     def _layout_words(self) -> str:
         dep = self.deployment
         where = f"{dep.model.name} on {dep.n_chips}×{dep.chip.name}"
+        if dep.weight_bytes_per_chip > dep.usable_hbm_bytes_per_chip:  # allow_overflow
+            where += " (a what-if: the weights do not fit)"
         if dep.layout is None:
             if dep.n_chips == 1:
                 return where
