@@ -81,7 +81,7 @@ LAYERS: dict[str, Layer] = {
             "core.models", "core.dtypes", "core.roofline", "core.measure", "core.collectives",
             "core.placement", "core.deployment", "core.chip_prices", "core.serving",
             "core.capacity", "core.training", "core.training_memory", "core.hf_config",
-            "core.hf_quant",
+            "core.hf_quant", "core.hf_hybrid",
         ),
     ),
     "chapters": Layer("The chapters' models", _chapter_modules()),

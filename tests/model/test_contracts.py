@@ -55,6 +55,7 @@ NOT_MODEL = (
     "llmmath.cli",
     "llmmath.core.hf_config",
     "llmmath.core.hf_quant",
+    "llmmath.core.hf_hybrid",
     "llmmath.core.contracts",
 )
 CORE = sorted(

@@ -478,3 +478,125 @@ def test_json_nested_too_deeply_is_refused_in_one_line(tmp_path: Path) -> None:
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match="JSON nested too deeply"):
         read_hf_config(path)
+
+
+# ---- hybrids: a constant state in the linear-attention / Mamba layers, KV in the others -----
+def _gated_deltanet_by_hand(t: dict[str, Any]) -> tuple[int, int]:
+    """One Qwen3NextGatedDeltaNet's weights and state, module by module (transformers):
+    in_proj_qkvz, in_proj_ba, conv1d (no bias), dt_bias, A_log, norm, out_proj; the state is
+    (value heads x key head dim x value head dim) plus the conv's last kernel - 1 inputs."""
+    D, kernel = t["hidden_size"], t["linear_conv_kernel_dim"]
+    nk, dk = t["linear_num_key_heads"], t["linear_key_head_dim"]
+    nv, dv = t["linear_num_value_heads"], t["linear_value_head_dim"]
+    qkvz, ba = D * (2 * nk * dk + 2 * nv * dv), D * 2 * nv
+    conv_channels = 2 * nk * dk + nv * dv
+    weights = qkvz + ba + conv_channels * kernel + nv + nv + dv + nv * dv * D
+    return weights, nv * dk * dv + conv_channels * (kernel - 1)
+
+
+def _qwen_hybrid_by_hand(t: dict[str, Any]) -> int:
+    """Every weight: gated attention (q_proj twice as wide: query and gate; q/k norms) on
+    the full-attention layers, gated DeltaNet on the others, and in every layer 2 norms, the
+    routed experts, one shared expert with its sigmoid gate, and the router."""
+    D, L, N, K, H = (t[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                    "num_key_value_heads", "head_dim"))  # fmt: skip
+    full = t["layer_types"].count("full_attention")
+    attention = D * 2 * N * H + 2 * D * K * H + N * H * D + 2 * H
+    linear, _ = _gated_deltanet_by_hand(t)
+    E, width, shared = (
+        t["num_experts"],
+        t["moe_intermediate_size"],
+        t["shared_expert_intermediate_size"],
+    )
+    moe = E * 3 * D * width + 3 * D * shared + D + D * E
+    embeddings = t["vocab_size"] * D * 2
+    return full * attention + (L - full) * linear + L * (2 * D + moe) + embeddings + D
+
+
+@pytest.mark.parametrize(
+    ("folder", "published", "active", "source"),
+    [
+        ("Qwen3-Next-80B-A3B-Instruct", 80e9, 3e9, "Qwen3-Next model card: 80B total, 3B active"),
+        (
+            "Qwen3.6-35B-A3B",
+            35e9,
+            3e9,
+            "Qwen3.6-35B-A3B model card: 35B total (vision too), 3B active",
+        ),
+    ],
+)
+def test_gated_deltanet_hybrids_count_kv_on_full_attention_layers_only(
+    folder: str, published: float, active: float, source: str
+) -> None:
+    config = _config(folder)
+    text = config.get("text_config", config)
+    spec, notes = read_hf_config(CONFIGS / folder / "config.json")
+    assert spec.total_params == pytest.approx(_qwen_hybrid_by_hand(text), rel=1e-3)
+    assert spec.total_params == pytest.approx(published, rel=0.02), source
+    assert spec.matmul_params_per_token == pytest.approx(active, rel=0.2), source  # "3B"
+    full = text["layer_types"].count("full_attention")
+    assert (spec.n_attention_layers, spec.n_state_layers) == (
+        full,
+        text["num_hidden_layers"] - full,
+    )
+    # KV: only the full-attention layers, K heads of H, keys and values, bf16 ...
+    kv = full * 2 * text["num_key_value_heads"] * text["head_dim"] * 2
+    assert spec.kv_bytes_per_token("bf16") == kv
+    # ... and each linear layer's constant state (fp32 where mamba_ssm_dtype says so).
+    _, state = _gated_deltanet_by_hand(text)
+    held = 4 if text.get("mamba_ssm_dtype") == "float32" else 2
+    per_sequence = (text["num_hidden_layers"] - full) * state * held
+    assert spec.state_bytes_per_sequence("bf16") == per_sequence
+    for T in (1024, 131072):
+        assert float(spec.kv_bytes_per_token("bf16", T)) * T == pytest.approx(
+            kv * T + per_sequence, rel=1e-12
+        )
+    assert any("constant state" in n for n in notes)
+
+
+def test_jamba_counts_mamba_layers_and_its_interleaved_experts() -> None:
+    """AI21-Jamba-1.5-Mini: attention at layers 4, 12, 20, 28 (period 8, offset 4), Mamba in
+    the other 28; MoE (16 experts of 14,336, top-2) at odd layers, dense MLPs at even ones."""
+    t = _config("AI21-Jamba-1.5-Mini")
+    spec, _ = read_hf_config(CONFIGS / "AI21-Jamba-1.5-Mini" / "config.json")
+    D, inner, R, S, C = 4096, 2 * 4096, t["mamba_dt_rank"], t["mamba_d_state"], t["mamba_d_conv"]
+    # JambaMambaMixer: in_proj, conv1d (+ bias), x_proj, dt_proj (+ bias), A_log, D, out_proj,
+    # and the dt, B and C norms.
+    mamba = (
+        D * 2 * inner
+        + inner * C
+        + inner
+        + inner * (R + 2 * S)
+        + R * inner
+        + inner
+        + inner * S
+        + inner
+        + inner * D
+        + R
+        + 2 * S
+    )
+    attention = 2 * D * 32 * 128 + 2 * D * 8 * 128
+    mlp = 3 * D * 14336
+    hand = 4 * attention + 28 * mamba + 32 * 2 * D + 16 * mlp + 16 * (16 * mlp + D * 16)
+    hand += 2 * 65536 * D + D
+    assert spec.total_params == pytest.approx(hand, rel=1e-3)
+    # AI21: "Jamba 1.5 Mini ... 12B active parameters and 52B total parameters"
+    assert spec.total_params == pytest.approx(52e9, rel=0.01)
+    assert spec.active_params == pytest.approx(12e9, rel=0.02)
+    assert (spec.n_attention_layers, spec.n_dense_layers, spec.n_moe_layers) == (4, 16, 16)
+    assert spec.kv_bytes_per_token("bf16") == 4 * 2 * 8 * 128 * 2
+    assert spec.state_bytes_per_sequence("bf16") == 28 * (inner * S + inner * (C - 1)) * 2
+    with pytest.raises(ValueError, match="leave no attention layer among 32"):
+        model_from_hf_config({**t, "attn_layer_offset": 8}, "x")
+
+
+def test_hybrid_layer_types_that_are_not_understood_are_refused() -> None:
+    text = _config("Qwen3-Next-80B-A3B-Instruct")
+    with pytest.raises(ValueError, match="'layer_types' must list one of linear_attention"):
+        model_from_hf_config({**text, "layer_types": ["mamba"] * 48}, "x")
+    with pytest.raises(ValueError, match="'layer_types' has no full_attention layer"):
+        model_from_hf_config({**text, "layer_types": ["linear_attention"] * 48}, "x")
+    with pytest.raises(
+        ValueError, match="'shared_expert_intermediate_size' = 700 is not a multiple"
+    ):
+        model_from_hf_config({**text, "shared_expert_intermediate_size": 700}, "x")

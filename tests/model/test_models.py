@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from model_support import toy
 
+from llmmath.core import models
 from llmmath.core.models import get_model, list_models, model_from_dict
 
 PRESETS = ["Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B", "Llama-2-13B", "Mixtral-8x7B"]
@@ -408,3 +409,54 @@ def test_every_layer_local_without_a_global_pattern() -> None:
 def test_pattern_fields_are_checked(fields: dict[str, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         toy(**fields)
+
+
+# ---- hybrids (#43): state layers cache no tokens, hold a constant state ---------------------
+def _hybrid(**fields: object) -> models.ModelConfig:
+    """A Qwen3-Next-like toy: 8 layers, 6 of them gated-DeltaNet state layers."""
+    shape: dict[str, object] = dict(
+        name="hybrid", n_layers=8, d_model=256, d_ff=512, n_heads=4, n_kv_heads=2, head_dim=64,
+        vocab_size=1000, max_context=1 << 20, n_state_layers=6, state_layer_params=123_456,
+        state_elements_per_layer=10_000,
+    )  # fmt: skip
+    return models.ModelConfig(**{**shape, **fields})  # type: ignore[arg-type]
+
+
+def test_state_layers_replace_attention_weights_and_kv() -> None:
+    hybrid, dense = _hybrid(), _hybrid(n_state_layers=0, state_layer_params=0,
+                                       state_elements_per_layer=0)  # fmt: skip
+    per_layer = dense.attention_params_per_layer
+    assert hybrid.attention_params == 2 * per_layer + 6 * 123_456
+    assert hybrid.kv_elements_per_token() == dense.kv_elements_per_token() // 4  # 2 of 8
+    assert hybrid.state_bytes_per_sequence("bf16") == 6 * 10_000 * 2
+    assert _hybrid(state_dtype="fp32").state_bytes_per_sequence("bf16") == 6 * 10_000 * 4
+    # Attention FLOPs over the context: the attention layers only.
+    assert hybrid.attention_flops_per_token(1000) == dense.attention_flops_per_token(1000) / 4
+    gated = _hybrid(attention_output_gate=True)
+    assert gated.attention_params_per_layer - per_layer == 256 * 4 * 64  # the gate: D N H
+
+
+def test_the_constant_state_is_held_per_sequence_in_the_capacity_count() -> None:
+    from llmmath.core.deployment import Deployment
+
+    hybrid = _hybrid()
+    dep = Deployment(hybrid, "H100")
+    kv, state = hybrid.kv_bytes_per_token("bf16"), hybrid.state_bytes_per_sequence("bf16")
+    B, T = np.array([1.0, 8.0]), np.array([100.0, 100_000.0])
+    assert np.allclose(dep.kv_bytes_held(B, T), B * (T * kv + state), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"n_state_layers": 8}, "n_state_layers must be < n_layers=8"),
+        ({"n_state_layers": 0}, "state_layer_params is set but n_state_layers is 0"),
+        ({"sliding_window": 128}, "n_state_layers is not modelled with sliding_window"),
+        ({"state_dtype": "fp7"}, "state_dtype"),
+    ],
+)
+def test_state_layers_that_cannot_be_counted_are_refused(
+    fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        _hybrid(**fields)

@@ -243,8 +243,9 @@ class Deployment:
     def kv_window_share(self, context: FloatArray) -> FloatArray:
         """The share of the full-attention KV count (:attr:`kv_bytes_held_per_token`) the cache
         holds at ``context`` tokens: 1 without sliding-window layers, less past the window
-        (each such layer holds ``min(T, window)`` tokens)."""
-        if not self.model.sliding_window:
+        (each such layer holds ``min(T, window)`` tokens); a hybrid's constant state adds
+        ``state / (T kv)`` (:meth:`~llmmath.core.models.ModelConfig.kv_bytes_per_token`)."""
+        if not (self.model.sliding_window or self.model.n_state_layers):
             return np.ones_like(context, dtype=np.float64)
         exact = np.asarray(self.model.kv_bytes_per_token(self.kv_dtype, context))
         return exact / self.model.kv_bytes_per_token(self.kv_dtype)

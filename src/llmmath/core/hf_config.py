@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from llmmath.core.dtypes import WeightFormat
+from llmmath.core.hf_hybrid import hybrid_layers
 from llmmath.core.hf_quant import QUANT_METHODS, kv_cache_format, quantization_config, weight_format
 from llmmath.core.models import ModelConfig
 
@@ -60,6 +61,23 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "deepseek_v3": {"tie_word_embeddings": False},
     "glm4_moe": {"tie_word_embeddings": False},  # GLM-4.5, 4.6, 4.7: DeepSeek-style MoE, GQA
     "qwen3_vl_moe_text": {"tie_word_embeddings": False},  # Qwen3-VL's text model: qwen3_moe
+    # Hybrids: gated DeltaNet layers beside gated attention (Qwen3-Next, Qwen3.5/3.6 MoE) ...
+    "qwen3_next": {"tie_word_embeddings": False, "full_attention_interval": 4},
+    "qwen3_5_moe_text": {"tie_word_embeddings": False, "full_attention_interval": 4},
+    # ... and Mamba layers beside attention, MoE every other layer (Jamba, JambaConfig's
+    # defaults where a config is silent).
+    "jamba": {
+        "tie_word_embeddings": False,
+        "attn_layer_period": 8,
+        "attn_layer_offset": 4,
+        "expert_layer_period": 2,
+        "expert_layer_offset": 1,
+        "mamba_d_state": 16,
+        "mamba_d_conv": 4,
+        "mamba_expand": 2,
+        "mamba_conv_bias": True,
+        "mamba_proj_bias": False,
+    },
 }
 #: Multimodal wrappers: their text model sits under ``text_config`` (the vision encoder is
 #: not counted); the value is the text model's family when ``text_config`` names none.
@@ -70,6 +88,7 @@ WRAPPERS = {
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "mistral3": "mistral",  # Mistral Small 3.1 / 3.2, Magistral, Devstral
     "kimi_k25": "kimi_k2",  # Kimi K2.5: resolved through its text_config's architectures
+    "qwen3_5_moe": "qwen3_5_moe_text",  # Qwen3.5 and Qwen3.6 MoE
 }
 #: The model classes a config's ``architectures`` may name, and the family each is read as,
 #: for a ``model_type`` the reader does not know (Kimi K2's ``kimi_k2`` runs as
@@ -206,10 +225,12 @@ def model_from_hf_config(
         if read.get(key):
             raise ValueError(f"{where}: field {key!r} = {read.get(key)!r} is not modelled ({why})")
     D, N = read.count("hidden_size"), read.count("num_attention_heads")
+    dense_width = {"qwen3_5_moe_text": lambda: read.count("moe_intermediate_size")}
     shape: dict[str, Any] = {
         "n_layers": read.count("num_hidden_layers"),
         "d_model": D,
-        "d_ff": read.count("intermediate_size"),
+        # Qwen3.5 MoE has no dense MLP, and no intermediate_size: d_ff is then unused.
+        "d_ff": read.count("intermediate_size", dense_width.get(family, lambda: None)()),
         "n_heads": N,
         "n_kv_heads": read.count("num_key_value_heads", N),
         "head_dim": read.width("head_dim", D // N),
@@ -219,6 +240,7 @@ def model_from_hf_config(
         "source": f"Hugging Face config.json ({where})",
     }
     shape.update(_experts(read, family))
+    shape.update(hybrid_layers(read, family, shape["n_layers"], D))
     if family.startswith("deepseek"):
         shape.update(_latent_attention(read))
     shape.update(_attention_pattern(read, family, shape["n_layers"], shape["max_context"]))
@@ -258,8 +280,19 @@ def _experts(read: _Reader, family: str) -> dict[str, int]:
                 f"'moe_intermediate_size' = {width} (its dense MLP is counted as shared experts)"
             )
         experts.update(n_shared_experts=dense // width, d_ff_expert=width)
+    elif family == "jamba":  # MoE every expert_layer_period-th layer, dense MLPs between
+        period, offset = read.count("expert_layer_period"), read.count("expert_layer_offset", low=0)
+        layers = read.count("num_hidden_layers")
+        experts.update(n_dense_layers=layers - sum(i % period == offset for i in range(layers)))
     elif width:
-        experts.update(n_shared_experts=read.optional_int("n_shared_experts"), d_ff_expert=width)
+        shared = read.optional_int("shared_expert_intermediate_size")  # Qwen: one, this wide
+        if shared % width:
+            raise ValueError(
+                f"{read.where}: field 'shared_expert_intermediate_size' = {shared} is not a "
+                f"multiple of 'moe_intermediate_size' = {width} (counted as shared experts)"
+            )
+        count = shared // width if shared else read.optional_int("n_shared_experts")
+        experts.update(n_shared_experts=count, d_ff_expert=width)
     return experts
 
 
@@ -350,7 +383,12 @@ def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
         notes.append(f"model_type {named!r} is read as {family} ({classes}, its architectures)")
     if read.get("attention_bias") or family == "qwen2" or family == "gpt_oss":
         notes.append("biases are not counted (under 0.1% of the weights)")
-    if read.get("num_nextn_predict_layers"):
+    if family in ("qwen3_next", "qwen3_5_moe_text", "jamba"):
+        notes.append(
+            "state layers hold a constant state per sequence and cache no tokens; their "
+            "recurrence's FLOPs (a few per state number a token) are not counted"
+        )
+    if read.get("num_nextn_predict_layers") or read.get("mtp_num_hidden_layers"):
         notes.append("the multi-token-prediction module is not counted (as in published totals)")
     if "vision_config" in outer:
         notes.append("the vision encoder is not counted: the text model only")

@@ -26,7 +26,7 @@ from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import AnyOf, Count, Instance, OneOf, Optional, PathLike, Real
 from llmmath.core.contracts import AMOUNT, FLAG, NAME, checked, contract, each, refuse, vocabulary
-from llmmath.core.dtypes import bytes_per_element
+from llmmath.core.dtypes import BYTES_PER_ELEMENT, bytes_per_element
 
 _COUNT_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size")
 _OPTIONAL_COUNT_FIELDS = (
@@ -54,6 +54,9 @@ _OPTIONAL_COUNT_FIELDS = (
     **each(Count(low=0), "d_ff_expert mla_kv_lora_rank mla_q_lora_rank mla_rope_head_dim"),
     **each(Count(low=0), "sliding_window local_per_global global_head_dim global_kv_heads"),
     global_k_eq_v=FLAG,
+    **each(Count(low=0), "n_state_layers state_layer_params state_elements_per_layer"),
+    state_dtype=Optional(OneOf(tuple(BYTES_PER_ELEMENT), "state_dtype")),
+    attention_output_gate=FLAG,
 )
 class ModelConfig:
     """A decoder-only transformer with SwiGLU MLPs; optional MoE layers and MLA attention."""
@@ -93,6 +96,18 @@ class ModelConfig:
     global_head_dim: int = 0
     global_kv_heads: int = 0
     global_k_eq_v: bool = False
+    # Hybrids (Qwen3-Next's gated DeltaNet, Jamba's Mamba): n_state_layers of the layers mix
+    # tokens through a recurrence instead of attention. Such a layer caches no keys and values:
+    # it holds a constant state of state_elements_per_layer numbers per sequence (in
+    # state_dtype; None = the KV cache's format), whatever the context, and its mixer has
+    # state_layer_params weights in place of attention's. The other layers attend as above.
+    n_state_layers: int = 0
+    state_layer_params: int = 0
+    state_elements_per_layer: int = 0
+    state_dtype: str | None = None
+    # Gated attention (Qwen3-Next, Qwen3.5): W_Q also produces a sigmoid gate on the heads'
+    # output, N H more columns: 3 D N H + 2 D K H weights a layer.
+    attention_output_gate: bool = False
     source: str = ""
     source_date: str = ""
 
@@ -110,6 +125,7 @@ class ModelConfig:
                 f"n_kv_heads={self.n_kv_heads}"
             )
         self._check_pattern()
+        self._check_state_layers()
         if self.n_experts:
             if self.experts_per_token < 1:
                 raise ValueError(
@@ -147,6 +163,21 @@ class ModelConfig:
                 f"global_kv_heads={self.global_kv_heads}"
             )
 
+    def _check_state_layers(self) -> None:
+        state = ("state_layer_params", "state_elements_per_layer", "state_dtype")
+        if not self.n_state_layers:
+            for field in state:
+                if getattr(self, field) not in (0, None):
+                    raise ValueError(f"{self.name}: {field} is set but n_state_layers is 0")
+            return
+        if self.n_state_layers >= self.n_layers:
+            raise ValueError(
+                f"{self.name}: n_state_layers must be < n_layers={self.n_layers} (at least one "
+                f"attention layer); got {self.n_state_layers}"
+            )
+        if self.sliding_window:
+            raise ValueError(f"{self.name}: n_state_layers is not modelled with sliding_window")
+
     # ---- shape facts ------------------------------------------------------------------
     @property
     def is_moe(self) -> bool:
@@ -162,11 +193,17 @@ class ModelConfig:
         return "MQA" if self.n_kv_heads == 1 else "GQA"
 
     @property
+    def n_attention_layers(self) -> int:
+        """Layers that attend (and cache keys and values): all but the state layers."""
+        return self.n_layers - self.n_state_layers
+
+    @property
     def n_global_layers(self) -> int:
-        """Layers that attend to (and cache) the whole context: all of them without a sliding
-        window, else ``L // (local_per_global + 1)`` (none when ``local_per_global`` is 0)."""
+        """Layers that attend to (and cache) the whole context: every attention layer without
+        a sliding window, else ``L // (local_per_global + 1)`` (none when ``local_per_global``
+        is 0)."""
         if not self.sliding_window:
-            return self.n_layers
+            return self.n_attention_layers
         if not self.local_per_global:
             return 0
         return self.n_layers // (self.local_per_global + 1)
@@ -179,7 +216,7 @@ class ModelConfig:
     def _attention_groups(self) -> tuple[tuple[int, int, int, bool, int], ...]:
         """(layers, KV heads, head dim, values from the keys?, window or 0) per layer kind."""
         if not self.sliding_window:
-            return ((self.n_layers, self.n_kv_heads, self.head_dim, False, 0),)
+            return ((self.n_attention_layers, self.n_kv_heads, self.head_dim, False, 0),)
         local = (self.n_local_layers, self.n_kv_heads, self.head_dim, False, self.sliding_window)
         K = self.global_kv_heads or self.n_kv_heads
         H = self.global_head_dim or self.head_dim
@@ -206,7 +243,8 @@ class ModelConfig:
         """Attention weights of every layer: each layer kind at its own shape (a global layer
         of Gemma 4 has wider heads, fewer KV heads and, with ``global_k_eq_v``, no ``W_V``)."""
         if not self.sliding_window:
-            return self.n_layers * self.attention_params_per_layer
+            state = self.n_state_layers * self.state_layer_params
+            return self.n_attention_layers * self.attention_params_per_layer + state
         D, N = self.d_model, self.n_heads
         total = 0
         for layers, K, H, k_eq_v, _ in self._attention_groups():
@@ -218,7 +256,8 @@ class ModelConfig:
         """One ordinary (or local) layer's attention weights."""
         D, N, K, H = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
         if self.attention_kind != "MLA":
-            return 2 * D * N * H + 2 * D * K * H  # W_Q and W_O, then W_K and W_V
+            gate = D * N * H if self.attention_output_gate else 0
+            return 2 * D * N * H + 2 * D * K * H + gate  # W_Q and W_O, then W_K and W_V
         q_rank, kv_rank, rope = self.mla_q_lora_rank, self.mla_kv_lora_rank, self.mla_rope_head_dim
         # With a query latent: down-projection, its norm, up-projection to the heads; without
         # one (e.g. DeepSeek-V2-Lite) the queries come straight from D.
@@ -296,7 +335,7 @@ class ModelConfig:
             per_head = 2 * self.mla_kv_lora_rank + self.mla_rope_head_dim
         else:
             per_head = self.head_dim + self.mla_rope_head_dim + self.head_dim
-        return as_output(2.0 * self.n_layers * T * self.n_heads * per_head)
+        return as_output(2.0 * self.n_attention_layers * T * self.n_heads * per_head)
 
     @contract()
     def forward_flops_per_token(
@@ -331,16 +370,23 @@ class ModelConfig:
     ) -> float | FloatArray:
         """KV-cache bytes per token of context in ``dtype``.
 
-        Without ``context``: every layer caches every token (:meth:`kv_elements_per_token`).
-        At a ``context`` of ``T`` tokens: the sequence's cache over ``T``, exact for
-        sliding-window layers, which hold ``min(T, window)`` tokens while global ones hold
-        ``T``: ``(sum_global 2 K H + sum_local 2 K H min(1, window / T)) b``. It equals the
-        full count up to the window, and falls towards the global layers' share beyond it.
+        Without ``context``: every attention layer caches every token
+        (:meth:`kv_elements_per_token`). At a ``context`` of ``T`` tokens: the sequence's
+        cache over ``T``, exact for sliding-window layers, which hold ``min(T, window)`` tokens
+        while global ones hold ``T``: ``(sum_global 2 K H + sum_local 2 K H min(1, window / T))
+        b``. It equals the full count up to the window, and falls towards the global layers'
+        share beyond it. A hybrid's state layers add their constant state spread over the
+        ``T`` tokens, ``state / T`` (above the full count at short contexts, towards it at
+        long ones; nothing at ``T = 0``).
         """
         b = bytes_per_element(dtype)
         if context is None:
             return self.kv_elements_per_token() * b
         T = as_floats(context)
+        if self.n_state_layers:
+            state = self.state_bytes_per_sequence(dtype)
+            spread = np.divide(state, T, out=np.zeros_like(T), where=T > 0)
+            return as_output(self.kv_elements_per_token() * b + spread)
         if not self.sliding_window:
             return as_output(np.full_like(T, self.kv_elements_per_token() * b))
         per_token = np.zeros_like(T)
@@ -348,6 +394,14 @@ class ModelConfig:
             share = np.minimum(1.0, np.divide(window, T, out=np.ones_like(T), where=T > 0))
             per_token = per_token + 2.0 * layers * K * H * (share if window else 1.0)
         return as_output(per_token * b)
+
+    @contract()
+    def state_bytes_per_sequence(self, dtype: str = "bf16") -> float:
+        """Bytes of a hybrid's recurrent state, held per sequence whatever its length:
+        ``n_state_layers * state_elements_per_layer`` numbers in ``state_dtype`` (``dtype``,
+        the KV cache's format, where the model names none); 0 without state layers."""
+        held = self.state_dtype or dtype
+        return float(self.n_state_layers * self.state_elements_per_layer * bytes_per_element(held))
 
 
 #: A model parameter: a :class:`ModelConfig` or a preset's name.

@@ -1,0 +1,117 @@
+"""The state layers of hybrid models, read from a Hugging Face ``config.json``, offline.
+
+A hybrid mixes tokens in most layers through a recurrence instead of attention: gated
+DeltaNet in Qwen3-Next and Qwen3.5/3.6 MoE (``layer_types``: ``linear_attention`` beside
+``full_attention``), Mamba in Jamba (attention every ``attn_layer_period``-th layer). Such a
+layer caches no keys and values; it holds a constant state per sequence. This module gives
+:class:`~llmmath.core.models.ModelConfig`'s hybrid fields from the config's own: how many
+layers, each one's mixer weights (``transformers``' modules, parameter by parameter) and its
+state. :mod:`llmmath.core.hf_config` calls it for every config.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+#: ``layer_types`` entries of a gated-DeltaNet hybrid.
+LINEAR_KINDS = ("linear_attention", "full_attention")
+
+
+class FieldReader(Protocol):
+    """What :mod:`llmmath.core.hf_config`'s reader offers: fields by name, checked."""
+
+    where: str
+
+    def get(self, key: str) -> Any: ...
+    def count(self, key: str, default: int | None = None, *, low: int = 1) -> int: ...
+    def flag(self, key: str) -> bool: ...
+
+
+def hybrid_layers(read: FieldReader, family: str, layers: int, d_model: int) -> dict[str, Any]:
+    """``ModelConfig``'s hybrid fields (``n_state_layers``, ``state_layer_params``,
+    ``state_elements_per_layer``, ``state_dtype``, ``attention_output_gate``) of a config,
+    or none for a model that attends in every layer."""
+    if family in ("qwen3_next", "qwen3_5_moe_text"):
+        return _gated_deltanet(read, family, layers, d_model)
+    if family == "jamba":
+        return _mamba(read, layers, d_model)
+    return {}
+
+
+def _gated_deltanet(read: FieldReader, family: str, layers: int, D: int) -> dict[str, Any]:
+    """``Qwen3NextGatedDeltaNet``: q, k (``linear_num_key_heads`` x ``linear_key_head_dim``)
+    and v, z (``linear_num_value_heads`` x ``linear_value_head_dim``) projected from D, two
+    scalars (beta, a) per value head, a depthwise causal conv of ``linear_conv_kernel_dim``
+    over q, k, v, ``dt_bias`` and ``A_log`` per value head, a gated norm over one value head,
+    and the output projection. Its state: a ``key_dim x value_dim`` matrix per value head,
+    and the conv's last ``kernel - 1`` inputs (as vLLM holds them)."""
+    types = read.get("layer_types")
+    if types is None:
+        every = read.count("full_attention_interval")
+        types = ["full_attention" if (i + 1) % every == 0 else "linear_attention"
+                 for i in range(layers)]  # fmt: skip
+    if (
+        not isinstance(types, list)
+        or len(types) != layers
+        or any(t not in LINEAR_KINDS for t in types)
+    ):
+        raise ValueError(
+            f"{read.where}: field 'layer_types' must list one of {', '.join(LINEAR_KINDS)} per "
+            f"layer ({layers} layers)"
+        )  # fmt: skip
+    linear = types.count("linear_attention")
+    if linear == layers:
+        raise ValueError(f"{read.where}: field 'layer_types' has no full_attention layer")
+    keys = read.count("linear_num_key_heads") * read.count("linear_key_head_dim")
+    heads, head_v = read.count("linear_num_value_heads"), read.count("linear_value_head_dim")
+    values, kernel = heads * head_v, read.count("linear_conv_kernel_dim", 4)
+    conv = 2 * keys + values  # the conv runs over q, k and v
+    params = D * (2 * keys + 2 * values + 2 * heads) + conv * kernel + 2 * heads + head_v
+    params += values * D
+    state = heads * (keys // read.count("linear_num_key_heads")) * head_v + conv * (kernel - 1)
+    gate = family == "qwen3_next" or read.flag("attn_output_gate")
+    return _fields(read, linear, params, state, gate)
+
+
+def _mamba(read: FieldReader, layers: int, D: int) -> dict[str, Any]:
+    """``JambaMambaMixer`` (Mamba-1): in_proj D -> 2I, a depthwise conv of ``mamba_d_conv``,
+    x_proj I -> R + 2N, dt_proj R -> I (with bias), A_log (I x N), D (I), out_proj I -> D and
+    three small norms (R, N, N), with I = ``mamba_expand`` D, R = ``mamba_dt_rank``
+    (``"auto"``: ceil(D/16)), N = ``mamba_d_state``. Its state: I x N, and the conv's last
+    ``d_conv - 1`` inputs. Layer i attends when i % ``attn_layer_period`` ==
+    ``attn_layer_offset``."""
+    period, offset = read.count("attn_layer_period"), read.count("attn_layer_offset", low=0)
+    attending = sum(i % period == offset for i in range(layers))
+    if not attending:
+        raise ValueError(
+            f"{read.where}: fields 'attn_layer_period' = {period} and 'attn_layer_offset' = "
+            f"{offset} leave no attention layer among {layers}; the offset must be < the period"
+        )
+    inner, state_n, conv = (
+        read.count("mamba_expand") * D,
+        read.count("mamba_d_state"),
+        read.count("mamba_d_conv"),
+    )
+    rank = read.get("mamba_dt_rank")
+    rank = math.ceil(D / 16) if rank in (None, "auto") else read.count("mamba_dt_rank")
+    proj_bias, conv_bias = read.flag("mamba_proj_bias"), read.flag("mamba_conv_bias")
+    params = D * 2 * inner + inner * conv + inner * (rank + 2 * state_n) + rank * inner + inner
+    params += inner * state_n + inner + inner * D + rank + 2 * state_n
+    params += (2 * inner + D) * proj_bias + inner * conv_bias
+    state = inner * state_n + inner * (conv - 1)
+    return _fields(read, layers - attending, params, state, False)
+
+
+def _fields(read: FieldReader, n: int, params: int, state: int, gate: bool) -> dict[str, Any]:
+    fp32 = read.get("mamba_ssm_dtype") == "float32"  # Qwen3.5 keeps its state in fp32
+    return {
+        "n_state_layers": n,
+        "state_layer_params": params,
+        "state_elements_per_layer": state,
+        "state_dtype": "fp32" if fp32 else None,
+        "attention_output_gate": gate,
+    }
+
+
+__all__ = ["LINEAR_KINDS", "hybrid_layers"]
