@@ -232,6 +232,28 @@ def bench_pages(html: Path, loads: int = 3) -> list[dict[str, object]]:
     return found
 
 
+def bench_this_cpu() -> dict[str, float]:
+    """How close this CPU comes to its own measured roofline (the roofline lesson's sweep): the
+    efficiency (floor / measured) of the lowest- and highest-intensity matmul, and how much
+    more FLOP/s a batch of 256 achieves at best than a batch of 1 at its median (the figure's
+    story). Measured, not asserted: a busy machine moves them (was a unit test, #41)."""
+    from llmmath.core.measure import measure_machine
+    from llmmath.validation.published import machine_comparisons
+
+    machine = measure_machine(sweep_batches=(1, 4, 256, 1024))
+    low, high = machine_comparisons(machine)
+    story = measure_machine(sweep_batches=(1, 256), sweep_dim=4096)
+    assert story.sweep_median_s is not None
+    typical = story.sweep_flops / story.sweep_median_s
+    return {
+        "peak_gflop_per_s": machine.peak_flop_per_s / 1e9,
+        "bandwidth_gb_per_s": machine.bandwidth_bytes_per_s / 1e9,
+        "low_intensity_efficiency": low.efficiency,
+        "high_intensity_efficiency": high.efficiency,
+        "b256_best_over_b1_median": float(story.sweep_achieved_flop_per_s[1] / typical[0]),
+    }
+
+
 SERVE = ["serve", "Llama-3-70B", "H100x8", "--layout", "tp8", "--context", "2048"]
 
 
@@ -265,6 +287,7 @@ def main() -> None:
     if not (args.controls_only or args.only):
         results |= {
             "batching_grid_1000x100": bench_batching_grid(),
+            "this_cpu": bench_this_cpu(),
             "sweep_1e6_points": bench_sweep(),
             "static_explorer": bench_static_frames(),
             "decode_step_1000_batches": bench_decode_sweep(),

