@@ -12,11 +12,13 @@ Each worker process starts one headless Chromium, on the first test that asks fo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from playwright.sync_api import Browser
-from site_support import chromium
+import wait_support
+
+if TYPE_CHECKING:  # imported where a test asks for a browser: the model's tests run without it
+    from playwright.sync_api import Browser
 
 # Tests that need no fixture of their module's, so run apart from it: test name -> group.
 APART = {
@@ -78,7 +80,33 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return GroupScheduling(config, log)
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    return (
+        f"waits: budgets x{wait_support.factor():.2f} now (LLMMATH_WAIT_FACTOR "
+        f"{wait_support.env_factor():g} x load {wait_support.load_factor():.2f}; "
+        "tests/wait_support.py)"
+    )
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
+    from site_support import chromium
+
     with chromium() as launched:
         yield launched
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A test that fails with pages open in this process's browser (the session's ``browser``)
+    gets their screenshots: paths in its report, "open pages when it failed"."""
+    report = yield
+    if report.failed and call.when == "call":
+        from llmmath_course.browser import running
+
+        opened = running()
+        if opened is not None and opened.is_connected():
+            shots = wait_support.screenshot_pages(opened, item.nodeid)
+            if shots:
+                report.sections.append(("open pages when it failed", "\n".join(shots)))
+    return report

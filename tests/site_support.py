@@ -3,6 +3,7 @@ browser and server are llmmath_course.browser's (the benchmarks use them too).""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,7 @@ from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Browser
+from wait_support import screenshot_pages, seconds
 
 from llmmath_course import browser
 from llmmath_course.browser import CHROMIUM, CHROMIUM_ARGS, MISSING, serve  # noqa: F401
@@ -25,13 +27,28 @@ HARMLESS_CONSOLE = (
 )
 
 
+# What a page waits where a call names none (Playwright's own default is 30 s).
+DEFAULT_WAIT_S = 30
+
+
 @contextmanager
 def chromium() -> Iterator[Browser]:
-    """``llmmath_course.browser.chromium``, which fails the test, not errors, without it."""
+    """``llmmath_course.browser.chromium``, which fails the test, not errors, without it. Its
+    pages wait ``seconds(DEFAULT_WAIT_S)`` where a call names no timeout (tests/wait_support.py),
+    and when the test fails inside, each open page is photographed before the browser closes:
+    the failure ends with the pages' addresses and the screenshots' paths."""
     if not Path(CHROMIUM).exists():
         pytest.fail(MISSING, pytrace=False)
-    with browser.chromium() as opened:
-        yield opened
+    with browser.chromium(default_timeout_s=seconds(DEFAULT_WAIT_S)) as opened:
+        try:
+            yield opened
+        except BaseException as error:
+            if isinstance(error, Exception) and not getattr(error, "_photographed", False):
+                label = os.environ.get("PYTEST_CURRENT_TEST", "test").split(" ")[0]
+                shots = screenshot_pages(opened, label)
+                error.add_note("open pages when it failed:\n" + "\n".join(shots))
+                error._photographed = True  # type: ignore[attr-defined]
+            raise
 
 
 def is_local(url: str) -> bool:

@@ -9,10 +9,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, BrowserContext, Page
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -54,9 +54,31 @@ def serve(
 _running: list[Browser] = []  # the browser this process has open, if any
 
 
+def _with_default_timeout(browser: Browser, timeout_ms: float) -> None:
+    """Every context ``browser`` makes from now on (and so every page, popups included) waits
+    at most ``timeout_ms`` where a call names no timeout (Playwright's default is 30 s)."""
+    new_context, new_page = browser.new_context, browser.new_page
+
+    def context_with_timeout(*args: Any, **kwargs: Any) -> BrowserContext:
+        context = new_context(*args, **kwargs)
+        context.set_default_timeout(timeout_ms)
+        return context
+
+    def page_with_timeout(*args: Any, **kwargs: Any) -> Page:
+        page = new_page(*args, **kwargs)
+        page.context.set_default_timeout(timeout_ms)
+        return page
+
+    # On this instance only: the sync API has no setting for a browser-wide default.
+    setattr(browser, "new_context", context_with_timeout)  # noqa: B010
+    setattr(browser, "new_page", page_with_timeout)  # noqa: B010
+
+
 @contextmanager
-def chromium() -> Iterator[Browser]:
+def chromium(default_timeout_s: float | None = None) -> Iterator[Browser]:
     """Debian's chromium driven by Playwright (never a downloaded browser); always closed.
+    ``default_timeout_s``: what its pages wait where a call names no timeout (the tests take
+    theirs from tests/wait_support.py); Playwright's 30 s if None.
 
     One per process: Playwright's sync API cannot run twice at once in a thread, so a caller
     inside another's ``with`` (a test using the session's browser) shares the open one."""
@@ -69,9 +91,16 @@ def chromium() -> Iterator[Browser]:
         raise RuntimeError(MISSING)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        if default_timeout_s is not None:
+            _with_default_timeout(browser, default_timeout_s * 1000)
         _running.append(browser)
         try:
             yield browser
         finally:
             _running.remove(browser)
             browser.close()
+
+
+def running() -> Browser | None:
+    """The browser ``chromium`` has open in this process, if any."""
+    return _running[-1] if _running else None
