@@ -10,8 +10,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from playwright.sync_api import Browser
-from wait_support import screenshot_pages, seconds
+from playwright.sync_api import Browser, Page
+from wait_support import ms, screenshot_pages, seconds
 
 from llmmath_course import browser
 from llmmath_course.browser import CHROMIUM, CHROMIUM_ARGS, MISSING, serve  # noqa: F401
@@ -49,6 +49,17 @@ def chromium() -> Iterator[Browser]:
                 error.add_note("open pages when it failed:\n" + "\n".join(shots))
                 error._photographed = True  # type: ignore[attr-defined]
             raise
+
+
+def typeset(page: Page) -> None:
+    """Wait until ``page`` shows what a reader sees: its maths typeset (MathJax 3's startup
+    promise, resolved after the first typesetting) and its fonts loaded."""
+    page.wait_for_function(
+        "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
+        " || MathJax.startup.promise.then(() => true)",
+        timeout=ms(20),
+    )
+    page.wait_for_function("() => document.fonts.status === 'loaded'", timeout=ms(20))
 
 
 def is_local(url: str) -> bool:

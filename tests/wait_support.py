@@ -74,30 +74,47 @@ def ms(base: float) -> float:
     return seconds(base) * 1000
 
 
+def in_page(page: Any) -> Callable[[float], None]:
+    """A pause that lets Playwright handle the page's events meanwhile (``time.sleep`` would
+    hold its routes and messages until the next call): ``wait_until(..., pause=in_page(p))``."""
+    return lambda s: page.wait_for_timeout(s * 1000)
+
+
+def poll(
+    condition: Callable[[], T | None],
+    base: float,
+    every: float = 0.2,
+    pause: Callable[[float], None] = time.sleep,
+) -> T | None:
+    """Call ``condition`` every ``every`` s until it returns something truthy, and return that;
+    after ``seconds(base)``, its last value. An exception in ``condition`` is not caught."""
+    deadline = time.monotonic() + seconds(base)
+    while True:
+        result = condition()
+        if result or time.monotonic() > deadline:
+            return result
+        pause(every)
+
+
 def wait_until(
     condition: Callable[[], T | None],
     what: str,
     base: float,
     seen: Callable[[], object] | None = None,
     every: float = 0.2,
+    pause: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Poll ``condition`` every ``every`` s until it returns something truthy, and return that.
-    After ``seconds(base)`` fail, saying ``what`` was waited for and what ``seen()`` (default:
-    the condition's last value) showed. An exception in ``condition`` is not caught: it is the
-    failure."""
+    """``poll`` until ``condition`` holds and return its value; or fail after ``seconds(base)``,
+    saying ``what`` was waited for and what ``seen()`` (default: the condition's last value)
+    showed."""
     budget = seconds(base)
-    deadline = time.monotonic() + budget
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            shown = seen() if seen is not None else result
-            raise AssertionError(
-                f"waited {budget:.0f} s (base {base:g} s x {budget / base:.2f}) for {what}; "
-                f"saw: {shown}"
-            )
-        time.sleep(every)
+    result = poll(condition, base, every, pause)
+    if result:
+        return result
+    shown = seen() if seen is not None else result
+    raise AssertionError(
+        f"waited {budget:.0f} s (base {base:g} s x {budget / base:.2f}) for {what}; saw: {shown}"
+    )
 
 
 def screenshot_pages(browser: Any, label: str) -> list[str]:

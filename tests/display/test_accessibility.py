@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page
-from site_support import HTML, ROOT, built_pages, serve
+from site_support import HTML, ROOT, built_pages, serve, typeset
+from wait_support import in_page, ms, poll
 
 pytestmark = pytest.mark.browser
 
@@ -56,14 +57,9 @@ def open_page(browser: Browser, url: str, viewport: dict[str, int] | None = None
     page.goto(url, wait_until="load")
     if page.locator(".jupyter-widgets").count():
         page.locator(".widget-image, .jupyter-widgets img").first.wait_for(
-            state="visible", timeout=20000
+            state="visible", timeout=ms(20)
         )
-    page.wait_for_function(
-        "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
-        " || MathJax.startup.promise.then(() => true)",
-        timeout=20000,
-    )
-    page.wait_for_timeout(300)
+    typeset(page)
     return page
 
 
@@ -178,8 +174,8 @@ def test_every_explorer_works_from_the_keyboard(browser: Browser, base_url: str,
             page.keyboard.press("Tab")
         for key in KEYS[kind]:
             page.keyboard.press(key)
-        page.wait_for_timeout(250)
-        if frames_shown(page) == before:
+        changed = poll(lambda: frames_shown(page) != before, 10, pause=in_page(page))  # noqa: B023
+        if not changed:  # waited seconds(10) for the figure to change: this control is dead
             dead.append(f"{kind} {reached[kind]}")
         if reached == counts:
             break

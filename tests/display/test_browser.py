@@ -15,7 +15,9 @@ from site_support import (
     built_pages,
     is_local,
     serve,
+    typeset,
 )
+from wait_support import in_page, ms, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -69,11 +71,11 @@ def test_the_book_has_its_pages() -> None:
 def test_page_renders_offline(browser: Browser, base_url: str, path: str) -> None:
     visit = Visit(browser, f"{base_url}/{path}")
     if path == "index.html":  # a meta refresh to the intro page
-        visit.page.wait_for_url("**/book/intro.html", timeout=10000)
+        visit.page.wait_for_url("**/book/intro.html", timeout=ms(10))
     title = visit.page.locator("article h1").first
-    title.wait_for(state="visible", timeout=10000)  # raises if the page shows no title
+    title.wait_for(state="visible", timeout=ms(10))  # raises if the page shows no title
     visit.page.wait_for_load_state("load")
-    visit.page.wait_for_timeout(300)
+    typeset(visit.page)
     assert not visit.outside, f"{path} reached outside the machine: {visit.outside}"
     assert not visit.errors, f"{path} logged errors: {visit.errors}"
     raw_tex = visit.page.locator("article").inner_text()
@@ -81,10 +83,13 @@ def test_page_renders_offline(browser: Browser, base_url: str, path: str) -> Non
     visit.page.close()
 
 
-def visible_frames(page: Page) -> list[str]:
+def visible_frames(page: Page, between_frames_ok: bool = False) -> list[str]:
     """What the widgets show now: the ``src`` of every visible widget image and the text
-    of every visible HTML panel (a precomputed table is a frame too)."""
+    of every visible HTML panel (a precomputed table is a frame too). ``between_frames_ok``:
+    while a figure switches frames no image may be visible for a moment (then: [])."""
     images = page.locator(".widget-image:visible, .jupyter-widgets img:visible")
+    if between_frames_ok and images.count() == 0:
+        return []
     assert images.count() >= 1, "no widget figure is visible"
     panels = page.locator(".widget-html-content:visible")
     return [images.nth(i).get_attribute("src") or "" for i in range(images.count())] + [
@@ -107,7 +112,7 @@ def test_every_lesson_control_switches_the_figure(
     """No dead control: each slider, menu and toggle on the page changes a figure."""
     visit = Visit(browser, f"{base_url}/{path}")
     page = visit.page
-    page.locator(".widget-image").first.wait_for(state="visible", timeout=20000)
+    page.locator(".widget-image").first.wait_for(state="visible", timeout=ms(20))
     captions = page.locator(".cell_output p", has_text=re.compile(r"^Figure\. \w"))
     assert captions.count() >= 1 and captions.first.is_visible(), "no captioned figure"
     assert page.locator(".cell_output img").first.is_visible(), "no figure"
@@ -123,8 +128,13 @@ def test_every_lesson_control_switches_the_figure(
     for name, move in moves:
         before = visible_frames(page)
         move()
-        page.wait_for_timeout(250)
-        assert visible_frames(page) != before, f"{path}: moving {name} did not change any figure"
+        wait_until(
+            lambda: visible_frames(page, between_frames_ok=True) not in ([], before),  # noqa: B023 (called here, in the loop)
+            f"{path}: moving {name} to change a figure",
+            10,
+            seen=lambda: "the same frames",
+            pause=in_page(page),
+        )
     assert not visit.outside, f"the widgets reached outside the machine: {visit.outside}"
     assert not visit.errors, f"the widgets logged errors: {visit.errors}"
     page.close()
