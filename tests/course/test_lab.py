@@ -52,6 +52,7 @@ from playwright.sync_api import Browser, Locator, Page
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from site_support import HTML, is_local
+from wait_support import in_page, ms, seconds, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -74,6 +75,7 @@ SPECS = {spec.assignment: spec for spec in load_specs()}
 #: one is checked once, partly done (each run starts a kernel: seconds on two cores).
 FULL = "roofline" if "roofline" in EXERCISES else EXERCISES[0]
 SHOTS = Path(os.environ["LAB_SCREENSHOTS"]) if os.environ.get("LAB_SCREENSHOTS") else None
+# Base budgets (tests/wait_support.py scales them with the machine's load):
 STARTUP_S = 300  # a cold start on 2 cores while the other test worker loads a hub
 RUN_ALL_S = 300  # the lesson's own measure-your-machine cell takes a few seconds
 
@@ -127,12 +129,13 @@ class Lab:
     log: Path
 
     def api(self, method: str, path: str, timeout: float = 10) -> Any:
+        """The server's REST API; ``timeout``: a base budget in seconds (scaled)."""
         request = urllib.request.Request(
             f"{self.url}/api/{path}",
             method=method,
             headers={"Authorization": f"token {self.token}"},
         )
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=seconds(timeout)) as response:
             body = response.read()
         return json.loads(body) if body else None
 
@@ -181,15 +184,15 @@ def stop(process: subprocess.Popen[bytes], lab: Lab | None) -> None:
         with contextlib.suppress(OSError, urllib.error.URLError):
             lab.api("POST", "shutdown", timeout=5)  # shuts its kernels down too
     try:
-        process.wait(timeout=20)
+        process.wait(timeout=seconds(20))
     except subprocess.TimeoutExpired:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=seconds(10))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+            process.wait(timeout=seconds(10))
     for child in started:  # kernels run in sessions of their own
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
@@ -218,16 +221,16 @@ def running_lab(root: Path, role: str = "learner") -> Iterator[Lab]:
     lab: Lab | None = None
     try:
         candidate = Lab(f"http://127.0.0.1:{port}", token, root, port, process, log)
-        deadline = time.monotonic() + STARTUP_S
-        while True:
+
+        def answers() -> bool:
             if process.poll() is not None:
                 pytest.fail(f"jupyter lab exited with {process.returncode}:\n{log.read_text()}")
             with contextlib.suppress(OSError, urllib.error.URLError, ValueError):
                 candidate.api("GET", "status", timeout=2)
-                break
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not answer in {STARTUP_S} s:\n{log.read_text()}")
-            time.sleep(0.25)
+                return True
+            return False
+
+        wait_until(answers, "jupyter lab to answer /api/status", STARTUP_S, log.read_text, 0.25)
         lab = candidate
         yield lab
     finally:
@@ -261,13 +264,13 @@ def test_server_is_stopped_and_its_port_freed_whatever_happens(
     ):
         port, process = server.port, server.process
         server.api("POST", "kernels")  # a kernel runs in a session of its own
-        deadline = time.monotonic() + 60
-        while not kernels and time.monotonic() < deadline:
-            time.sleep(0.2)
-            kernels = [
+        kernels = wait_until(
+            lambda: [
                 p for p in psutil.Process(process.pid).children(recursive=True) if p.is_running()
-            ]
-        assert kernels, "the kernel did not start"
+            ],
+            "the kernel's process to start",
+            60,
+        )
         raise RuntimeError("a test failing mid-way")
     assert process.poll() is not None, "the server is still running"
     assert port_is_free(port), f"port {port} is still taken"
@@ -286,7 +289,7 @@ def test_instructor_role_has_nbgrader_tools_and_writable_lessons(
         try:
             page.goto(server.page_url())
             menu = page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Nbgrader$"))
-            menu.wait_for(timeout=STARTUP_S * 1000)
+            menu.wait_for(timeout=ms(STARTUP_S))
             menu.click()
             page.locator('.lm-Menu-item[data-command="nbgrader:open-formgrader"]').wait_for()
             assert page.get_by_text("Create Assignment").count() >= 1
@@ -297,6 +300,24 @@ def test_instructor_role_has_nbgrader_tools_and_writable_lessons(
 
 
 # ---- the browser ------------------------------------------------------------------------------
+#: True once the current document's kernel info and spec have arrived and JupyterLab's own
+#: handlers of them (registered first, so run first) have updated the notebook's metadata.
+KERNEL_KNOWN = """async () => {
+    const panel = jupyterapp.shell.currentWidget;
+    await panel.sessionContext.ready;
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel) return false;
+    await kernel.info;
+    await kernel.spec;
+    await new Promise(resolve => setTimeout(resolve, 0));
+    return true;
+}"""
+#: True once every markdown cell of the current notebook shows as rendered MyST.
+MARKDOWN_RENDERED = """() => [...document.querySelectorAll(
+    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell')]
+    .every(c => c.querySelector('.myst'))"""
+
+
 class Learner:
     """One browser tab on the lab, with outside requests blocked and page errors kept."""
 
@@ -305,10 +326,10 @@ class Learner:
         self.outside: list[str] = []
         self.errors: list[str] = []
         self.page: Page = browser.new_page(viewport={"width": 1400, "height": 900})
-        self.page.set_default_timeout(30_000)
+        self.page.set_default_timeout(ms(30))
         # Loading JupyterLab's page can take over a minute while the other test worker runs a
         # class of thirty on a hub (two cores).
-        self.page.set_default_navigation_timeout(STARTUP_S * 1000)
+        self.page.set_default_navigation_timeout(ms(STARTUP_S))
         self.page.route("**/*", self._route)
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
 
@@ -333,7 +354,7 @@ class Learner:
 
     def open(self, path: str = "") -> None:
         self.page.goto(self.lab.page_url(path))
-        self.page.locator("#jp-main-dock-panel").wait_for(timeout=STARTUP_S * 1000)
+        self.page.locator("#jp-main-dock-panel").wait_for(timeout=ms(STARTUP_S))
 
     @property
     def notebook(self) -> Locator:
@@ -342,10 +363,16 @@ class Learner:
     def wait_for_kernel(self) -> None:
         self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").wait_for()
         status = self.page.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
-        status.wait_for(timeout=STARTUP_S * 1000)
+        status.wait_for(timeout=ms(STARTUP_S))
 
     def dirty(self) -> bool:
         """The current document's unsaved-changes flag (the tab's dot)."""
+        return bool(self.page.evaluate("() => jupyterapp.shell.currentWidget.context.model.dirty"))
+
+    def dirty_once_the_kernel_is_known(self) -> bool:
+        """``dirty`` once the kernel's info and spec have reached the document: the language
+        info that once marked every opened notebook edited arrives with them, after "Idle"."""
+        self.page.wait_for_function(KERNEL_KNOWN, timeout=ms(60))
         return bool(self.page.evaluate("() => jupyterapp.shell.currentWidget.context.model.dirty"))
 
     def menu(self, menu: str, command: str) -> None:
@@ -360,19 +387,21 @@ class Learner:
 
     def wait_until_run(self, cells: list[Locator], timeout_s: float = RUN_ALL_S) -> None:
         """Until every code cell in ``cells`` shows an execution count."""
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + seconds(timeout_s)
         while True:
             prompts = [self.prompt(cell) for cell in cells]
             if all(re.search(r"\[\d+\]", p) for p in prompts):
                 return
             if time.monotonic() > deadline:
                 self.shot("not-finished")
-                pytest.fail(f"cells did not finish in {timeout_s:.0f} s: prompts {prompts}")
+                pytest.fail(
+                    f"cells did not finish in {seconds(timeout_s):.0f} s: prompts {prompts}"
+                )
             self.page.wait_for_timeout(250)
 
     def run_all(self, timeout_s: float = RUN_ALL_S) -> float:
         """Run → Run All Cells, until every code cell (hidden inputs too) has run; seconds."""
-        started = time.monotonic()
+        started, budget = time.monotonic(), seconds(timeout_s)
         self.menu("Run", "runmenu:run-all")
         count = """() => {
             const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
@@ -387,9 +416,9 @@ class Learner:
             code, ran = self.page.evaluate(count)
             if code and ran == code:
                 return time.monotonic() - started
-            if time.monotonic() - started > timeout_s:
+            if time.monotonic() - started > budget:
                 self.shot("not-finished")
-                pytest.fail(f"Run All did not finish in {timeout_s:.0f} s: {ran} of {code} ran")
+                pytest.fail(f"Run All did not finish in {budget:.0f} s: {ran} of {code} ran")
             self.page.wait_for_timeout(100)
 
     def prompt(self, cell: Locator) -> str:
@@ -400,7 +429,7 @@ class Learner:
         before = self.prompt(cell)
         cell.locator(".jp-InputArea-prompt").click()
         self.page.keyboard.press("Control+Enter")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + seconds(60)
         while True:
             now = self.prompt(cell)
             if re.search(r"\[\d+\]", now) and now != before:
@@ -432,7 +461,7 @@ def scroll_to(locator: Locator, tries: int = 5) -> None:
     """Scroll ``locator`` into view, looking it up again if a re-render detached it."""
     for attempt in range(tries):
         try:
-            locator.scroll_into_view_if_needed(timeout=10_000)
+            locator.scroll_into_view_if_needed(timeout=ms(10))
             return
         except PlaywrightError as error:  # the timeout error is a subclass
             detached = "not attached" in str(error) or "not stable" in str(error)
@@ -447,14 +476,17 @@ def pixels(locator: Locator) -> bytes:
 
 
 def wait_for_change(learner: Learner, image: Locator, before: bytes, what: str) -> bytes:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        learner.page.wait_for_timeout(200)
-        now = pixels(image)
-        if now != before:
-            return now
-    learner.shot("no-redraw")
-    pytest.fail(f"{what} did not change the figure within 30 s")
+    try:
+        return wait_until(
+            lambda: (now := pixels(image)) != before and now,
+            f"{what} to change the figure's pixels",
+            30,
+            seen=lambda: "the same pixels",
+            pause=in_page(learner.page),
+        )
+    except AssertionError:
+        learner.shot("no-redraw")
+        raise
 
 
 # ---- reading a lesson -------------------------------------------------------------------------
@@ -531,7 +563,7 @@ def numbers(text: str) -> set[str]:
 
 def wait_for_numbers(learner: Learner, expected: set[str]) -> str:
     """The lesson's prose once every expected number shows ({eval} fills in after Run All)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + seconds(30)
     while True:
         prose = lab_prose(learner)
         if expected <= numbers(prose) or time.monotonic() > deadline:
@@ -588,9 +620,8 @@ def test_a_learners_page_opens_unmodified(lab: Lab, browser: Browser, page: str)
     learner = Learner(browser, lab, f"clean-{Path(page).stem}")
     learner.open(f"{LEARNER}/{page}")
     learner.wait_for_kernel()
-    for _ in range(8):  # the kernel's language arrives just after it is idle
-        learner.page.wait_for_timeout(250)
-        assert not learner.dirty(), f"opening {LEARNER}/{page} marks it modified"
+    edited = learner.dirty_once_the_kernel_is_known()
+    assert not edited, f"opening {LEARNER}/{page} marks it modified"
     learner.shot("opened")
     learner.close()
 
@@ -605,7 +636,7 @@ def test_citations_and_references_resolve_and_a_reference_opens_its_page(
     learner.wait_for_kernel()
     rendered = learner.notebook.locator(".jp-MarkdownCell .myst")
     rendered.first.wait_for()
-    learner.page.wait_for_timeout(1000)  # every markdown cell rendered
+    learner.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
     missing = learner.notebook.locator(
         '[title="Citation Not Found"], [title$="Reference Not Found"]'
     )
@@ -632,9 +663,7 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     learner = Learner(browser, lab, f"lesson-{lesson.stem}")
     learner.open(f"lessons/{lesson.name}")
     learner.wait_for_kernel()
-    for _ in range(8):  # the kernel's language arrives just after it is idle: no change either
-        learner.page.wait_for_timeout(250)
-        assert not learner.dirty(), f"opening {lesson.name} marks it modified"
+    assert not learner.dirty_once_the_kernel_is_known(), f"opening {lesson.name} marks it modified"
     code = learner.code_cells()
     assert code.count() > 0, f"{lesson.name} did not open as a notebook with code cells"
     # #36 item 4: before it runs, the lesson says what to do (the book hides this note).
@@ -675,7 +704,7 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     for _ in range(3):  # a click that lands while Run All re-renders the cell is lost: retry
         summary.click()
         try:
-            body.wait_for(state="visible", timeout=5_000)
+            body.wait_for(state="visible", timeout=ms(5))
             break
         except PlaywrightTimeoutError:
             continue
@@ -690,16 +719,22 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     # #36 item 7: it looks like the page's other links (jupyterlab-myst showed an {eval}'s
     # link black and apart), and does not send a learner already here to `make lab`.
     # A link detached by a late re-render of its cell has no computed colour (''): read again.
-    for _ in range(20):
-        colours = link.evaluate(
-            """a => [getComputedStyle(a).color, ...[...document.querySelectorAll(
+    colours = wait_until(
+        lambda: (
+            (
+                read := link.evaluate(
+                    """a => [getComputedStyle(a).color, ...[...document.querySelectorAll(
                 ".jp-MarkdownCell .myst a")].filter(b => !b.closest(".myst-RenderedExpression"))
                 .slice(0, 1).map(b => getComputedStyle(b).color)]"""
-        )
-        if a_colour_was_read := all(colours):
-            break
-        time.sleep(0.5)
-    assert a_colour_was_read, f"link colours {colours}"
+                )
+            )
+            and all(read)
+            and read
+        ),
+        "the exercise link's colour and another link's, read (not '')",
+        10,
+        pause=in_page(learner.page),
+    )
     assert len(colours) == 2 and colours[0] == colours[1], f"link colours {colours}"
     said = link.evaluate("a => a.closest('.jp-MarkdownCell').innerText")
     assert "make lab" not in said and "your own copy" in said, said
@@ -851,7 +886,7 @@ def test_exercise_wrong_answer_shows_the_message_and_a_correct_one_passes(
         learner.page.locator(".lm-TabBar-tab.jp-mod-current:not(.jp-mod-dirty)").wait_for()
         learner.notebook.locator(".jp-Toolbar").get_by_text("Validate", exact=True).click()
         results = learner.page.locator(".jp-Dialog #validation-message")
-        results.wait_for(timeout=120_000)
+        results.wait_for(timeout=ms(120))
         learner.shot("validate")
         text = results.inner_text()
         assert "The following cell failed" in text and message in text, f"Validate: {text}"
@@ -1009,7 +1044,7 @@ def test_validate_never_calls_values_only_the_hidden_tests_check_a_success(
     learner.wait_for_kernel()
     learner.notebook.locator(".jp-Toolbar").get_by_text("Validate", exact=True).click()
     results = learner.page.locator(".jp-Dialog #validation-message")
-    results.wait_for(timeout=120_000)
+    results.wait_for(timeout=ms(120))
     learner.shot("validate-no-failure", learner.page.locator(".jp-Dialog-content"))
     text = results.inner_text()
     assert "Success" not in text and "passes all the tests" not in text, f"Validate: {text}"
@@ -1027,14 +1062,16 @@ def make_check(assignment: str, learner_dir: Path) -> subprocess.CompletedProces
     command = ["make", "-s", "-o", ".venv/.installed", "check"]
     command += [f"ASSIGNMENT={assignment}", f"LEARNER_DIR={learner_dir}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "LLMMATH"))}
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=seconds(300)
+    )
 
 
 def check_script(
     assignment: str, learner_dir: Path, *flags: str
 ) -> subprocess.CompletedProcess[str]:
     command = [PYTHON, str(CHECK_SCRIPT), assignment, "--learner-dir", str(learner_dir), *flags]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
 
 
 def learner_copy(tmp_path: Path, assignment: str, wrong: dict[str, str] | None) -> Path:
