@@ -40,6 +40,7 @@ from grading_support import (
     read,
     submission_from_release,
 )
+from wait_support import seconds, wait_until
 
 from llmmath_course.simulate import BAD_KINDS, bad_submissions, reflected
 
@@ -491,6 +492,7 @@ def typeset(browser: Any, url: str, screenshot: Path | None = None) -> tuple[int
     """Open ``url`` with every request off this machine refused; return the number of typeset
     formulas, whether the raw TeX is still on the page, and the refused requests."""
     from site_support import is_local
+    from site_support import typeset as typeset_page
 
     refused: list[str] = []
 
@@ -506,8 +508,8 @@ def typeset(browser: Any, url: str, screenshot: Path | None = None) -> tuple[int
     try:
         page.route("**/*", route)
         page.goto(url)
-        with contextlib.suppress(Exception):  # counted below: no formula means no MathJax
-            page.wait_for_selector("mjx-container svg", timeout=30_000)
+        # MathJax has typeset the page, or there is none to wait for (counted below).
+        typeset_page(page)
         count = page.locator("mjx-container").count()
         raw = page.evaluate(f"document.body.innerText.includes({RAW_MATH!r})")
         if screenshot is not None:
@@ -558,13 +560,14 @@ def course_lab(server_root: Path, course_root: Path) -> Iterator[str]:
         )
     lab = Lab(f"http://127.0.0.1:{port}", token, server_root, port, process, log)
     try:
-        deadline = time.monotonic() + 120
+        budget = seconds(120)
+        deadline = time.monotonic() + budget
         while True:
             assert process.poll() is None, log.read_text()
             with contextlib.suppress(OSError, ValueError):
                 lab.api("GET", "status", timeout=2)
                 break
-            assert time.monotonic() < deadline, f"no answer in 120 s:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"no answer in {budget:.0f} s:\n{log.read_text()}"
             time.sleep(0.25)
         yield f"{lab.url}|{token}"
     finally:
@@ -769,11 +772,24 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
         command, cwd=root, env=course.env, start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while len(journal.read_text().splitlines()) < lines_before + 2:
-        assert proc.poll() is None and time.monotonic() < deadline, "autograde ended too soon"
-        time.sleep(0.2)
-    time.sleep(1.0)  # a third student is now half graded
+
+    def grading_a_third() -> list[str]:
+        """Two students journalled, and a kernel at work on a third student's notebook."""
+        assert proc.poll() is None, "autograde ended before the kill"
+        journalled = journal.read_text().splitlines()
+        if len(journalled) < lines_before + 2:
+            return []
+        done = {line.split("\t")[0] for line in journalled}
+        autograded = root / "autograded"
+        return [s for s in late if s not in done and processes_in(autograded / s, wait_s=0)]
+
+    wait_until(
+        grading_a_third,
+        "two students graded and a third being graded (a process in autograded/<student>)",
+        120,
+        seen=lambda: f"journal: {journal.read_text().splitlines()[lines_before:]}",
+        every=0.1,
+    )
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not processes_in(root, wait_s=15), "a killed run left a kernel running"
@@ -795,8 +811,8 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
 
 def processes_in(folder: Path, wait_s: float) -> list[int]:
     """Processes whose working folder is inside ``folder`` (kernels run in autograded/...),
-    after waiting up to ``wait_s`` for them to go."""
-    deadline = time.monotonic() + wait_s
+    after waiting up to ``seconds(wait_s)`` (scaled: tests/wait_support.py) for them to go."""
+    deadline = time.monotonic() + seconds(wait_s)
     while True:
         found = []
         for proc in Path("/proc").iterdir():
@@ -908,7 +924,7 @@ def postgres() -> Any:
 
     def pg(*argv: str) -> None:
         result = subprocess.run(
-            [*as_user, *argv], capture_output=True, text=True, cwd=base, timeout=60
+            [*as_user, *argv], capture_output=True, text=True, cwd=base, timeout=seconds(60)
         )
         assert result.returncode == 0, f"{argv[0]}: {result.stdout}{result.stderr}"
 
@@ -984,7 +1000,7 @@ def test_hints_name_commands_that_exist_where_they_are_printed(
         assert argv[:2] == ["python", "scripts/instructor.py"], command
         helped = subprocess.run(
             [sys.executable, str(ROOT / "scripts" / "instructor.py"), argv[2], "--help"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True, text=True, timeout=seconds(60),
         )  # fmt: skip
         assert helped.returncode == 0, (command, helped.stderr)
         assert all(a in helped.stdout for a in argv[4:] if a.startswith("--")), command
