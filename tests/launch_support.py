@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 from bs4 import BeautifulSoup
+from wait_support import seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 TOC = """\
@@ -43,7 +44,7 @@ def build_launch_pages(where: Path, hub: str, repository: str, branch: str = "ma
     shutil.copytree(ROOT / "exercises" / "batching", book / "exercises" / "batching")
     result = subprocess.run(
         [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book), "--quiet"],
-        capture_output=True, text=True, timeout=600, check=False,
+        capture_output=True, text=True, timeout=seconds(600), check=False,
     )  # fmt: skip
     if result.returncode:
         raise RuntimeError(f"jupyter-book build failed:\n{result.stdout}\n{result.stderr}")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from wait_support import seconds
 
 import llmmath_course
 from llmmath_course.instructor import forkkernel
@@ -49,7 +50,7 @@ def test_the_wrapper_runs_the_command_line() -> None:
     """``python scripts/instructor.py`` is the documented command (book/instructor.md)."""
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "instructor.py"), "--help"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True, text=True, timeout=seconds(60), check=True,
     )  # fmt: skip
     for command in ("grade", "autograde", "regrade", "release-feedback", "review", "report"):
         assert command in out.stdout, out.stdout
@@ -117,7 +118,9 @@ def test_plain_nbgrader_is_untouched_by_grading() -> None:
         "after = (api.Gradebook.__init__, common.jsonschema)\n"
         "print(before == after, common.jsonschema is jsonschema)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=seconds(120)
+    )
     assert out.stdout.split() == ["True", "True"], out.stdout + out.stderr
 
 
