@@ -88,6 +88,10 @@ browser:
 # none of its file's fixtures) runs whole on one worker, longest first (tests/conftest.py).
 # (A third worker on two cores was no faster: pytest took 325-408 s against 339-403 s.)
 PYTEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
+# Every wait in the tests waits for a condition, its budget from tests/wait_support.py: scaled
+# by the machine's load and by LLMMATH_WAIT_FACTOR (e.g. make test LLMMATH_WAIT_FACTOR=3 on a
+# slow machine; .ci/run sets 2). A failed browser wait leaves screenshots in
+# _build/test-screenshots/. Timings are `make bench`'s, never a test's.
 ROOT_ONLY := $(if $(filter 0,$(shell id -u)),hub-env,)
 pytest: setup browser $(ROOT_ONLY)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
@@ -100,7 +104,8 @@ test:
 	@$(MAKE) --no-print-directory pytest
 
 # The edit loop: the model's tests (tests/model) and the display's (tests/display) that need
-# neither the built book, nor a browser, nor a notebook run; `make test` runs everything.
+# neither the built book, nor a browser, nor a notebook run (no playwright import either); every
+# lesson's {eval}s in page order among them. `make test` runs everything.
 # tests/course holds grading, JupyterLab and the hub.
 FAST_SKIPS := $(foreach t,book browser accessibility api_reference launch,--ignore=tests/display/test_$(t).py)
 test-fast: setup
