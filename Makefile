@@ -121,9 +121,12 @@ lab: setup
 check: $(VENV)/.installed
 	@$(BIN)/python scripts/check.py $(ASSIGNMENT) --learner-dir $(LEARNER_DIR)
 
+# The book's pages on a phone network (scripts/bench_pages.py): after `make book`.
 bench: setup
 	$(BIN)/python scripts/bench.py
 	$(BIN)/python scripts/bench_contracts.py --json
+	@if [ -f _build/html/index.html ]; then $(BIN)/python scripts/bench_pages.py _build/html \
+		--out bench-pages.json; else echo "no built book: run make book for the page timings"; fi
 
 release: setup
 	$(BIN)/python scripts/release.py $(ASSIGNMENT)

@@ -18,12 +18,12 @@ from llmmath_course.browser import CHROMIUM, CHROMIUM_ARGS, MISSING, serve  # no
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
-# Console noise seen on every Jupyter Book 1 page and from fast widget events (toolchain.md).
+# Console errors a page may log, each with its reason (#45: every other error fails, and so
+# does every failed request). The book's own pages log none (book/_ext/lean_pages.py).
 HARMLESS_CONSOLE = (
-    "THEBE_JS_URL",
+    # The widget renderer (html-manager 1.0.6) when key presses arrive faster than it has
+    # rendered the last frame; the frame shown is still the last key's (toolchain.md).
     "processLuminoMessage",
-    "Got invalid theme mode",  # sphinx-book-theme before a mode is stored
-    "Failed to load resource",  # FontAwesome fonts the widget CSS asks for (404)
 )
 
 

@@ -159,3 +159,63 @@ def test_pages_made_beside_the_book_never_rebuild_it() -> None:
     assert len(made_later) > 10, "read no folders from .gitignore"
     missing = [p for p in made_later if not outside_the_book(p)]
     assert not missing, f"pages made later in ignored folders would rebuild the book: {missing}"
+
+
+# ---- pages load only what they use (#45 item 3; book/_ext/lean_pages.py) -------------------
+def head_of(path: Path) -> str:
+    return path.read_text().split("</head>", 1)[0]
+
+
+BLOCKING = re.compile(r"<script(?![^>]*\b(?:defer|async)\b)[^>]*\bsrc=\"([^\"]+)\"")
+#: Scripts a page may load in its head without defer, each small and each needed before the
+#: page is drawn (the widget shims must run before the theme and the renderer load).
+SMALL_BLOCKING = 64_000
+
+
+def test_no_heavy_script_blocks_the_first_paint() -> None:
+    """A script in the head without defer or async stops the page from painting until it
+    has arrived and run: the 4.4 MB widget renderer did, and the 300 kB search index."""
+    heavy = {}
+    for path in HTML.rglob("*.html"):
+        # search.html searches its index and nothing else: it needs it before anything.
+        if "_static" in path.parts or path.name == "search.html":
+            continue
+        for source in BLOCKING.findall(head_of(path)):
+            file = (path.parent / source.split("?")[0]).resolve()
+            if file.is_file() and file.stat().st_size > SMALL_BLOCKING:
+                heavy[path.relative_to(HTML).as_posix()] = source
+    assert not heavy, heavy
+
+
+def test_the_search_index_loads_only_on_the_search_page() -> None:
+    loading = [
+        p.relative_to(HTML).as_posix()
+        for p in HTML.rglob("*.html")
+        if "searchindex.js" in head_of(p) and p.name != "search.html"
+    ]
+    assert not loading, loading[:5]
+    assert "searchindex.js" in (HTML / "search.html").read_text()
+
+
+def test_no_page_declares_thebe_it_does_not_use() -> None:
+    """sphinx-thebe declared ``const THEBE_JS_URL`` twice in every head: a console error."""
+    for path in [HTML / "book" / "intro.html", HTML / "lessons" / "kv_cache.html"]:
+        assert "THEBE_JS_URL" not in path.read_text(), path
+
+
+def test_no_dead_files_in_static() -> None:
+    """Source maps and bundles no page loads are not shipped (book/_ext/lean_pages.py)."""
+    static = HTML / "_static"
+    dead = [p.relative_to(static).as_posix() for p in static.rglob("*.map")]
+    dead += [
+        name
+        for name in (
+            "html-manager/embed.js",
+            "html-manager/libembed-amd.js",
+            "mathjax/tex-svg.js",
+            "scripts/fontawesome.js",
+        )
+        if (static / name).exists()
+    ]
+    assert not dead, dead
+    assert (static / "html-manager" / "embed-amd.js").is_file()

@@ -41,7 +41,19 @@ class Visit:
         self.page.route("**/*", self._route)
         self.page.on("pageerror", lambda error: self._keep(str(error)))
         self.page.on("console", self._console)
+        # A request of the page's own that fails or is answered with an error (a missing
+        # frame, font or script) is an error too (#45), whatever the console says of it.
+        self.page.on("requestfailed", self._failed)
+        self.page.on("response", self._answered)
         self.page.goto(url, wait_until="load")
+
+    def _failed(self, request) -> None:  # type: ignore[no-untyped-def]
+        if is_local(request.url):
+            self.errors.append(f"request failed: {request.url} ({request.failure})")
+
+    def _answered(self, response) -> None:  # type: ignore[no-untyped-def]
+        if response.status >= 400:
+            self.errors.append(f"HTTP {response.status}: {response.url}")
 
     def _route(self, route) -> None:  # type: ignore[no-untyped-def]
         if is_local(route.request.url):
