@@ -1403,6 +1403,21 @@ CLAIMS = [
         lambda ns: ns.sw_fit_full[2] == 0 and ns.sw_fit_exact[2] >= 1 and ns.sw_T[2] == 32768,
     ),
     Claim(
+        "book/cli.md",
+        "sizing a fleet from the decode-only ranking would buy {glue:text}`decode_over:.1f` "
+        "times too few chips",
+        # book/cli.md's setting: decode alone serves far more per chip than the stream does
+        lambda ns: (
+            _best_first_row("best Llama-3-70B H100x8 --dtype fp8 --latency 50ms --context 2250")[
+                "tokens_per_s_per_chip"
+            ]
+            > 2
+            * _best_first_row(
+                "best Llama-3-70B H100x8 --dtype fp8 --latency 50ms --input 2000 --output 500"
+            )["tokens_per_s_per_chip"]
+        ),
+    ),
+    Claim(
         "kv_cache.md",
         "The decode step every chapter times counts the window too: {eval}`sw_32k_fit_exact` is "
         "the largest batch of 32,768-token sequences it accepts here, and `capacity.max_batch` "
@@ -1507,6 +1522,21 @@ CLAIMS = [
         ),
     ),
 ]
+
+
+def _best_first_row(arguments: str) -> dict[str, Any]:
+    """The first row of ``llmmath best ARGUMENTS --json``."""
+    import contextlib
+    import io
+    import json
+
+    from llmmath.cli import command as cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main([*arguments.split(), "--json"]) == 0
+    row: dict[str, Any] = json.loads(out.getvalue())["candidates"][0]
+    return row
 
 
 def _reproduced(key: str) -> dict[str, Any]:

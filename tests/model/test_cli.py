@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +284,7 @@ def _tables(out: str) -> list[tuple[str, str, list[str]]]:
     [
         ["serve", "Llama-3-70B", "H100x8", "--batch", "1,16,256"],
         ["best", "Mixtral-8x7B", "H100x8", "--latency", "30ms"],
+        ["best", "Mixtral-8x7B", "H100x8", "--latency", "30ms", "--input", "2k", "--output", "500"],
         [
             "train",
             "Llama-3-8B",
@@ -702,3 +704,96 @@ def test_the_published_measurements_the_book_reproduces(
     rate = "decode_tokens_per_s_per_chip" if result["disaggregated"] else (
         "output_tokens_per_s_per_chip")  # fmt: skip
     assert result[rate] == pytest.approx(spec["value"], rel=1e-6)
+
+
+# ---- one count, one setting (#42) ----------------------------------------------------------
+def test_fit_and_best_agree_on_what_fits_with_sliding_windows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Gemma-4-26B-A4B on one H100 at 32,768 tokens: fit said 33 and best picked 4, because
+    best counted the 25 windowed layers in full; now both are the step's own count."""
+    argv = ["Gemma-4-26B-A4B", "H100x1", "--context", "32768"]
+    fit = as_json(capsys, "fit", *argv)
+    best = as_json(capsys, "best", *argv, "--latency", "50ms")
+    most = fit["max_batch"][0]["max_batch"]
+    dep = Deployment(get_model("Gemma-4-26B-A4B"), "H100", 1)
+    assert most == float(capacity.max_batch(dep, 32768)) == 33
+    (row,) = best["candidates"]
+    assert row["batch"] == most and row["limited_by"] == "memory"
+    serving.decode_step(dep, most, 32768)  # the step accepts it ...
+    with pytest.raises(serving.DoesNotFitError):
+        serving.decode_step(dep, most + 1, 32768)  # ... and not one more
+
+
+def test_best_with_requests_is_workload_at_its_first_row(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Llama-3-70B in fp8 on 8 H100, 2,000-token prompts and 500-token outputs: best counts
+    the prefill, so its first row is workload's answer for that layout and concurrency (it
+    ranked decode alone before, and implied 3x the requests workload serves)."""
+    common = ["Llama-3-70B", "H100x8", "--dtype", "fp8", "--input", "2000", "--output", "500"]
+    best = as_json(capsys, "best", *common, "--latency", "50ms")
+    assert best["prefill_counted"] and best["candidates"]
+    first = best["candidates"][0]
+    layout = first["layout"].lower().replace(" ", ",").replace("dp1", "").strip(",")
+    work = as_json(
+        capsys, "workload", *common, "--layout", layout, "--concurrency", f"{first['batch']:.0f}"
+    )
+    assert first["requests_per_s"] == pytest.approx(work["requests_per_s"], rel=1e-12)
+    assert first["tokens_per_s_per_chip"] == pytest.approx(
+        work["output_tokens_per_s_per_chip"], rel=1e-12
+    )
+    assert first["time_s"] == pytest.approx(work["tpot_s"], rel=1e-12) and first["time_s"] <= 0.05
+    assert best["setting"] == work["setting"]  # the same setting, in the same words
+    # One more sequence on that layout misses the target: the batch is the largest.
+    over = as_json(capsys, "workload", *common, "--layout", layout, "--concurrency",
+                   f"{first['batch'] + 1:.0f}")  # fmt: skip
+    assert over["tpot_s"] > 0.05
+    decode_only = as_json(capsys, "best", *common[:4], "--latency", "50ms", "--context", "2250")
+    assert not decode_only["prefill_counted"]
+    decode_rate = decode_only["candidates"][0]["tokens_per_s_per_chip"]
+    assert decode_rate > 2 * first["tokens_per_s_per_chip"]  # what sized a fleet 3x too small
+    code, _, err = run(capsys, "best", *common, "--latency", "50ms", "--context", "2k")
+    assert code == 2 and "not both" in err
+
+
+def test_every_timed_command_prints_its_setting_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """serve, best and workload print Setting.describe() of what they computed, in --json
+    and (wrapped for a terminal) in the text."""
+    from llmmath.core.dtypes import WeightFormat
+    from llmmath.core.setting import Setting
+
+    held = WeightFormat.of(embeddings="bf16", attention="bf16", mlp="bf16", experts="bf16")
+    tp8 = Deployment(get_model("Llama-3-70B"), "H100", 8, layout=Layout(tp=8),
+                     attention_dtype="bf16", weight_format=held)  # fmt: skip
+    tp8_args = ["Llama-3-70B", "H100x8", "--layout", "tp8"]
+    stream = ["--input", "1000", "--output", "500", "--concurrency", "16"]
+    for argv, context in (
+        (["serve", *tp8_args, "--context", "2048"], 2048.0),
+        (["workload", *tp8_args, *stream], 1250.0),
+        (["best", "Llama-3-70B", "H100x8", "--latency", "30ms", "--context", "2048"], 2048.0),
+    ):
+        for overlap in ("perfect", "none"):
+            data = as_json(capsys, *argv, "--overlap", overlap)
+            dep = tp8
+            if argv[0] == "best":  # the setting of the first row, the layout best picked
+                words = data["candidates"][0]["layout"].lower().split()
+                dep = replace(tp8, layout=cli.parse_layout(",".join(words), 8))
+            assert data["setting"] == Setting(dep, context, overlap).describe(), argv
+            _, out, _ = run(capsys, *argv, "--overlap", overlap)
+            assert " ".join(data["setting"].split()) in " ".join(out.split())
+
+
+def test_workload_times_its_steps_under_the_overlap_it_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--overlap none was printed in the note but the numbers were the floor's."""
+    from llmmath.beyond.layout_search import workload
+
+    argv = ["workload", "Llama-3-70B", "H100x8", "--layout", "tp8", "--concurrency", "8"]
+    floor, serial = (as_json(capsys, *argv, "--overlap", o) for o in ("perfect", "none"))
+    assert serial["tpot_s"] > floor["tpot_s"]
+    dep = Deployment(get_model("Llama-3-70B"), "H100", 8, layout=Layout(tp=8),
+                     attention_dtype="bf16")  # fmt: skip
+    view = workload(dep, 1000, 1000, 8, overlap="none")
+    assert serial["tpot_s"] == pytest.approx(view.tpot_s, rel=1e-12)

@@ -49,34 +49,9 @@ from llmmath.core.models import check_context, get_model
 from llmmath.core.placement import DoesNotFitError, Layout
 from llmmath.core.serving import OVERLAP_RULES, DecodeStep, decode_step, prefill
 from llmmath.core.units import SECONDS_PER_HOUR
-from llmmath.kv_cache import max_batch as window_max_batch
 
 #: Batches above this are not searched (a context of 0 would otherwise fit any batch).
 MAX_SEARCH_BATCH = 2**20
-
-
-@dataclass(frozen=True)
-@checked(
-    batch=RESULT,
-    max_batch=RESULT_OR_INF,
-    step=Instance(DecodeStep),
-    cost_per_million_usd=Optional(RESULT),
-)
-class Candidate:
-    """One layout at the largest batch whose step meets the target (and fits)."""
-
-    layout: Layout
-    batch: float
-    #: The most sequences whose KV caches fit: where ``batch`` equals it, memory set the limit.
-    max_batch: float
-    step: DecodeStep
-    #: None where the chip has no example price and the deployment names none.
-    cost_per_million_usd: float | None
-
-    @property
-    def limited_by(self) -> str:
-        """ "memory" where the KV caches capped the batch, "latency" where the target did."""
-        return "memory" if self.batch >= self.max_batch else "latency"
 
 
 @dataclass(frozen=True)
@@ -191,6 +166,69 @@ def best_layouts(
     return SearchResult(target, met, slow, full, refused)
 
 
+@contract(
+    latency_s=SCALAR_POSITIVE,
+    input_tokens=Real(low=1.0, low_open=False, scalar=True, integer=True),
+    output_tokens=Real(low=1.0, low_open=False, scalar=True, integer=True),
+    overlap=OneOf(OVERLAP_RULES),
+)
+def best_workload_layouts(
+    deployment: Deployment,
+    latency_s: float,
+    input_tokens: float,
+    output_tokens: float,
+    *,
+    overlap: str = "perfect",
+) -> SearchResult:
+    """:func:`best_layouts` for a stream of requests of ``input_tokens`` and ``output_tokens``
+    (colocated, as :func:`workload` serves them): on each layout the most sequences decoding
+    at once whose time per output token (:attr:`WorkloadView.tpot_s`, the decode step and the
+    prompts prefilled beside it) meets ``latency_s`` and whose caches fit at the final context
+    ``I + O``; layouts ranked by output tokens a second per chip *with the prefill counted*.
+    Each candidate's ``workload`` is exactly what :func:`workload` gives at that concurrency,
+    so a search and a workload of the same setting cannot disagree."""
+    target, I, O = float(latency_s), float(input_tokens), float(output_tokens)  # noqa: E741
+    final = float(check_context(deployment.model, I + O))
+    layouts, refused = serving_layouts(deployment)
+    priced = deployment.usd_per_chip_hour is not None or (
+        deployment.chip.name in list_example_prices()
+    )
+    met: list[Candidate] = []
+    slow: list[Candidate] = []
+    full: list[Layout] = []
+    for layout in layouts:
+        try:
+            dep = dataclasses.replace(deployment, layout=layout)
+        except DoesNotFitError:
+            full.append(layout)
+            continue
+        most = min(float(max_batch(dep, final)), MAX_SEARCH_BATCH)
+        if most < 1:
+            full.append(layout)
+            continue
+
+        def at(concurrency: float, dep: Deployment = dep) -> WorkloadView:
+            return workload(dep, I, O, concurrency, overlap=overlap)
+
+        lo, hi = 0.0, most  # TPOT rises with the concurrency: every C <= lo meets it
+        while lo < hi:
+            mid = float(np.ceil((lo + hi) / 2.0))
+            lo, hi = (mid, hi) if at(mid).tpot_s <= target else (lo, mid - 1.0)
+        view = at(max(lo, 1.0))
+        usd = view.usd_per_million()[1] if priced else None
+        candidate = Candidate(layout, lo if lo >= 1 else 1.0, most, _view_step(view), usd, view)
+        (met if lo >= 1 else slow).append(candidate)
+    met.sort(key=lambda c: (-c.tokens_per_s_per_chip, c.time_per_token_s))
+    slow.sort(key=lambda c: c.time_per_token_s)
+    return SearchResult(target, met, slow, full, refused)
+
+
+def _view_step(view: WorkloadView) -> DecodeStep:
+    """The decode step of a workload: its concurrency at its mean context ``I + O / 2``."""
+    mean = view.input_tokens + view.output_tokens / 2.0
+    return decode_step(view.deployment, view.concurrency, mean, overlap=view.overlap)
+
+
 # ---- a workload: a stream of requests in steady state ----------------------------------------
 @dataclass(frozen=True)
 @checked(
@@ -199,6 +237,7 @@ def best_layouts(
     mtp_tokens_per_step=SCALAR,
     disaggregated=FLAG,
     decode_bound=OneOf(("compute", "memory", "network")),
+    overlap=OneOf(OVERLAP_RULES),
 )
 class WorkloadView:
     """A stream of requests in steady state on one deployment (all floors).
@@ -225,6 +264,8 @@ class WorkloadView:
     mtp_tokens_per_step: float = 1.0
     #: What bounds the decode step at the floor: "compute", "memory" or "network".
     decode_bound: str = "memory"
+    #: How the steps' parts add up: "perfect" (the floor) or "none" (the serial estimate).
+    overlap: str = "perfect"
 
     @property
     def _decode_token_s(self) -> float:
@@ -301,12 +342,57 @@ class WorkloadView:
         return inputs * 1e6, outputs * 1e6
 
 
+@dataclass(frozen=True)
+@checked(
+    batch=RESULT,
+    max_batch=RESULT_OR_INF,
+    step=Instance(DecodeStep),
+    cost_per_million_usd=Optional(RESULT),
+    workload=Optional(Instance(WorkloadView)),
+)
+class Candidate:
+    """One layout at the largest batch whose step meets the target (and fits); searched
+    with a workload (:func:`best_workload_layouts`), the batch is the concurrency and
+    ``workload`` its steady state, prefill included."""
+
+    layout: Layout
+    batch: float
+    #: The most sequences whose KV caches fit: where ``batch`` equals it, memory set the limit.
+    max_batch: float
+    step: DecodeStep
+    #: None where the chip has no example price and the deployment names none.
+    cost_per_million_usd: float | None
+    workload: WorkloadView | None = None
+
+    @property
+    def limited_by(self) -> str:
+        """ "memory" where the KV caches capped the batch, "latency" where the target did."""
+        return "memory" if self.batch >= self.max_batch else "latency"
+
+    @property
+    def time_per_token_s(self) -> float:
+        """What the target is held to: the decode step, or with a workload its TPOT (the
+        step and the prompts prefilled beside it)."""
+        if self.workload is not None:
+            return self.workload.tpot_s
+        return float(self.step.time_s)
+
+    @property
+    def tokens_per_s_per_chip(self) -> float:
+        """Output tokens a second per chip: the decode step's, or with a workload the
+        stream's with its prefill counted (what the ranking uses)."""
+        if self.workload is not None:
+            return self.workload.output_tokens_per_s_per_chip
+        return float(self.step.tokens_per_s_per_chip)
+
+
 @contract(
     input_tokens=Real(low=1.0, low_open=False, scalar=True, integer=True),
     output_tokens=Real(low=1.0, low_open=False, scalar=True, integer=True),
     concurrency=Optional(Real(low=1.0, low_open=False, scalar=True)),
     cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
     mtp_acceptance=Optional(Real(low_open=False, high=1.0, scalar=True)),
+    overlap=OneOf(OVERLAP_RULES),
 )
 def workload(
     deployment: Deployment,
@@ -317,17 +403,19 @@ def workload(
     cache_hit_fraction: float = 0.0,
     disaggregated: bool = False,
     mtp_acceptance: float | None = None,
+    overlap: str = "perfect",
 ) -> WorkloadView:
     """The steady state of requests of ``input_tokens`` and ``output_tokens`` with
     ``concurrency`` decoding at once (default: the most whose KV caches fit at the final
     context ``I + O``). Prompt tokens found in the prefix cache (``cache_hit_fraction``) are
     not recomputed. ``mtp_acceptance``: one multi-token-prediction draft per step accepted
     with that probability (:func:`llmmath.beyond.speculative.speculative_step`). Floors under the
-    deployment's efficiency knobs (see :class:`WorkloadView`)."""
+    deployment's efficiency knobs, the steps' parts added up under ``overlap`` (see
+    :class:`WorkloadView`)."""
     dep = deployment
     I, O = float(input_tokens), float(output_tokens)  # noqa: E741 (the symbols of the text)
     final = check_context(dep.model, I + O)
-    room = float(window_max_batch(dep, final))
+    room = float(max_batch(dep, final))
     C = room if concurrency is None else float(concurrency)
     if not 1 <= C <= room:
         raise DoesNotFitError(
@@ -335,17 +423,22 @@ def workload(
             f"{dep.n_chips} x {dep.chip.name} hold beside the weights; at most {room:g} fit"
         )
     mean = I + O / 2.0
-    step = decode_step(dep, C, mean)
+    step = decode_step(dep, C, mean, overlap=overlap)
     parts = [float(step.compute_s), float(step.memory_s), float(step.communication_s)]
     bound = ("compute", "memory", "network")[int(np.argmax(parts))]
     tokens_per_step = 1.0
     step_s = float(step.time_s)
     if mtp_acceptance is not None:
+        if overlap != "perfect":
+            raise ValueError(
+                "mtp_acceptance: a speculative step is timed at the floor only "
+                f"(overlap='perfect'); got overlap={overlap!r}"
+            )
         spec = speculative_step(dep, C, mean, 1, mtp_acceptance, mtp_draft_share(dep.model))
         tokens_per_step, step_s = float(spec.tokens_per_step), float(spec.time_s)
     computed = max(I * (1.0 - cache_hit_fraction), 1.0)
     per_pass = max(1.0, float(np.ceil(float(step_critical_batch(dep)) / computed)))
-    fill = prefill(dep, computed, per_pass, allow_overflow=True)
+    fill = prefill(dep, computed, per_pass, allow_overflow=True, overlap=overlap)
     return WorkloadView(
         deployment=dep,
         input_tokens=I,
@@ -355,9 +448,10 @@ def workload(
         disaggregated=disaggregated,
         decode_step_s=step_s,
         prefill_s_per_request=float(fill.time_s) / per_pass,
-        ttft_s=float(prefill(dep, computed, 1, allow_overflow=True).time_s),
+        ttft_s=float(prefill(dep, computed, 1, allow_overflow=True, overlap=overlap).time_s),
         mtp_tokens_per_step=tokens_per_step,
         decode_bound=bound,
+        overlap=overlap,
     )
 
 
@@ -367,6 +461,7 @@ def workload(
     output_tokens=SCALAR_POSITIVE,
     cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
     mtp_acceptance=Optional(Real(low_open=False, high=1.0, scalar=True)),
+    overlap=OneOf(OVERLAP_RULES),
 )
 def concurrency_for_rate(
     deployment: Deployment,
@@ -377,6 +472,7 @@ def concurrency_for_rate(
     cache_hit_fraction: float = 0.0,
     disaggregated: bool = False,
     mtp_acceptance: float | None = None,
+    overlap: str = "perfect",
 ) -> WorkloadView:
     """The workload whose concurrency serves ``requests_per_s``: ``C`` sequences decoding,
     each finishing after ``O`` tokens, complete ``C / (O TPOT)`` requests a second (Little's
@@ -387,6 +483,7 @@ def concurrency_for_rate(
         "cache_hit_fraction": cache_hit_fraction,
         "disaggregated": disaggregated,
         "mtp_acceptance": mtp_acceptance,
+        "overlap": overlap,
     }
     most = workload(deployment, input_tokens, output_tokens, **options)
     if most.requests_per_s < requests_per_s:
@@ -435,7 +532,7 @@ def calibrate(
         return workload(
             dep, view.input_tokens, view.output_tokens, view.concurrency,
             cache_hit_fraction=view.cache_hit_fraction, disaggregated=view.disaggregated,
-            mtp_acceptance=acceptance,
+            mtp_acceptance=acceptance, overlap=view.overlap,
         )  # fmt: skip
 
     lo, hi = 1e-4, 1.0
@@ -451,6 +548,7 @@ __all__ = [
     "SearchResult",
     "WorkloadView",
     "best_layouts",
+    "best_workload_layouts",
     "calibrate",
     "concurrency_for_rate",
     "divisors",

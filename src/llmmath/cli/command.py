@@ -216,21 +216,35 @@ def _best(args: argparse.Namespace, dep: Deployment) -> Report:
     if args.top < 1:
         raise InputError(f"--top must be >= 1; got {args.top}")
     latency = parse_latency(args.latency)
-    context = parse_length(args.context, "--context", dep.model)
-    return cli_commands.best(dep, latency, context, args.top, args.overlap)
+    requests = None
+    if args.input or args.output:
+        if args.context:
+            raise InputError("give --context (decode alone) or --input/--output (prefill "
+                             "counted), not both")  # fmt: skip
+        requests = _request_lengths(args, dep)
+    context = parse_length(args.context or BEST_CONTEXT, "--context", dep.model)
+    return cli_commands.best(dep, latency, context, args.top, args.overlap, requests)
 
 
-def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
-    I = parse_number(args.input, "--input", whole=True, low=1)  # noqa: E741
-    O = parse_number(args.output, "--output", whole=True, low=1)  # noqa: E741
+def _request_lengths(args: argparse.Namespace, dep: Deployment) -> tuple[float, float]:
+    """``--input`` and ``--output`` (each the workload's default where not given), checked
+    against the model's context limit."""
+    I = parse_number(args.input or WORKLOAD_INPUT, "--input", whole=True, low=1)  # noqa: E741
+    O = parse_number(args.output or WORKLOAD_OUTPUT, "--output", whole=True, low=1)  # noqa: E741
     if dep.model.max_context < I + O:
         raise InputError(f"--input + --output must be <= {dep.model.name}'s max_context="
                          f"{dep.model.max_context:,}; got {I + O:,.0f}")  # fmt: skip
+    return I, O
+
+
+def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
+    I, O = _request_lengths(args, dep)  # noqa: E741
     options = {
         "cache_hit_fraction": parse_share(args.cache_hit, "--cache-hit")[0] if args.cache_hit
         else 0.0,
         "disaggregated": args.disaggregate,
         "mtp_acceptance": parse_share(args.mtp, "--mtp")[0] if args.mtp else None,
+        "overlap": args.overlap,
     }  # fmt: skip
     if args.rate and args.concurrency:
         raise InputError("give --rate or --concurrency, not both")
@@ -296,6 +310,8 @@ class _Help(argparse.RawDescriptionHelpFormatter):
         return text
 
 
+#: ``best``'s context (decode alone) and ``workload``'s request lengths when none are given.
+BEST_CONTEXT, WORKLOAD_INPUT, WORKLOAD_OUTPUT = "4096", "1000", "1000"
 #: ``fit``'s contexts when none are given: those under the model's limit, then the limit.
 FIT_CONTEXTS = (2048.0, 8192.0, 32768.0, 131072.0)
 _LENGTHS = "tokens; 8k = 8,000, 8Ki = 8,192"
@@ -390,14 +406,22 @@ def build_parser() -> _Parser:
     _common(best)
     _serving_options(best, layout=False)
     best.add_argument("--latency", required=True, help="time per output token, e.g. 30ms")
-    best.add_argument("--context", default="4096", help=f"tokens cached per sequence ({_LENGTHS})")
+    best.add_argument("--context", help=f"tokens cached per sequence, decode alone ({_LENGTHS}; "
+                      f"default: {BEST_CONTEXT})")  # fmt: skip
+    best.add_argument("--input", help="prompt tokens per request: rank the stream workload "
+                      f"serves, prefill counted (default: {WORKLOAD_INPUT} with "
+                      "--output)")  # fmt: skip
+    best.add_argument("--output", help="output tokens per request, with --input (default: "
+                      f"{WORKLOAD_OUTPUT} with --input)")  # fmt: skip
     best.add_argument("--top", type=int, default=8, help="rows to show")
     work = command("workload", "a stream of requests: throughput, TTFT, TPOT, cost per token")
     _common(work)
     _serving_options(work)
-    work.add_argument("--input", default="1000", help="prompt tokens per request, the mean "
-                      "of the stream's (no length distribution is modelled)")  # fmt: skip
-    work.add_argument("--output", default="1000", help="output tokens per request, the mean")
+    work.add_argument("--input", help="prompt tokens per request, the mean of the stream's "
+                      "(no length distribution is modelled; default: "
+                      f"{WORKLOAD_INPUT})")  # fmt: skip
+    work.add_argument("--output", help="output tokens per request, the mean (default: "
+                      f"{WORKLOAD_OUTPUT})")  # fmt: skip
     work.add_argument("--prefill-chunk", help="tokens a step, decodes first, prompts chunked into "
                       f"the rest (default: {serving_systems.default_prefill_chunk():.0f}, vLLM's "
                       "and SGLang's on H100/H200)")  # fmt: skip

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from llmmath.beyond.layout_search import WorkloadView
 from llmmath.beyond.serving_systems import ChunkedPrefill, chunked_prefill, default_prefill_chunk
-from llmmath.cli.commands import floor_note, heading, price_of, settings
+from llmmath.cli.commands import add_setting, floor_note, heading, price_of, settings
 from llmmath.cli.formatting import (
     LINK_NAMES,
     Report,
@@ -326,6 +326,7 @@ def workload_report(
     }
     report = Report(data)
     heading(report, dep, context=view.input_tokens + view.output_tokens / 2)
+    add_setting(report, dep, view.input_tokens + view.output_tokens / 2, view.overlap)
     mode = (
         "disaggregated: prefill and decode on separate copies of these chips"
         if view.disaggregated

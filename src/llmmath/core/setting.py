@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from numpy.typing import ArrayLike
 
 from llmmath.core._constraints import OneOf
-from llmmath.core.chip_prices import example_price
+from llmmath.core.chip_prices import example_price, list_example_prices
 from llmmath.core.contracts import SCALAR, checked, contract
 from llmmath.core.deployment import DEPLOYMENT, Deployment
 from llmmath.core.models import check_context
@@ -122,6 +122,8 @@ class Setting:
         dep = self.deployment
         if dep.usd_per_chip_hour is not None:
             return f"${dep.usd_per_chip_hour:.2f} per chip-hour"
+        if dep.chip.name not in list_example_prices():
+            return f"no price (no example price for {dep.chip.name})"
         price = example_price(dep.chip)
         return f"${price.usd_per_chip_hour:.2f} per chip-hour ({price.kind})"
 
