@@ -359,6 +359,28 @@ CLAIMS = [
             for key in ("sglang-deepseek-v3-decode-ep72-h100", "deepseek-day-decode-ep144-h800")
         ),
     ),
+    Claim(
+        "book/cli.md",
+        "so the command counts the all-to-all the way DeepSeek runs it, the {ref}`MoE "
+        "chapter's <moe>` node-limited dispatch: one fp8 copy per node a token reaches",
+        lambda _: (
+            all(
+                (_reproduced(key)["expert_dispatch"], _reproduced(key)["dispatch_dtype"])
+                == ("node_limited", "fp8")
+                for key in ("sglang-deepseek-v3-decode-ep72-h100", "deepseek-day-decode-ep144-h800")
+            )
+            and models.get_model("DeepSeek-V3").expert_groups_per_token == 4
+        ),
+    ),
+    Claim(
+        "book/cli.md",
+        "a slower floor that would flatter the two measurements",
+        lambda _: all(
+            _reproduced(key, "--dispatch per-expert")["measured_over_floor"]
+            > _reproduced(key)["measured_over_floor"]
+            for key in ("sglang-deepseek-v3-decode-ep72-h100", "deepseek-day-decode-ep144-h800")
+        ),
+    ),
     # ---- the command line's page: chunked prefill in the workload view ----
     Claim(
         "book/cli.md",
@@ -1539,8 +1561,9 @@ def _best_first_row(arguments: str) -> dict[str, Any]:
     return row
 
 
-def _reproduced(key: str) -> dict[str, Any]:
-    """``llmmath workload`` of one of the measurements book/cli.md reproduces, as JSON."""
+def _reproduced(key: str, extra: str = "") -> dict[str, Any]:
+    """``llmmath workload`` of one of the measurements book/cli.md reproduces, as JSON (with
+    ``extra`` options)."""
     import contextlib
     import io
     import json
@@ -1551,6 +1574,7 @@ def _reproduced(key: str) -> dict[str, Any]:
     spec = data.table("systems")["reproduced"][key]
     out = io.StringIO()
     argv = ["workload", *spec["workload"].split(), "--calibrate", str(spec["value"]), "--json"]
+    argv += extra.split()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert cli.main(argv) == 0
     result: dict[str, Any] = json.loads(out.getvalue())

@@ -797,3 +797,94 @@ def test_workload_times_its_steps_under_the_overlap_it_names(
                      attention_dtype="bf16")  # fmt: skip
     view = workload(dep, 1000, 1000, 8, overlap="none")
     assert serial["tpot_s"] == pytest.approx(view.tpot_s, rel=1e-12)
+
+
+# ---- the EP all-to-all the config's routing calls for (#42) ---------------------------------
+DS_EP64 = ["DeepSeek-V3", "H100x64", "--layout", "ep64", "--dtype", "fp8"]
+
+
+def test_group_limited_routing_is_dispatched_node_limited_in_fp8(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """DeepSeek-V3 routes a token to 4 of 8 expert groups (config.json n_group/topk_group):
+    serve counts moe_dispatch's node-limited all-to-all, fp8 out and bf16 back, says so, and
+    gives the step moe_dispatch.node_limited_decode_step gives; --dispatch per-expert gives
+    the one-copy-per-expert step back, and that is slower."""
+    from llmmath.beyond import moe_dispatch
+
+    argv = ["serve", *DS_EP64, "--batch", "4096", "--context", "4096"]
+    data = as_json(capsys, *argv)
+    assert (data["expert_dispatch"], data["dispatch_dtype"]) == ("node_limited", "fp8")
+    held = cli.weight_format(cli.build_parser().parse_args(argv), None)
+    dep = Deployment(get_model("DeepSeek-V3"), "H100", 64, layout=Layout(ep=64),
+                     compute_dtype="fp8", weight_dtype="fp8", kv_dtype="fp8",
+                     attention_dtype="bf16", weight_format=held)  # fmt: skip
+    lesson_step = moe_dispatch.node_limited_decode_step(
+        dep, 4096, 4096, max_domains=4, dispatch_dtype="fp8"
+    )
+    assert data["rows"][0]["communication_s"] == pytest.approx(float(lesson_step.ep_s), rel=1e-12)
+    assert data["rows"][0]["floor_s"] == pytest.approx(float(lesson_step.time_s), rel=1e-12)
+    per_expert = as_json(capsys, *argv, "--dispatch", "per-expert")
+    assert (per_expert["expert_dispatch"], per_expert["dispatch_dtype"]) == ("per_expert", "bf16")
+    step = serving.decode_step(dep, 4096, 4096)  # the Deployment's default: one copy per expert
+    assert per_expert["rows"][0]["communication_s"] == pytest.approx(float(step.ep_s), rel=1e-12)
+    assert per_expert["rows"][0]["communication_s"] > 2 * data["rows"][0]["communication_s"]
+    _, out, _ = run(capsys, *argv)
+    text = " ".join(out.split())
+    assert (
+        "EP all-to-all of one copy per node reached (experts from 4 of 8 groups) with fp8" in text
+    )
+    assert "EP all-to-alls of one copy per node reached" in data["setting"]
+    fp8_off = as_json(capsys, *argv, "--dispatch-dtype", "bf16")
+    assert fp8_off["dispatch_dtype"] == "bf16"
+    assert fp8_off["rows"][0]["communication_s"] > data["rows"][0]["communication_s"]
+
+
+def test_the_default_dispatch_is_the_old_one_copy_per_expert() -> None:
+    """A deployment that does not name a dispatch pays the two bf16 all-to-alls per MoE layer
+    it always paid (the chapters' numbers do not move)."""
+    from llmmath.core import collectives
+    from llmmath.core.placement import groups
+
+    dep = Deployment(get_model("DeepSeek-V3"), "H100", 64, layout=Layout(ep=64), weight_dtype="fp8")
+    B = 2048.0
+    sent = B / 64 * dep.model.d_model * 2 * dep.model.experts_per_token
+    one = collectives.all_to_all_time_s(
+        sent, 64, dep.chip, per_domain=groups(dep.layout, dep.chip)["EP"].per_domain
+    )
+    assert float(serving.decode_step(dep, B, 1024).ep_s) == pytest.approx(
+        2 * dep.model.n_moe_layers * float(one), rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("model", ["Mixtral-8x7B", str(CONFIGS / "Qwen3-30B-A3B")])
+def test_routing_without_groups_keeps_one_copy_per_expert(
+    capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    data = as_json(capsys, "serve", model, "H100x8", "--layout", "ep8", "--dtype", "fp8")
+    assert (data["expert_dispatch"], data["dispatch_dtype"]) == ("per_expert", "bf16")
+    assert "one copy per routed expert" in data["setting"]
+
+
+def test_a_deepseek_config_file_is_node_limited_too(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(CONFIGS / "DeepSeek-V3")
+    data = as_json(capsys, "serve", path, "H100x72", "--layout", "ep72", "--batch", "1024")
+    assert data["expert_dispatch"] == "node_limited"  # config.json: n_group 8, topk_group 4
+
+
+def test_train_counts_the_node_limited_all_to_all(capsys: pytest.CaptureFixture[str]) -> None:
+    run_args = ["--tokens", "14.8T", "--batch-tokens", "60M", "--microbatches", "32"]
+    argv = ["train", "DeepSeek-V3", "H100x2048", "--layout", "ep64,pp16", *run_args,
+            "--activations", "checkpointed"]  # fmt: skip
+    limited = as_json(capsys, *argv)
+    every = as_json(capsys, *argv, "--dispatch", "per-expert")
+    assert limited["expert_dispatch"] == "node_limited" and every["expert_dispatch"] == "per_expert"
+    ep_limited, ep_every = limited["communication"]["EP"], every["communication"]["EP"]
+    assert ep_limited["time_s"] < ep_every["time_s"]
+    from llmmath.cli.formatting import place
+
+    layout, padded, _ = place("ep64,pp16", 2048, get_model("DeepSeek-V3"))  # 64 layers, as above
+    step = training_step(
+        padded, layout, "H100", 60e6, microbatches=32, activations="checkpointed",
+    )  # fmt: skip
+    assert ep_every["time_s"] == pytest.approx(float(step.communication["EP"].time_s), rel=1e-9)

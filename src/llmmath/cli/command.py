@@ -172,6 +172,7 @@ def build_deployment(
     if attention not in chip.peak_flop_per_s:
         raise InputError(f"--attention-dtype {attention}: {chip.name} has no peak for it")
     flops, bandwidth = _efficiency(getattr(args, "efficiency", "1"))
+    dispatch, dispatch_dtype = _dispatch(args, model, chip, compute)
     return Deployment(
         model,
         chip,
@@ -187,7 +188,29 @@ def build_deployment(
         usd_per_chip_hour=parse_price(getattr(args, "price", None)),
         weight_format=fmt,
         attention_dtype=attention,
+        expert_dispatch=dispatch,
+        dispatch_dtype=dispatch_dtype,
     ), notes
+
+
+def _dispatch(
+    args: argparse.Namespace, model: ModelConfig, chip: hardware.Chip, compute: str
+) -> tuple[str, str | None]:
+    """How an EP all-to-all is counted: by default node-limited where the config's routing
+    is group-limited (DeepSeek's n_group/topk_group), and then dispatched in fp8 where the
+    experts compute in fp8 (DeepSeek's own choice); else one bf16 copy per routed expert."""
+    choice = getattr(args, "dispatch", "auto")
+    grouped = bool(model.expert_groups)
+    kind = {"auto": "node_limited" if grouped else "per_expert", "per-expert": "per_expert",
+            "node-limited": "node_limited"}[choice]  # fmt: skip
+    text = getattr(args, "dispatch_dtype", None)
+    if text is not None:
+        dtype = parse_dtype(text, "--dispatch-dtype")
+        if dtype not in chip.peak_flop_per_s:
+            raise InputError(f"--dispatch-dtype {dtype}: {chip.name} has no {dtype} arithmetic")
+        return kind, dtype
+    fp8 = kind == "node_limited" and choice == "auto" and compute == "fp8"
+    return kind, "fp8" if fp8 else None
 
 
 def _efficiency(text: str) -> tuple[float, float]:
@@ -294,8 +317,9 @@ def _train(args: argparse.Namespace, model: ModelConfig) -> tuple[Report, list[s
             f"dp={layout.dp} replicas x {micro} microbatches need >= {layout.dp * micro:,}"
         )
     (mfu,) = parse_share(args.mfu, "--mfu")
+    dispatch = _dispatch(args, model, chip, "bf16")  # training's matmuls: bf16
     report = cli_training.train(
-        model, chip, layout, tokens, batch_tokens, micro, args.activations, mfu, price
+        model, chip, layout, tokens, batch_tokens, micro, args.activations, mfu, price, dispatch
     )
     return report, placed
 
@@ -329,6 +353,20 @@ def _common(sub: argparse.ArgumentParser, *, price: bool = True) -> None:
     sub.add_argument("--json", action="store_true", help=_JSON)
 
 
+def _dispatch_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--dispatch", choices=("auto", "per-expert", "node-limited"),
+                     default="auto", help="how the EP all-to-all sends a token: one copy per "
+                     "routed expert, or one per node it reaches (auto: node-limited where the "
+                     "config's routing is: DeepSeek's n_group/topk_group)")  # fmt: skip
+    _dispatch_dtype_option(sub)
+
+
+def _dispatch_dtype_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--dispatch-dtype", help="format tokens go to their experts in (default: "
+                     "fp8 for auto node-limited dispatch with fp8 matmuls, as DeepSeek serves; "
+                     "else bf16)")  # fmt: skip
+
+
 def _serving_options(
     sub: argparse.ArgumentParser, *, layout: bool = True, timed: bool = True
 ) -> None:
@@ -338,6 +376,8 @@ def _serving_options(
                          "communication)")  # fmt: skip
         sub.add_argument("--redundant-experts", type=int, help="expert copies beside the E "
                          "experts under ep (default: the fewest that split evenly)")  # fmt: skip
+    if timed:
+        _dispatch_options(sub)
     sub.add_argument("--dtype", help="attention, MLP and expert weights, and matmuls where the "
                      f"chip has peaks for it ({', '.join(BYTES_PER_ELEMENT)}; default: a "
                      "config.json's quantization_config, else bf16)")  # fmt: skip
@@ -445,6 +485,7 @@ def build_parser() -> _Parser:
                        help="per replica a step (default: 1; 2 x pp with a pipeline)")  # fmt: skip
     train.add_argument("--activations", choices=ACTIVATION_MODES, default="stored",
                        help="keep activations for the backward, or recompute")  # fmt: skip
+    _dispatch_options(train)
     train.add_argument("--mfu", default="1.0",
                        help="matmuls' share of peak FLOP/s while they run, in (0, 1]")  # fmt: skip
     chips = command("chips", "chip presets with their sources")

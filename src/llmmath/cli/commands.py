@@ -56,6 +56,8 @@ def settings(dep: Deployment, overlap: str) -> dict[str, Any]:
         "kv_dtype": dep.kv_dtype,
         "compute_dtype": dep.compute_dtype,
         "attention_dtype": dep.attention_compute_dtype,
+        "expert_dispatch": dep.expert_dispatch,
+        "dispatch_dtype": dep.dispatch_dtype or dep.activation_dtype,
         "flops_efficiency": dep.flops_efficiency,
         "bandwidth_efficiency": dep.bandwidth_efficiency,
         "usd_per_chip_hour": price_of(dep),
@@ -130,6 +132,7 @@ def heading(
         *([f"  layout   {split}"] if layout else []),
         f"  weights  {held_as(dep)}: {weights}",
         f"  compute  matmuls in {dep.compute_dtype}, attention in {dep.attention_compute_dtype}",
+        *([f"  dispatch {dispatch_line(dep)}"] if layout and _expert_parallel(dep) else []),
         f"  KV cache {dep.kv_dtype}, {kv_line(dep, context)}",
         *(
             []
@@ -139,6 +142,22 @@ def heading(
             else [f"  price    none (no example price for {dep.chip.name}: pass --price)"]
         ),
     )
+
+
+def _expert_parallel(dep: Deployment) -> bool:
+    return dep.layout is not None and dep.layout.ep > 1
+
+
+def dispatch_line(dep: Deployment) -> str:
+    """Which EP all-to-all the step counts, and why (the config's routing, or the option)."""
+    model = dep.model
+    why = (
+        f"\n           (the config routes from {model.expert_groups_per_token} of "
+        f"{model.expert_groups} expert groups; --dispatch per-expert for one copy per expert)"
+        if dep.expert_dispatch == "node_limited" and model.expert_groups
+        else ""
+    )
+    return f"EP all-to-all of {dep.dispatch_words}{why}"
 
 
 def floor_note(dep: Deployment, overlap: str) -> str:

@@ -25,6 +25,7 @@ from llmmath.cli.formatting import (
     usd,
 )
 from llmmath.core.chip_prices import example_price, list_example_prices
+from llmmath.core.deployment import dispatch_words
 from llmmath.core.hardware import Chip
 from llmmath.core.models import ModelConfig
 from llmmath.core.placement import DoesNotFitError, Layout
@@ -43,13 +44,14 @@ def train(
     activations: str,
     mfu: float,
     price: float | None,
+    dispatch: tuple[str, str | None] = ("per_expert", None),
 ) -> Report:
     """Days and chip-hours to train on ``tokens``, memory per chip, bubble, communication.
     Raises :class:`DoesNotFitError` (naming each part of the memory) when a chip cannot
     hold its share."""
     step = training_step(
         model, layout, chip, batch_tokens, microbatches=microbatches, activations=activations,
-        flops_efficiency=mfu,
+        flops_efficiency=mfu, expert_dispatch=dispatch[0], dispatch_dtype=dispatch[1],
     )  # fmt: skip
     memory = training_memory(
         model, layout, batch_tokens, microbatches=microbatches, activations=activations
@@ -79,6 +81,8 @@ def train(
         "microbatches": microbatches,
         "activations": activations,
         "flops_efficiency": mfu,
+        "expert_dispatch": dispatch[0] if layout.ep > 1 else None,
+        "dispatch_dtype": (dispatch[1] or "bf16") if layout.ep > 1 else None,
         "usd_per_chip_hour": price,
         "steps": steps,
         "step_s": float(step.lower_s),
@@ -118,6 +122,11 @@ def train(
         + (f", {usd(chip_hours * price)} at {usd(price)} per chip-hour" if price else "")
         + f";\n           MFU {percent(float(step.mfu))} ({percent(float(step.mfu_no_overlap))} "
         "serial)",
+        *(
+            [f"  dispatch EP all-to-all of {_dispatch_words(model, dispatch)}"]
+            if layout.ep > 1
+            else []
+        ),
         f"  bubble   {percent(bubble)} of each step idle in the pipeline",
         f"  memory   {si(total, 'B')} per chip of {si(chip.hbm_bytes, 'B')}: fits",
         "",
@@ -144,6 +153,11 @@ def train(
         "collectives at full link speed, no stragglers or failures (the step's MFU is lower).",
     )
     return report
+
+
+def _dispatch_words(model: ModelConfig, dispatch: tuple[str, str | None]) -> str:
+    """The words the serving commands use for this dispatch (a deployment's own)."""
+    return dispatch_words(model, dispatch[0], dispatch[1], "bf16")
 
 
 def chips(listed: dict[str, Chip]) -> Report:

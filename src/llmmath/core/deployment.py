@@ -21,7 +21,7 @@ import numpy as np
 
 from llmmath.core import collectives
 from llmmath.core._checks import FloatArray
-from llmmath.core._constraints import Count, Instance, Optional, Real
+from llmmath.core._constraints import Count, Instance, OneOf, Optional, Real
 from llmmath.core.chip_prices import price_or_example
 from llmmath.core.contracts import (
     RESULT,
@@ -58,6 +58,8 @@ from llmmath.core.placement import (
     reserve_bytes_per_chip=Real(low_open=False, scalar=True),
     weight_format=Optional(Instance(WeightFormat)),
     attention_dtype=Optional(DTYPE),
+    expert_dispatch=OneOf(("per_expert", "node_limited")),
+    dispatch_dtype=Optional(DTYPE),
 )
 class Deployment:
     """``model`` served on ``n_chips`` chips of one kind.
@@ -96,6 +98,14 @@ class Deployment:
     attention_dtype: str | None = None
     hbm_utilization: float = 1.0
     reserve_bytes_per_chip: float = 0.0
+    #: How an EP layout's all-to-all carries a token to its experts: ``"per_expert"``, one copy
+    #: per routed expert (the default), or ``"node_limited"``, one copy per scale-up domain it
+    #: reaches, forwarded over NVLink inside it, at most as many domains as the model's
+    #: group-limited routing allows (DeepSeek-V3; :func:`llmmath.beyond.moe_dispatch.
+    #: node_limited_all_to_all`). ``dispatch_dtype``: the format tokens are sent to their
+    #: experts in (DeepSeek's fp8); the combine comes back in ``activation_dtype``.
+    expert_dispatch: str = "per_expert"
+    dispatch_dtype: str | None = None
 
     def __post_init__(self) -> None:
         # Each field was checked by @checked (inside a checked call too); what is left are
@@ -260,6 +270,13 @@ class Deployment:
         return np.asarray(B * T * self.kv_bytes_held_per_token * self.kv_window_share(T))
 
     @property
+    def dispatch_words(self) -> str:
+        """How the EP all-to-all is counted, in words (the setting's line and the CLI)."""
+        return dispatch_words(
+            self.model, self.expert_dispatch, self.dispatch_dtype, self.activation_dtype
+        )
+
+    @property
     def peak_flop_per_s(self) -> float:
         """Datasheet dense peak of all the chips together (for MFU)."""
         return self.n_chips * self.chip.peak(self.compute_dtype)
@@ -403,9 +420,7 @@ def step_traffic(dep: Deployment, tokens_per_group: FloatArray) -> StepTraffic:
         tp_s = per_layer * layers_per_stage(model, layout) * np.asarray(one)
     ep_s = zero
     if ep.size > 1:
-        sent = activations * model.experts_per_token / layout.tp
-        one = collectives.all_to_all_time_s(sent, ep.size, chip, per_domain=ep.per_domain)
-        ep_s = 2 * (model.n_moe_layers / layout.pp) * np.asarray(one)
+        ep_s = (model.n_moe_layers / layout.pp) * _expert_all_to_all_s(dep, tokens_per_group)
     pp_s = zero
     if pp.size > 1:
         hop = collectives.point_to_point_time_s(
@@ -413,6 +428,82 @@ def step_traffic(dep: Deployment, tokens_per_group: FloatArray) -> StepTraffic:
         )
         pp_s = np.asarray(hop)
     return StepTraffic(np.asarray(tp_s), np.asarray(ep_s), pp_s)
+
+
+@contract(expert_dispatch=OneOf(("per_expert", "node_limited")), dispatch_dtype=Optional(DTYPE))
+def dispatch_words(
+    model: str | ModelConfig,
+    expert_dispatch: str,
+    dispatch_dtype: str | None,
+    activation_dtype: str,
+) -> str:
+    """An EP all-to-all in words: one copy per routed expert or per node reached (with the
+    model's group limit), and the formats it goes out and comes back in."""
+    spec = get_model(model)
+    dtypes = (
+        f" with {dispatch_dtype} dispatch and {activation_dtype} combine"
+        if dispatch_dtype not in (None, activation_dtype)
+        else f" in {activation_dtype}"
+    )
+    if expert_dispatch == "per_expert":
+        return "one copy per routed expert" + dtypes
+    limit = (
+        f" (experts from {spec.expert_groups_per_token} of {spec.expert_groups} groups)"
+        if spec.expert_groups
+        else ""
+    )
+    return "one copy per node reached" + limit + dtypes
+
+
+@contract(domains=Count())
+def routed_domain_limit(model: str | ModelConfig, domains: int) -> int | None:
+    """The most scale-up domains a token's experts can lie in under ``model``'s group-limited
+    routing, its expert groups spread evenly over ``domains`` (None: no limit). DeepSeek-V3's
+    4 of 8 groups on 8 nodes: 4; on 2 nodes: 2 (no limit); on 16: 8."""
+    model = get_model(model)
+    if not model.expert_groups:
+        return None
+    groups, chosen = model.expert_groups, model.expert_groups_per_token
+    if domains <= groups:  # whole groups in each domain: the chosen groups' domains
+        return min(domains, chosen)
+    return min(domains, math.ceil(chosen * domains / groups))  # each group spans domains
+
+
+def _expert_all_to_all_s(dep: Deployment, tokens_per_group: FloatArray) -> FloatArray:
+    """One MoE layer's dispatch and combine on one chip, for ``tokens_per_group`` tokens of
+    its attention group, under the deployment's :attr:`Deployment.expert_dispatch`."""
+    layout, model, chip = dep.layout, dep.model, dep.chip
+    assert layout is not None
+    G = layout.ep
+    combine = dep.activation_dtype
+    dispatch = dep.dispatch_dtype or combine
+    if dep.expert_dispatch == "node_limited":
+        # beyond.moe_dispatch holds the one-copy-per-domain count (it builds on this module)
+        from llmmath.beyond.moe_dispatch import node_limited_all_to_all
+
+        domains = G // collectives.members_per_domain(G, chip)
+        one_layer = node_limited_all_to_all(
+            model,
+            tokens_per_group * G / layout.tp,  # the EP group's tokens, each TP rank a share
+            G,
+            chip,
+            max_domains=routed_domain_limit(model, domains),
+            dispatch_dtype=dispatch,
+            combine_dtype=combine,
+        )
+        return np.asarray(one_layer.all_to_all_s)
+    per_domain = groups(layout, chip)["EP"].per_domain
+    copies = tokens_per_group * model.d_model * model.experts_per_token / layout.tp
+    return np.asarray(
+        sum(
+            np.asarray(
+                collectives.all_to_all_time_s(
+                    copies * bytes_per_element(b), G, chip, per_domain=per_domain
+                )
+            )
+            for b in (dispatch, combine)
+        )
+    )
 
 
 __all__ = [
@@ -423,7 +514,9 @@ __all__ = [
     "check_capacity",
     "check_context",
     "chip_shares",
+    "dispatch_words",
     "most_sequences",
+    "routed_domain_limit",
     "step_traffic",
     "weight_bytes_read_per_chip",
 ]

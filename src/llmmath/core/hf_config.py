@@ -267,6 +267,7 @@ def _experts(read: _Reader, family: str) -> dict[str, int]:
         "n_experts": read.count(key),
         "experts_per_token": read.count(per_token),
         "n_dense_layers": read.optional_int("first_k_dense_replace"),
+        **_expert_groups(read),
     }
     width = read.optional_int("moe_intermediate_size")
     if family == "llama4_text":  # one shared expert as wide as the routed ones
@@ -294,6 +295,16 @@ def _experts(read: _Reader, family: str) -> dict[str, int]:
         count = shared // width if shared else read.optional_int("n_shared_experts")
         experts.update(n_shared_experts=count, d_ff_expert=width)
     return experts
+
+
+def _expert_groups(read: _Reader) -> dict[str, int]:
+    """DeepSeek's group-limited routing: ``n_group`` groups of experts, a token's from
+    ``topk_group`` of them, where the router uses them (``topk_method`` ``noaux_tc``, V3, or
+    ``group_limited_greedy``, V2; ``greedy`` ignores the groups)."""
+    groups, per_token = read.optional_int("n_group"), read.optional_int("topk_group")
+    if groups <= 1 or not per_token or per_token >= groups or read.get("topk_method") == "greedy":
+        return {}
+    return {"expert_groups": groups, "expert_groups_per_token": per_token}
 
 
 def _interleaved_dense_layers(read: _Reader) -> dict[str, int]:

@@ -35,6 +35,8 @@ _OPTIONAL_COUNT_FIELDS = (
     "n_shared_experts",
     "d_ff_expert",
     "n_dense_layers",
+    "expert_groups",
+    "expert_groups_per_token",
     "mla_kv_lora_rank",
     "mla_q_lora_rank",
     "mla_rope_head_dim",
@@ -51,6 +53,7 @@ _OPTIONAL_COUNT_FIELDS = (
     **each(
         Count(low=0, high=1 << 16), "n_experts experts_per_token n_shared_experts n_dense_layers"
     ),
+    **each(Count(low=0, high=1 << 16), "expert_groups expert_groups_per_token"),
     **each(Count(low=0), "d_ff_expert mla_kv_lora_rank mla_q_lora_rank mla_rope_head_dim"),
     **each(Count(low=0), "sliding_window local_per_global global_head_dim global_kv_heads"),
     global_k_eq_v=FLAG,
@@ -77,6 +80,11 @@ class ModelConfig:
     n_shared_experts: int = 0
     d_ff_expert: int = 0
     n_dense_layers: int = 0
+    # Group-limited routing (DeepSeek's n_group / topk_group): the experts fall into
+    # expert_groups groups and a token's experts come from expert_groups_per_token of them
+    # (0 = no limit). With one group per node a token reaches at most that many nodes.
+    expert_groups: int = 0
+    expert_groups_per_token: int = 0
     # Multi-head latent attention (DeepSeek); 0 = ordinary MHA/GQA/MQA.
     mla_kv_lora_rank: int = 0
     mla_q_lora_rank: int = 0
@@ -138,6 +146,26 @@ class ModelConfig:
                 )
             if not 0 <= self.n_dense_layers < self.n_layers:
                 raise ValueError(f"{self.name}: n_dense_layers must be in [0, n_layers)")
+        self._check_groups()
+
+    def _check_groups(self) -> None:
+        """Group-limited routing: both counts or neither, the groups splitting the experts."""
+        groups, per_token = self.expert_groups, self.expert_groups_per_token
+        if bool(groups) != bool(per_token):
+            raise ValueError(
+                f"{self.name}: expert_groups={groups} and expert_groups_per_token={per_token} "
+                "go together (DeepSeek's n_group and topk_group; 0 and 0 = no limit)"
+            )
+        if not groups:
+            return
+        if not self.n_experts or self.n_experts % groups:
+            raise ValueError(
+                f"{self.name}: expert_groups={groups} must divide n_experts={self.n_experts}"
+            )
+        if per_token > groups:
+            raise ValueError(
+                f"{self.name}: expert_groups_per_token={per_token} exceeds expert_groups={groups}"
+            )
 
     def _check_pattern(self) -> None:
         pattern = ("local_per_global", "global_head_dim", "global_kv_heads", "global_k_eq_v")

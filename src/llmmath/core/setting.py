@@ -90,7 +90,7 @@ class Setting:
         if layout.tp > 1:
             counted.append("TP all-reduces")
         if layout.ep > 1:
-            counted.append("EP all-to-alls of one copy per routed expert")
+            counted.append(f"EP all-to-alls of {dep.dispatch_words}")
         if layout.pp > 1:
             counted.append("PP hops")
         what = f"{', '.join(counted)} counted" if counted else "no collectives at decode"

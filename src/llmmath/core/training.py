@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from llmmath.core import collectives
 from llmmath.core._checks import FloatArray, as_floats, as_output
-from llmmath.core._constraints import AnyOf, Instance, OneOf, Real
+from llmmath.core._constraints import AnyOf, Instance, OneOf, Optional, Real
 from llmmath.core.contracts import (
     CHIPS,
     NAME,
@@ -43,7 +43,8 @@ from llmmath.core.contracts import (
     contract,
     each,
 )
-from llmmath.core.dtypes import bytes_per_element
+from llmmath.core.deployment import routed_domain_limit
+from llmmath.core.dtypes import DTYPE, bytes_per_element
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import MODEL, ModelConfig, get_model
 from llmmath.core.placement import (
@@ -175,6 +176,8 @@ def training_flops(
     activations=OneOf(ACTIVATION_MODES, "mode"),
     weight_bytes_per_param=SCALAR_POSITIVE,
     grad_bytes_per_param=SCALAR_POSITIVE,
+    expert_dispatch=OneOf(("per_expert", "node_limited")),
+    dispatch_dtype=Optional(DTYPE),
 )
 def training_communication(
     model: str | ModelConfig,
@@ -187,6 +190,8 @@ def training_communication(
     weight_bytes_per_param: float = 2.0,
     grad_bytes_per_param: float = 2.0,
     activation_dtype: str = "bf16",
+    expert_dispatch: str = "per_expert",
+    dispatch_dtype: str | None = None,
 ) -> dict[str, Communication]:
     """Traffic per GPU in one training step, by kind, timed with :mod:`llmmath.core.collectives`.
 
@@ -201,7 +206,10 @@ def training_communication(
       back, ``tokens_mb * D / tp`` each, point to point; over scale-out if the stages span
       domains.
     * EP: per MoE layer and microbatch, a dispatch and a combine all-to-all forward and again
-      backward (and in a recomputed forward), ``tokens_mb * k * D / tp`` bytes from each GPU.
+      backward (and in a recomputed forward), ``tokens_mb * k * D / tp`` bytes from each GPU;
+      with ``expert_dispatch="node_limited"`` one copy per domain a token reaches, as
+      :attr:`llmmath.core.deployment.Deployment.expert_dispatch` counts it (the forward's
+      dispatch in ``dispatch_dtype``, everything else in ``activation_dtype``).
     """
     spec = layout.validate(model)
     chip_spec = get_chip(chip)
@@ -265,10 +273,46 @@ def training_communication(
     a2a = np.asarray(
         collectives.all_to_all_time_s(per_chip, ep.size, chip_spec, per_domain=ep.per_domain)
     )
-    result["EP"] = Communication(
-        "EP", "all-to-all", a2a_count * per_chip * (ep.size - 1) / ep.size, a2a_count * a2a, ep.link
-    )
+    ep_bytes, ep_time = a2a_count * per_chip * (ep.size - 1) / ep.size, a2a_count * a2a
+    if ep.size > 1 and expert_dispatch == "node_limited":
+        passes = moe_layers * m  # each pass: a dispatch and a combine
+        forward = _node_limited(spec, layout, chip_spec, micro_tokens, dispatch_dtype or
+                                activation_dtype, activation_dtype)  # fmt: skip
+        backward = _node_limited(spec, layout, chip_spec, micro_tokens, activation_dtype,
+                                 activation_dtype)  # fmt: skip
+        forwards = 2 if recompute else 1
+        ep_time = passes * (forwards * forward[0] + backward[0])
+        ep_bytes = passes * (forwards * forward[1] + backward[1])
+    result["EP"] = Communication("EP", "all-to-all", ep_bytes, ep_time, ep.link)
     return result
+
+
+def _node_limited(
+    spec: ModelConfig,
+    layout: Layout,
+    chip: Chip,
+    micro_tokens: FloatArray,
+    dispatch_dtype: str,
+    combine_dtype: str,
+) -> tuple[FloatArray, FloatArray]:
+    """One MoE layer's dispatch and combine with one copy per domain a token reaches: its
+    time and the bytes each GPU sends (network and NVLink)."""
+    # beyond.moe_dispatch holds the one-copy-per-domain count (it builds on the core)
+    from llmmath.beyond.moe_dispatch import node_limited_all_to_all
+
+    G = layout.ep
+    domains = G // collectives.members_per_domain(G, chip)
+    one = node_limited_all_to_all(
+        spec,
+        micro_tokens * G / layout.tp,  # the EP group's tokens of a microbatch
+        G,
+        chip,
+        max_domains=routed_domain_limit(spec, domains),
+        dispatch_dtype=dispatch_dtype,
+        combine_dtype=combine_dtype,
+    )
+    sent = np.asarray(one.network_bytes_per_gpu + one.nvlink_bytes_per_gpu)
+    return np.asarray(one.all_to_all_s), sent
 
 
 def _dp_sync(
@@ -303,6 +347,8 @@ def _dp_sync(
     flops_efficiency=SCALAR_FRACTION,
     weight_bytes_per_param=SCALAR_POSITIVE,
     grad_bytes_per_param=SCALAR_POSITIVE,
+    expert_dispatch=OneOf(("per_expert", "node_limited")),
+    dispatch_dtype=Optional(DTYPE),
 )
 def training_step(
     model: str | ModelConfig,
@@ -317,6 +363,8 @@ def training_step(
     weight_bytes_per_param: float = 2.0,
     grad_bytes_per_param: float = 2.0,
     activation_dtype: str = "bf16",
+    expert_dispatch: str = "per_expert",
+    dispatch_dtype: str | None = None,
 ) -> TrainingStep:
     """Step-time breakdown of ``layout`` training ``model`` on ``layout.n_gpus`` chips.
 
@@ -345,6 +393,8 @@ def training_step(
         weight_bytes_per_param=weight_bytes_per_param,
         grad_bytes_per_param=grad_bytes_per_param,
         activation_dtype=activation_dtype,
+        expert_dispatch=expert_dispatch,
+        dispatch_dtype=dispatch_dtype,
     )
     return TrainingStep(
         compute_s=compute,
