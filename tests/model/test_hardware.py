@@ -80,6 +80,10 @@ def test_preset_records_source_date_and_a_bf16_peak(name: str) -> None:
     assert chip.peak("int8") == pytest.approx(2 * chip.peak("bf16"), rel=1e-3)
 
 
+def test_todays_chips_are_listed() -> None:
+    assert {"GB300-NVL72", "TPU7x", "MI355X"} <= set(hardware.PRESET_NAMES)
+
+
 # Datasheet figures (reference.md hardware table): dense bf16 FLOP/s, HBM bytes/s.
 @pytest.mark.parametrize(
     ("name", "bf16", "bandwidth"),
@@ -287,3 +291,44 @@ def test_a_broken_hardware_file_fails_at_import(tmp_path: Path) -> None:
     )
     assert result.returncode != 0
     assert "scale_up_domain_size must be >= 1" in result.stderr
+
+
+# ---- today's chips (#43): each published figure with its source and tolerance ----------------
+#: (preset, dense bf16, a low-precision peak, HBM bytes, HBM bytes/s, scale-up domain, source)
+TODAYS_CHIPS = [
+    ("GB300-NVL72", 2.5e15, ("nvfp4", 1.5e16), 288e9, 8.0e12, 72,
+     "NVIDIA GB300 NVL72 (GTC 2025): rack BF16 360 PF and FP4 1,080 PF dense / 72, 576 TB/s / 72"),
+    ("TPU7x", 2.307e15, ("fp8", 4.614e15), 192e9, 7.37e12, 9216,
+     "Google Cloud TPU7x (Ironwood) docs: 2307 / 4614 TFLOPs, 192 GiB, 9,216 chips a pod"),
+    ("MI355X", 2.5166e15, ("mxfp4", 1.00664e16), 288e9, 8.0e12, 8,
+     "AMD Instinct MI355X (2025-06): 2.5 PF BF16, 10.1 PF MXFP4 dense, 288 GB at 8 TB/s"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "bf16", "low", "hbm", "bandwidth", "domain", "source"), TODAYS_CHIPS
+)
+def test_todays_chips_hold_their_published_figures(
+    name: str,
+    bf16: float,
+    low: tuple[str, float],
+    hbm: float,
+    bandwidth: float,
+    domain: int,
+    source: str,
+) -> None:
+    chip = get_chip(name)
+    assert chip.peak("bf16") == pytest.approx(bf16, rel=1e-3), source
+    assert chip.peak(low[0]) == pytest.approx(low[1], rel=1e-3), source
+    assert chip.hbm_bytes == pytest.approx(hbm, rel=1e-9), source
+    assert chip.hbm_bandwidth_bytes_per_s == pytest.approx(bandwidth, rel=1e-3), source
+    assert chip.scale_up_domain_size == domain, source
+    assert chip.source and chip.source_date >= "2025-03"
+
+
+def test_todays_chips_sit_at_about_313_flop_per_byte() -> None:
+    """Compute outgrew bandwidth again: H100's bf16 C/W is 295, B200's 281; GB300, TPU7x and
+    MI355X all sit at 313 +- 1 (Ironwood's fp8 at twice that)."""
+    ratios = [get_chip(n).critical_intensity("bf16") for n in ("GB300-NVL72", "TPU7x", "MI355X")]
+    assert all(312 <= r <= 315 for r in ratios), ratios
+    assert get_chip("H100").critical_intensity("bf16") < min(ratios)
