@@ -48,6 +48,7 @@ from typing import Any
 import nbformat
 import pytest
 from grading_support import ROOT, load_specs, submission_from_release
+from wait_support import in_page, ms, seconds, wait_until
 
 from llmmath_course.hub.accounts import RUNUSER, add_user, processes_of, remove_user
 from llmmath_course.hub.backup import backup
@@ -102,7 +103,7 @@ class Api:
             f"{self.hub.url}{path}", data=data, method=method,
             headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
         )  # fmt: skip
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=seconds(timeout)) as response:
             text = response.read().decode()
         return json.loads(text) if text.strip() else None
 
@@ -114,6 +115,7 @@ class Api:
                 raise
 
     def wait_ready(self, users: list[str], timeout: float = 300) -> None:
+        timeout = seconds(timeout)
         deadline = time.monotonic() + timeout
         waiting = set(users)
         while waiting and time.monotonic() < deadline:
@@ -128,6 +130,7 @@ class Api:
         """Each student's own server answers its Assignments list (nbgrader's handler, under
         /user/<name>/). The hub's "ready" means only that something answered at the server's
         URL: the wrong server (a port handed out twice) or none would fail here, named."""
+        timeout = seconds(timeout)
         deadline = time.monotonic() + timeout
         for user in users:
             while True:
@@ -176,7 +179,13 @@ def class_hub() -> Iterator[tuple[Hub, Api]]:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             hub = stack.enter_context(
-                running_hub(3, free_port_block(), prefix=unique("llmmt"), admin_token=token)
+                running_hub(
+                    3,
+                    free_port_block(),
+                    prefix=unique("llmmt"),
+                    admin_token=token,
+                    start_timeout_s=seconds(60),
+                )
             )
         finally:
             signal.signal(signal.SIGINT, previous)
@@ -225,14 +234,14 @@ def login(browser: Any, hub: Hub, user: str, ready: str = ".jp-LauncherCard") ->
     page.fill("input[name=username]", user)
     page.fill("input[name=password]", hub.passwords[user])
     page.click("input[type=submit], button[type=submit]")
-    page.wait_for_url(f"**/user/{user}/lab**", timeout=180_000)
-    page.wait_for_selector(ready, timeout=180_000)
+    page.wait_for_url(f"**/user/{user}/lab**", timeout=ms(180))
+    page.wait_for_selector(ready, timeout=ms(180))
     return page
 
 
 def menu_items(page: Any, menu: str) -> list[str]:
     page.click(f".lm-MenuBar-itemLabel:text-is('{menu}')")
-    page.wait_for_selector(".lm-Menu-itemLabel", timeout=30_000)
+    page.wait_for_selector(".lm-Menu-itemLabel", timeout=ms(30))
     labels = [t.strip() for t in page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()]
     page.keyboard.press("Escape")
     return labels
@@ -264,14 +273,14 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         for i, (user, page) in enumerate(pages.items()):
             open_assignments(page)
             click_in_list(page, "released", "Fetch")
-            page.wait_for_selector(f"{row('fetched')} button:text-is('Submit')", timeout=120_000)
+            page.wait_for_selector(f"{row('fetched')} button:text-is('Submit')", timeout=ms(120))
             answer_in_lab(page, answered(hub, wrong=i == 1), tmp_path / f"{user}-answered.png")
             if i == 0:
                 validate_without_success(page, tmp_path / "student-validate.png")
             page.click(".lm-TabBar-tab:has-text('Assignments')")
             click_in_list(page, "fetched", "Submit")
             page.wait_for_selector(
-                f"{row('submitted')} button:text-is('Fetch Feedback')", timeout=120_000
+                f"{row('submitted')} button:text-is('Fetch Feedback')", timeout=ms(120)
             )
         pages[students[0]].screenshot(path=str(tmp_path / "student-submitted.png"))
         owner = {p.name: p.stat().st_uid for p in (hub.exchange / COURSE / "inbound").iterdir()}
@@ -281,7 +290,7 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         # Fetch Feedback before any is released says so (it did nothing visible).
         early = pages[students[0]]
         click_in_list(early, "submitted", "Fetch Feedback")
-        early.wait_for_selector(f"text=No feedback for {ASSIGNMENT} yet", timeout=120_000)
+        early.wait_for_selector(f"text=No feedback for {ASSIGNMENT} yet", timeout=ms(120))
         early.screenshot(path=str(tmp_path / "student-no-feedback-yet.png"))
         early.click("#refresh_assignments_list")
         early.wait_for_selector(f"{row('submitted')} button:text-is('Fetch Feedback')")
@@ -303,10 +312,10 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         for page in pages.values():
             page.click("#refresh_assignments_list")
             page.wait_for_selector(
-                f"{row('submitted')}:has-text('feedback available to fetch')", timeout=120_000
+                f"{row('submitted')}:has-text('feedback available to fetch')", timeout=ms(120)
             )
             click_in_list(page, "submitted", "Fetch Feedback")
-            page.wait_for_selector(f"{row('submitted')}:has-text('view feedback')", timeout=120_000)
+            page.wait_for_selector(f"{row('submitted')}:has-text('view feedback')", timeout=ms(120))
         pages[students[0]].screenshot(path=str(tmp_path / "student-feedback.png"))
         # A student opens their feedback from their server: its maths is typeset by the hub's
         # MathJax (it was raw TeX: the script sat in the instructor's private home).
@@ -314,7 +323,7 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
         fetched = next((hub.home(user) / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
         where = urllib.parse.quote(fetched.relative_to(hub.home(user)).as_posix())
         page.goto(f"{hub.url}/user/{user}/files/{where}")
-        page.wait_for_selector("mjx-container svg", timeout=60_000)
+        page.wait_for_selector("mjx-container svg", timeout=ms(60))
         assert page.locator("mjx-container").count() > 10, "the feedback's maths is not typeset"
         page.screenshot(path=str(tmp_path / "student-feedback-maths.png"))
         print(f"\nafter the exercise: {memory_per_student(hub)}")
@@ -363,7 +372,7 @@ def formgrader_from_the_menu(page: Any, hub: Hub, tmp_path: Path) -> None:
     hub's servers refuse to be framed in: "refused to connect") is gone, and the Formgrader menu
     opens the formgrader in a browser tab of its own. No Jupyter news prompt either."""
     page.goto(f"{hub.url}/services/formgrader/lab")
-    page.wait_for_selector(".jp-LauncherCard", timeout=180_000)
+    page.wait_for_selector(".jp-LauncherCard", timeout=ms(180))
     config = json.loads(page.locator("#jupyter-config-data").text_content() or "{}")
     assert config["news"]["disabled"], "JupyterLab would fetch Jupyter news"
     assert "Formgrader" not in menu_items(page, "Nbgrader")
@@ -371,7 +380,7 @@ def formgrader_from_the_menu(page: Any, hub: Hub, tmp_path: Path) -> None:
         page.click(".lm-MenuBar-itemLabel:text-is('Formgrader')")
         page.click(".lm-Menu-itemLabel:text-is('Open the Formgrader (new browser tab)')")
     tab = opened.value
-    tab.wait_for_selector("text=Manage Assignments", timeout=120_000)
+    tab.wait_for_selector("text=Manage Assignments", timeout=ms(120))
     assert tab.url.startswith(f"{hub.url}{FORMGRADER_URL}"), tab.url
     tab.screenshot(path=str(tmp_path / "formgrader-tab.png"))
     tab.close()
@@ -386,7 +395,7 @@ def row(section: str) -> str:
 def open_assignments(page: Any) -> None:
     page.click(".lm-MenuBar-itemLabel:text-is('Nbgrader')")
     page.click(".lm-Menu-itemLabel:text-is('Assignment List')")
-    page.wait_for_selector(f"{row('released')}, {row('fetched')}", timeout=120_000)
+    page.wait_for_selector(f"{row('released')}, {row('fetched')}", timeout=ms(120))
 
 
 def click_in_list(page: Any, section: str, button: str) -> None:
@@ -400,9 +409,14 @@ def answer_in_lab(page: Any, answers: Any, screenshot: Path) -> None:
     page.click(f"{fetched} .assignment-notebooks-link")
     page.click(f"{fetched} .assignment-notebooks a:text-is('{NOTEBOOK}')")
     cells = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell")
-    deadline = time.monotonic() + 120
-    while cells.count() < len(answers.cells) and time.monotonic() < deadline:
-        time.sleep(0.5)  # Lab renders a notebook's cells a few at a time
+    wait_until(  # Lab renders a notebook's cells a few at a time
+        lambda: cells.count() >= len(answers.cells),
+        f"the opened notebook's {len(answers.cells)} cells",
+        120,
+        seen=lambda: f"{cells.count()} cells",
+        every=0.5,
+        pause=in_page(page),
+    )
     assert cells.count() == len(answers.cells), "the notebook the student opened"
     for index, cell in enumerate(answers.cells):
         if not cell.metadata.get("nbgrader", {}).get("solution"):
@@ -417,7 +431,7 @@ def answer_in_lab(page: Any, answers: Any, screenshot: Path) -> None:
         page.keyboard.insert_text(cell.source)
     page.keyboard.press("Escape")
     page.keyboard.press("Control+S")
-    page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", state="detached", timeout=60_000)
+    page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", state="detached", timeout=ms(60))
     page.screenshot(path=str(screenshot))
 
 
@@ -428,7 +442,7 @@ def validate_without_success(page: Any, screenshot: Path) -> None:
     panel = page.locator(".jp-NotebookPanel:visible")
     panel.locator(".jp-Toolbar").get_by_text("Validate", exact=True).click()
     message = page.locator(".jp-Dialog #validation-message")
-    message.wait_for(timeout=180_000)
+    message.wait_for(timeout=ms(180))
     page.screenshot(path=str(screenshot))
     text = page.locator(".jp-Dialog").inner_text()
     assert "Success" not in text and "passes all the tests" not in text, f"Validate: {text}"
@@ -442,13 +456,13 @@ def score_reflection_in_formgrader(page: Any, hub: Hub, student: str, score: flo
     score into the reflection's field. The formgrader's API only confirms it was saved."""
     base = f"{hub.url}/services/formgrader"
     page.goto(f"{base}/formgrader/manage_students")
-    page.click(f"a[href$='/formgrader/manage_students/{student}']", timeout=120_000)
-    page.click(f"a[href$='/manage_students/{student}/{ASSIGNMENT}']", timeout=120_000)
-    page.click("a[href*='/formgrader/submissions/']", timeout=120_000)
-    page.wait_for_url("**/formgrader/submissions/**", timeout=120_000)
+    page.click(f"a[href$='/formgrader/manage_students/{student}']", timeout=ms(120))
+    page.click(f"a[href$='/manage_students/{student}/{ASSIGNMENT}']", timeout=ms(120))
+    page.click("a[href*='/formgrader/submissions/']", timeout=ms(120))
+    page.wait_for_url("**/formgrader/submissions/**", timeout=ms(120))
     reflection = SPEC.manual_cells[0]
     field = page.locator(f"input.score#{reflection}")
-    field.wait_for(timeout=120_000)
+    field.wait_for(timeout=ms(120))
     submission = urllib.parse.urlparse(page.url).path.rstrip("/").rsplit("/", 1)[-1]
     grades = page.request.get(f"{base}/formgrader/api/grades?submission_id={submission}").json()
     grade = next(g for g in grades if g["name"] == reflection)
@@ -457,12 +471,12 @@ def score_reflection_in_formgrader(page: Any, hub: Hub, student: str, score: flo
     for _ in range(4):
         field.fill(f"{score:g}")
         field.press("Tab")  # the formgrader saves a score when its field loses focus
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + seconds(20)
         while time.monotonic() < deadline:
             saved = page.request.get(f"{base}/formgrader/api/grade/{grade['id']}").json()
             if saved["manual_score"] == score:
                 return
-            time.sleep(0.5)
+            page.wait_for_timeout(500)
     raise AssertionError(f"the formgrader did not save the score: {saved}")
 
 
@@ -487,7 +501,7 @@ def assert_isolated(hub: Hub, api: Api) -> None:
     # The formgrader service refuses a student.
     request = urllib.request.Request(f"{hub.url}/services/formgrader/formgrader")
     opener = urllib.request.build_opener(urllib.request.HTTPRedirectHandler())
-    response = opener.open(request, timeout=60)
+    response = opener.open(request, timeout=seconds(60))
     assert "/hub/login" in response.url, "the formgrader answered without a login"
 
 
@@ -507,10 +521,11 @@ def in_terminal(api: Api, user: str, command: str, until: str, timeout: float = 
         headers = {"Authorization": f"token {api.token}"}
         socket = await websocket_connect(HTTPRequest(url, headers=headers))
         await socket.write_message(json.dumps(["stdin", command + "\r"]))
-        shown, deadline = "", time.monotonic() + timeout
+        budget = seconds(timeout)
+        shown, deadline = "", time.monotonic() + budget
         while until not in shown:
             left = deadline - time.monotonic()
-            assert left > 0, f"no {until!r} in {timeout} s; the terminal showed:\n{shown}"
+            assert left > 0, f"no {until!r} in {budget:.0f} s; the terminal showed:\n{shown}"
             message = await asyncio.wait_for(socket.read_message(), left)
             assert message is not None, f"the terminal closed; it showed:\n{shown}"
             kind, *content = json.loads(message)
@@ -584,7 +599,7 @@ def save(page: Any, name: str) -> None:
     """Ctrl+S, until the tab of the file ``name`` is no longer marked modified."""
     page.keyboard.press("Control+S")
     dirty = f".lm-TabBar-tab.jp-mod-dirty:has-text('{name}')"
-    page.wait_for_selector(dirty, state="detached", timeout=60_000)
+    page.wait_for_selector(dirty, state="detached", timeout=ms(60))
 
 
 def first_solution_cell(notebook: Path) -> int:
@@ -608,7 +623,7 @@ def panel(tab: Any) -> Any:
     """The document in JupyterLab's current main-area tab (a restored layout keeps other
     notebooks open behind it, whose cells a plain selector would find first)."""
     current = tab.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")
-    current.wait_for(timeout=180_000)
+    current.wait_for(timeout=ms(180))
     return tab.locator(f"[id='{current.get_attribute('data-id')}']")
 
 
@@ -618,11 +633,12 @@ def shown_in_panel(
     """The first ``selector`` element showing ``text`` in the current tab's document, looked up
     afresh every few seconds: under load JupyterLab may still be restoring its layout when a
     launch returns, and a document found by the tab's id before then can go stale."""
+    timeout_s = seconds(timeout_s)
     deadline = time.monotonic() + timeout_s
     while True:
         found = panel(tab).locator(selector, has_text=text).first
         try:
-            found.wait_for(timeout=5_000, state=state)
+            found.wait_for(timeout=ms(5), state=state)
             return found
         except Exception as error:  # Playwright's TimeoutError, or a tab that went stale
             if time.monotonic() < deadline:
@@ -646,10 +662,10 @@ def launch(page: Any, book: str, text: str, name: str) -> Any:
         page.locator(".dropdown-launch-buttons a", has_text=text).click()
     tab = opened.value
     try:
-        tab.wait_for_url("**/lab/tree/**", timeout=180_000)  # after nbgitpuller's sync page
+        tab.wait_for_url("**/lab/tree/**", timeout=ms(180))  # after nbgitpuller's sync page
         current = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current"
-        tab.locator(current, has_text=name).wait_for(timeout=180_000)
-        panel(tab).locator(".jp-Cell").first.wait_for(timeout=180_000)
+        tab.locator(current, has_text=name).wait_for(timeout=ms(180))
+        panel(tab).locator(".jp-Cell").first.wait_for(timeout=ms(180))
     except Exception as error:
         tab.screenshot(path=str(Path(tempfile.gettempdir()) / "llmmath-launch-failed.png"))
         shown = tab.locator("body").inner_text()[-3000:]
@@ -698,7 +714,7 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             assert not raw, f"the lesson's MyST shows as text: {raw}"
             # Opened unmodified (read_only_lessons: the kernel's language info already there).
             idle = lab.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
-            idle.wait_for(timeout=180_000)
+            idle.wait_for(timeout=ms(180))
             dirty = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current.jp-mod-dirty"
             for _ in range(8):  # the kernel's language arrives just after it is idle
                 lab.wait_for_timeout(250)
@@ -713,7 +729,7 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             lab.click(".lm-MenuBar-itemLabel:text-is('Run')")
             lab.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
             in_all = f"{lesson('batching.md').one_ms} ms in all"
-            prose.filter(has_text=in_all).wait_for(timeout=300_000)
+            prose.filter(has_text=in_all).wait_for(timeout=ms(300))
             stderr = panel(lab).locator("[data-mime-type='application/vnd.jupyter.stderr']")
             failed = [s for s in stderr.all_inner_texts() if "Error" in s or "Traceback" in s]
             assert not failed, f"the lesson failed on the hub: {failed}"
@@ -721,7 +737,7 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             lab.screenshot(path=str(tmp_path / "launch-lesson-ran.png"))
             # Ctrl+S is refused: the lesson stays as pulled, so the next pull can update it.
             lab.keyboard.press("Control+s")
-            lab.get_by_text("lessons/batching.md is read-only").wait_for(timeout=60_000)
+            lab.get_by_text("lessons/batching.md is read-only").wait_for(timeout=ms(60))
             lab.screenshot(path=str(tmp_path / "launch-lesson-readonly.png"))
             lab.keyboard.press("Escape")
             assert (clone / "lessons" / "batching.md").read_bytes() == pulled, "a save wrote it"
@@ -732,15 +748,17 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             assert "make lab" not in link.first.locator("xpath=..").inner_text()
             link.first.click()  # jupyterlab-myst's link: this tab, or a new one
             copy = "llmmath/my-work/batching/batching.ipynb"
-            for _ in range(360):
-                opened = [p for p in lab.context.pages if f"/lab/tree/{copy}" in p.url]
-                if opened:
-                    break
-                lab.wait_for_timeout(500)
-            assert opened, f"the link opened no my-work copy: {[p.url for p in lab.context.pages]}"
+            opened = wait_until(
+                lambda: [p for p in lab.context.pages if f"/lab/tree/{copy}" in p.url],
+                f"a tab at /lab/tree/{copy} (the link's my-work copy)",
+                180,
+                seen=lambda: [p.url for p in lab.context.pages],
+                every=0.5,
+                pause=in_page(lab),
+            )
             exercise = opened[0]
             current = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current"
-            exercise.locator(current, has_text="batching.ipynb").wait_for(timeout=180_000)
+            exercise.locator(current, has_text="batching.ipynb").wait_for(timeout=ms(180))
             exercise.screenshot(path=str(tmp_path / "launch-lesson-exercise-link.png"))
             assert (hub.home(student) / copy).is_file(), "the link made no my-work copy"
             exercise.close()
@@ -876,11 +894,13 @@ def log_in(url: str, user: str, password: str) -> bool:
 
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), Stay())
-    form = opener.open(f"{url}/hub/login", timeout=60).read().decode()
+    form = opener.open(f"{url}/hub/login", timeout=seconds(60)).read().decode()
     xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form)
     fields = {"username": user, "password": password, **({"_xsrf": xsrf.group(1)} if xsrf else {})}
     try:
-        opener.open(f"{url}/hub/login", urllib.parse.urlencode(fields).encode(), timeout=60)
+        opener.open(
+            f"{url}/hub/login", urllib.parse.urlencode(fields).encode(), timeout=seconds(60)
+        )
     except urllib.error.HTTPError as answer:
         if answer.code in (301, 302, 303):
             return "/hub/login" not in (answer.headers.get("Location") or "")
@@ -899,7 +919,9 @@ def test_the_class_survives_a_restart() -> None:
     state = Path(tempfile.mkdtemp(prefix="llmmath-state-"))
     instructor, student = f"{prefix}-inst", f"{prefix}-s01"
     try:
-        with running_hub(1, free_port_block(), prefix=prefix, state=state) as hub:
+        with running_hub(
+            1, free_port_block(), prefix=prefix, state=state, start_timeout_s=seconds(60)
+        ) as hub:
             assert set(hub.passwords) == {instructor, student}
             password = hub.passwords[student]
             assert log_in(hub.url, student, password)
@@ -925,7 +947,9 @@ def test_the_class_survives_a_restart() -> None:
             with pytest.raises(RuntimeError, match="Permission denied"):
                 hub.as_user(student, "cat", str(state / "hub" / "jupyterhub.log"))
         assert (state / "hub" / "jupyterhub.sqlite").exists(), "the hub's database went"
-        with running_hub(1, free_port_block(), prefix=prefix, state=state) as hub:
+        with running_hub(
+            1, free_port_block(), prefix=prefix, state=state, start_timeout_s=seconds(60)
+        ) as hub:
             assert hub.passwords == {}, "an account was made again"
             assert _gradebook_scores(hub.course) == graded
             assert log_in(hub.url, student, password)
@@ -965,9 +989,7 @@ def test_a_hub_environment_in_use_is_never_removed(tmp_path: Path) -> None:
     shutil.copy2("/bin/sleep", used / "python" / "bin" / "sleep")
     running = subprocess.Popen([str(used / "python" / "bin" / "sleep"), "60"])
     try:
-        deadline = time.monotonic() + 10
-        while not in_use(used) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: in_use(used), f"a process running from {used}", 10, every=0.1)
         assert prune(root, keep=keep) == [unused]
         assert used.exists() and keep.exists() and (root / "notes").exists()
     finally:
@@ -979,7 +1001,13 @@ def test_a_hub_environment_in_use_is_never_removed(tmp_path: Path) -> None:
 def test_thirty_students_submit_at_once() -> None:
     token = secrets.token_hex(16)
     started = time.perf_counter()
-    with running_hub(30, free_port_block(), prefix=unique("llmml"), admin_token=token) as hub:
+    with running_hub(
+        30,
+        free_port_block(),
+        prefix=unique("llmml"),
+        admin_token=token,
+        start_timeout_s=seconds(60),
+    ) as hub:
         api = Api(hub, token)
         release(hub)
         up = time.perf_counter()
@@ -1055,7 +1083,7 @@ def test_a_forged_submission_is_refused_and_reported() -> None:
             }  # fmt: skip
             result = subprocess.run(
                 [RUNUSER, "-u", user, "--", *argv], cwd=home, env=env,
-                capture_output=True, text=True, timeout=300,
+                capture_output=True, text=True, timeout=seconds(300),
             )  # fmt: skip
             assert result.returncode == 0, f"{argv} as {user}: {result.stdout}{result.stderr}"
             return result.stdout + result.stderr

@@ -142,9 +142,12 @@ def running_hub(
     instructor: str | None = None,
     admin_token: str | None = None,
     mem_limit: str = MEM_LIMIT,
+    start_timeout_s: float = 60,
 ) -> Iterator[Hub]:
     """Start the class hub on ``state`` (None: a throwaway class in a temporary folder, whose
-    accounts and folder are removed on leaving); on leaving, stop the hub and its servers."""
+    accounts and folder are removed on leaving); on leaving, stop the hub and its servers.
+    ``start_timeout_s``: how long to wait for the hub's API to answer (the tests scale it with
+    the machine's load)."""
     _check_ready()
     throwaway = state is None
     if state is None:
@@ -184,7 +187,7 @@ def running_hub(
                 start_new_session=True,
             )  # fmt: skip
         url = f"http://127.0.0.1:{port}"
-        _wait_for(url, process, log, timeout=60)
+        _wait_for(url, process, log, timeout=start_timeout_s)
         for path in (state / "hub").iterdir():  # the database and secret: root's alone
             path.chmod(0o600)
         exchange = state / "exchange"
