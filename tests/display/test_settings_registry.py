@@ -38,6 +38,8 @@ FRONTIER = Deployment(
     compute_dtype="fp8",
     attention_dtype="bf16",
     layout=Layout(ep=16),
+    expert_dispatch="node_limited",  # DeepSeek's routing: as the CLI counts it
+    dispatch_dtype="fp8",
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import shutil
@@ -808,7 +809,7 @@ def test_group_limited_routing_is_dispatched_node_limited_in_fp8(
 ) -> None:
     """DeepSeek-V3 routes a token to 4 of 8 expert groups (config.json n_group/topk_group):
     serve counts moe_dispatch's node-limited all-to-all, fp8 out and bf16 back, says so, and
-    gives the step moe_dispatch.node_limited_decode_step gives; --dispatch per-expert gives
+    gives moe_dispatch's node-limited all-to-all per MoE layer; --dispatch per-expert gives
     the one-copy-per-expert step back, and that is slower."""
     from llmmath.beyond import moe_dispatch
 
@@ -819,10 +820,14 @@ def test_group_limited_routing_is_dispatched_node_limited_in_fp8(
     dep = Deployment(get_model("DeepSeek-V3"), "H100", 64, layout=Layout(ep=64),
                      compute_dtype="fp8", weight_dtype="fp8", kv_dtype="fp8",
                      attention_dtype="bf16", weight_format=held)  # fmt: skip
-    lesson_step = moe_dispatch.node_limited_decode_step(
-        dep, 4096, 4096, max_domains=4, dispatch_dtype="fp8"
+    # Per MoE layer, moe_dispatch's node-limited all-to-all (the MoE chapter's), times the layers.
+    per_layer = moe_dispatch.node_limited_all_to_all(
+        "DeepSeek-V3", 4096, 64, "H100", max_domains=4, dispatch_dtype="fp8"
     )
-    assert data["rows"][0]["communication_s"] == pytest.approx(float(lesson_step.ep_s), rel=1e-12)
+    expected_s = get_model("DeepSeek-V3").n_moe_layers * float(per_layer.all_to_all_s)
+    assert data["rows"][0]["communication_s"] == pytest.approx(expected_s, rel=1e-12)
+    limited = dataclasses.replace(dep, expert_dispatch="node_limited", dispatch_dtype="fp8")
+    lesson_step = serving.decode_step(limited, 4096, 4096)
     assert data["rows"][0]["floor_s"] == pytest.approx(float(lesson_step.time_s), rel=1e-12)
     per_expert = as_json(capsys, *argv, "--dispatch", "per-expert")
     assert (per_expert["expert_dispatch"], per_expert["dispatch_dtype"]) == ("per_expert", "bf16")

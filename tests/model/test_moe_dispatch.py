@@ -168,24 +168,3 @@ def test_exercise_model_answer_quotes_the_lesson() -> None:
     ns = lesson("moe.md")
     assert found.groups() == (ns.limited_ratio, ns.limited_fp8_ratio)
     assert "during training)" not in answer  # the limit holds in serving too
-
-
-def test_node_limited_decode_step_swaps_only_the_all_to_all() -> None:
-    from llmmath.core import serving
-    from llmmath.core.deployment import Deployment
-    from llmmath.core.placement import Layout
-
-    ep16 = Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8", layout=Layout(ep=16))
-    plain = serving.decode_step(ep16, 1000.0, 2048)
-    limited = moe_dispatch.node_limited_decode_step(ep16, 1000.0, 2048, dispatch_dtype="fp8")
-    per_layer = moe_dispatch.node_limited_all_to_all(
-        "DeepSeek-V3", 1000.0, 16, "H100", dispatch_dtype="fp8"
-    )
-    assert float(limited.ep_s) == pytest.approx(58 * float(per_layer.all_to_all_s), rel=1e-12)
-    assert float(limited.ep_s) < float(plain.ep_s)  # fewer copies cross the network
-    for same in ("weight_read_s", "kv_read_s", "matmul_compute_s", "tp_s", "pp_s"):
-        assert float(getattr(limited, same)) == float(getattr(plain, same)), same
-    with pytest.raises(ValueError, match="deployment needs an expert-parallel layout"):
-        moe_dispatch.node_limited_decode_step(
-            Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8"), 1.0, 2048
-        )

@@ -347,14 +347,10 @@ def test_speculation_break_even_is_where_the_speedup_crosses_one(llama: Deployme
     assert float(around.speedup[0]) > 1.0 >= float(around.speedup[1])
 
 
-def test_fleet_scale_times_its_steps_with_step_of(llama: Deployment) -> None:
-    import functools
-
-    same = functools.partial(serving.decode_step, llama, context=2048)
+def test_fleet_of_sizes_a_fleet_from_any_step(llama: Deployment) -> None:
     plain = serving_modes.fleet_scale(llama, 2048, 0.020, 1e8)
-    assert serving_modes.fleet_scale(llama, 2048, 0.020, 1e8, step_of=same) == plain
-    # A slower step (the serial estimate) meets the target with a smaller batch.
-    serial = functools.partial(serving.decode_step, llama, context=2048, overlap="none")
-    slower = serving_modes.fleet_scale(llama, 2048, 0.020, 1e8, step_of=serial)
-    assert slower.batch < plain.batch and float(slower.step.time_s) <= 0.020
     assert serving_modes.fleet_of(plain.step, 1e8) == plain
+    serial = serving.decode_step(llama, plain.batch, 2048, overlap="none")
+    slower = serving_modes.fleet_of(serial, 1e8)  # the serial step: fewer tokens a second
+    assert slower.batch_tokens_per_s < plain.batch_tokens_per_s
+    assert slower.replicas == math.ceil(1e8 / slower.batch_tokens_per_s)

@@ -33,15 +33,12 @@ from numpy.typing import ArrayLike
 
 from llmmath.core import collectives
 from llmmath.core._checks import FloatArray, as_floats
-from llmmath.core._constraints import Count, Instance, OneOf, Optional
+from llmmath.core._constraints import Count, Optional
 from llmmath.core.contracts import RESULT, checked, contract, each
-from llmmath.core.deployment import Deployment
 from llmmath.core.dtypes import DTYPE, bytes_per_element
-from llmmath.core.hardware import Chip, get_chip
-from llmmath.core.models import ModelConfig, get_model
-from llmmath.core.placement import Layout
+from llmmath.core.hardware import Chip
+from llmmath.core.models import ModelConfig
 from llmmath.core.racks import DOMAIN, ScaleUpDomain, get_domain
-from llmmath.core.serving import OVERLAP_RULES, DecodeStep, decode_step
 from llmmath.moe import ExpertLayerStep, _experts_divide, _moe_model, expert_parallel_step
 
 
@@ -190,59 +187,6 @@ def node_limited_step(
     )
 
 
-def _expert_parallel(deployment: Deployment) -> str | None:
-    """The rule of :func:`node_limited_decode_step` (its ``where=``): an EP layout, no TP or PP."""
-    layout = deployment.layout
-    if layout is not None and layout.ep > 1 and layout.tp == 1 and layout.pp == 1:
-        return None
-    return (
-        f"deployment needs an expert-parallel layout with tp = pp = 1, got "
-        f"{layout if layout is not None else 'no layout'}"
-    )
-
-
-@contract(
-    deployment=Instance(
-        Deployment,
-        example=lambda: Deployment(
-            get_model("DeepSeek-V3"), get_chip("H100"), 16, weight_dtype="fp8", layout=Layout(ep=16)
-        ),
-    ),
-    **each(DTYPE, "dispatch_dtype combine_dtype"),
-    max_domains=Optional(Count(high=1 << 16)),
-    overlap=OneOf(OVERLAP_RULES),
-    where=_expert_parallel,
-)
-def node_limited_decode_step(
-    deployment: Deployment,
-    batch: ArrayLike,
-    context: ArrayLike,
-    *,
-    max_domains: int | None = None,
-    dispatch_dtype: str = "bf16",
-    combine_dtype: str = "bf16",
-    overlap: str = "perfect",
-) -> DecodeStep:
-    """:func:`llmmath.core.serving.decode_step` on an expert-parallel layout (``tp = pp = 1``)
-    with each MoE layer's all-to-all counted as :func:`node_limited_all_to_all` (one copy per
-    domain a token reaches, NVLink forwarding inside it) in place of the decode step's one
-    copy per routed expert; everything else is the decode step's."""
-    dep = deployment
-    layout = dep.layout
-    assert layout is not None  # the contract's rule
-    step = decode_step(dep, batch, context, overlap=overlap)
-    per_layer = node_limited_all_to_all(
-        dep.model,
-        step.batch / layout.dp,  # the tokens of one EP group
-        layout.ep,
-        dep.chip,
-        max_domains=max_domains,
-        dispatch_dtype=dispatch_dtype,
-        combine_dtype=combine_dtype,
-    )
-    return dataclasses.replace(step, ep_s=dep.model.n_moe_layers * per_layer.all_to_all_s)
-
-
 # ---- the ratio of the all-to-all to the experts' compute, term by term ---------------------
 @dataclass(frozen=True)
 @checked(**each(RESULT, "bandwidth shared_factor link_share latency total"))
@@ -307,6 +251,5 @@ __all__ = [
     "all_to_all_ratio",
     "domains_reached",
     "node_limited_all_to_all",
-    "node_limited_decode_step",
     "node_limited_step",
 ]

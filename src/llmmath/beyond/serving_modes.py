@@ -16,7 +16,6 @@ fast-mode and batch-API prices are in ``data/serving_modes.toml``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -34,7 +33,7 @@ from llmmath.beyond.paged_kv import (
 )
 from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats
-from llmmath.core._constraints import Function, Instance, OneOf, Optional, Real
+from llmmath.core._constraints import Instance, OneOf, Optional, Real
 from llmmath.core.capacity import cheapest_batch, max_batch, weight_floor_s
 from llmmath.core.chip_prices import ChipPrice
 from llmmath.core.contracts import (
@@ -165,25 +164,17 @@ class SlowMode:
     weight_floor_s: float
 
 
-#: How a batch's decode step is timed, where not by :func:`decode_step` itself (a step with
-#: another all-to-all, say :func:`llmmath.beyond.moe_dispatch.node_limited_decode_step`).
-STEP_OF = Optional(Function())
-
-
 @contract(
     infinite_ok=True,
     context=SCALAR,
     latency_s=POSITIVE,
     usd_per_chip_hour=Optional(SCALAR_POSITIVE),
-    step_of=STEP_OF,
 )
 def slow_mode(
     deployment: Deployment,
     context: float,
     latency_s: ArrayLike,
     usd_per_chip_hour: float | None = None,
-    *,
-    step_of: Callable[[FloatArray], DecodeStep] | None = None,
 ) -> SlowMode:
     """The cheapest cost per token for each accepted time per token, at ``context``.
 
@@ -207,8 +198,6 @@ def slow_mode(
     floor_batch = cheapest_batch(dep, T)  # past T_c B*(T) is infinite: the HBM stops it
 
     def step(B: ArrayLike) -> DecodeStep:
-        if step_of is not None:
-            return step_of(as_floats(B))
         return decode_step(dep, B, T)
 
     lo = np.zeros_like(budget)  # the largest batch known to be fast enough (0: none)
@@ -325,25 +314,13 @@ class FleetScale:
     chips: float
 
 
-@contract(
-    context=SCALAR,
-    token_latency_s=SCALAR_POSITIVE,
-    fleet_tokens_per_s=SCALAR_POSITIVE,
-    step_of=STEP_OF,
-)
+@contract(context=SCALAR, token_latency_s=SCALAR_POSITIVE, fleet_tokens_per_s=SCALAR_POSITIVE)
 def fleet_scale(
-    deployment: Deployment,
-    context: float,
-    token_latency_s: float,
-    fleet_tokens_per_s: float,
-    *,
-    step_of: Callable[[FloatArray], DecodeStep] | None = None,
+    deployment: Deployment, context: float, token_latency_s: float, fleet_tokens_per_s: float
 ) -> FleetScale:
     """The largest useful batch whose step meets ``token_latency_s`` per token, the tokens
-    per second of that one batch, and how many such replicas serve ``fleet_tokens_per_s``.
-    ``step_of`` times a batch's step where :func:`decode_step` in the deployment does not
-    (it must be that deployment's step at ``context``)."""
-    mode = slow_mode(deployment, context, token_latency_s, step_of=step_of)
+    per second of that one batch, and how many such replicas serve ``fleet_tokens_per_s``."""
+    mode = slow_mode(deployment, context, token_latency_s)
     B = float(mode.batch)
     if B < 1:
         floor = mode.weight_floor_s
@@ -351,8 +328,7 @@ def fleet_scale(
             f"token_latency_s={token_latency_s:g} is below this deployment's weight floor "
             f"({floor:.4g} s): no batch is that fast"
         )
-    step = decode_step(deployment, B, context) if step_of is None else step_of(as_floats(B))
-    return fleet_of(step, fleet_tokens_per_s)
+    return fleet_of(decode_step(deployment, B, context), fleet_tokens_per_s)
 
 
 @contract(step=STEP, fleet_tokens_per_s=SCALAR_POSITIVE)
