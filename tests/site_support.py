@@ -51,14 +51,21 @@ def chromium() -> Iterator[Browser]:
             raise
 
 
+# True once MathJax 3 has typeset the page (its startup promise resolves after the first
+# typesetting), or at once on a page that loads no MathJax. A page whose MathJax script is still
+# loading (window.MathJax only its configuration) is waited for, not taken as done.
+MATHS_TYPESET = """() => {
+    const loads = [...document.scripts].some(s => /mathjax/i.test(s.src));
+    if (!loads && !window.MathJax) return true;
+    if (!window.MathJax || !MathJax.startup || !MathJax.startup.promise) return false;
+    return MathJax.startup.promise.then(() => true);
+}"""
+
+
 def typeset(page: Page) -> None:
-    """Wait until ``page`` shows what a reader sees: its maths typeset (MathJax 3's startup
-    promise, resolved after the first typesetting) and its fonts loaded."""
-    page.wait_for_function(
-        "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
-        " || MathJax.startup.promise.then(() => true)",
-        timeout=ms(20),
-    )
+    """Wait until ``page`` shows what a reader sees: its maths typeset (``MATHS_TYPESET``) and
+    its fonts loaded."""
+    page.wait_for_function(MATHS_TYPESET, timeout=ms(30))
     page.wait_for_function("() => document.fonts.status === 'loaded'", timeout=ms(20))
 
 
