@@ -43,7 +43,9 @@ def chromium() -> Iterator[Browser]:
         try:
             yield opened
         except BaseException as error:
-            if isinstance(error, Exception) and not getattr(error, "_photographed", False):
+            # A test's failure (pytest.fail's too, not an Exception), not an interrupt.
+            interrupted = isinstance(error, KeyboardInterrupt | GeneratorExit | SystemExit)
+            if not interrupted and not getattr(error, "_photographed", False):
                 label = os.environ.get("PYTEST_CURRENT_TEST", "test").split(" ")[0]
                 shots = screenshot_pages(opened, label)
                 error.add_note("open pages when it failed:\n" + "\n".join(shots))
