@@ -1614,7 +1614,21 @@ CLAIMS += [
             round(float(ns.heavy.tokens_per_param / ns.plain.tokens_per_param))
             == int(ns.heavy_factor)
             == round(float(scaling.overtraining_factor(ns.target, 1e14)))
-            and int(ns.heavy_factor) < int(ns.heavy_tpp_x) / 3
+            # "the refit's optimum is the rule of thumb's 20 again" (#43: Besiroglu's refit)
+            and 0.75 < int(ns.heavy_factor) / int(ns.heavy_tpp_x) < 1.25
+            and 15 < float(ns.plain.tokens_per_param) < 25
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "the refit makes every optimum {eval}`moved_lo`–{eval}`moved_hi`× larger and far",
+        lambda ns: (
+            all(m > 1 for m in ns.moved)
+            and all(
+                float(n.tokens_per_param) < float(o.tokens_per_param)
+                for n, o in zip(ns.new, ns.old, strict=True)
+            )
+            and ns.llama_demand_value > ns.old_llama_demand_value
         ),
     ),
 ]

@@ -257,7 +257,7 @@ def test_chapter_figures_draw_the_model_s_numbers() -> None:
     overtraining = pricing_widgets.overtraining_declaration()
     best = scaling.inference_aware_optimum(1.9, 1e12)
     shown = " ".join(texts(overtraining.figure(target_loss=1.9, inference_tokens=1e12)))
-    assert f"best P {float(best.params) / 1e9:.3g}B" in shown and "loss 1.9" in shown
+    assert f"best P {float(best.params) / 1e9:.1f}B" in shown and "loss 1.9" in shown
     serving = texts(pricing_widgets.serving_declaration().figure(batch=8))
     assert any(text.startswith("batch 8: output ") for text in serving)
 

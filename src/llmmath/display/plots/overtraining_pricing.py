@@ -113,7 +113,7 @@ class TokensPerParamPanel:
 
 
 def total_compute_vs_size(
-    target_loss: float = 1.937,
+    target_loss: float = scaling.CHINCHILLA_TARGET_LOSS,
     inference_tokens: Sequence[float] = _DEMAND_CURVES,
     ax: Axes | None = None,
 ) -> Figure:
@@ -129,7 +129,9 @@ def total_compute_vs_size(
     return figure
 
 
-def tokens_per_param_vs_demand(target_loss: float = 1.937, ax: Axes | None = None) -> Figure:
+def tokens_per_param_vs_demand(
+    target_loss: float = scaling.CHINCHILLA_TARGET_LOSS, ax: Axes | None = None
+) -> Figure:
     """Tokens per parameter of the cheapest model against lifetime inference (see
     :class:`TokensPerParamPanel`)."""
     figure, ax = figure_and_axes(ax)
@@ -160,7 +162,7 @@ class OvertrainingExplorer(FastFigure):
 
     def update(
         self,
-        target_loss: float = 1.937,
+        target_loss: float = scaling.CHINCHILLA_TARGET_LOSS,
         inference_tokens: float = 1e13,
         rl_rollout_tokens: float = 0.0,
     ) -> None:

@@ -7,7 +7,7 @@ import html
 
 import ipywidgets as w
 
-from llmmath import pricing
+from llmmath import pricing, scaling
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.models import get_model
@@ -26,9 +26,10 @@ from llmmath.display.widgets.common import (
     log_range,
 )
 
-#: The over-training explorer's stops: target losses (Chinchilla 70B / 1.4T is 1.937 under the
-#: fit) and lifetime inference tokens (0, then 1e11 ... 1e15).
-TARGET_LOSSES = (1.9, 1.937, 2.0)
+#: The over-training explorer's stops: target losses (Chinchilla 70B / 1.4T is
+#: scaling.CHINCHILLA_TARGET_LOSS under the default fit, 1.974; 1.937 under Hoffmann's rounded
+#: one) and lifetime inference tokens (0, then 1e11 ... 1e15).
+TARGET_LOSSES = (1.9, scaling.CHINCHILLA_TARGET_LOSS, 2.0)
 DEMANDS = (0.0, 1e11, 3e11, 1e12, 3e12, 1e13, 3e13, 1e14, 3e14, 1e15)
 #: The live sliders' token counts, 1 and 3 per decade (a readout of 1e+13 read as raw output);
 #: lifetime demand starts at 0 (training only), as the static book's does (#45).
@@ -56,7 +57,7 @@ def overtraining_declaration() -> Explorer:
             Control(
                 "target_loss",
                 "loss",
-                1.937,
+                scaling.CHINCHILLA_TARGET_LOSS,
                 TARGET_LOSSES,
                 "buttons",
                 Range(1.85, 2.3, 0.005),
