@@ -19,6 +19,7 @@ from lesson_support import lesson
 
 import llmmath
 from llmmath.cli import command as cli
+from llmmath.cli.inputs import weight_format
 from llmmath.core import capacity, hardware, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.models import get_model, load_models
@@ -816,7 +817,7 @@ def test_group_limited_routing_is_dispatched_node_limited_in_fp8(
     argv = ["serve", *DS_EP64, "--batch", "4096", "--context", "4096"]
     data = as_json(capsys, *argv)
     assert (data["expert_dispatch"], data["dispatch_dtype"]) == ("node_limited", "fp8")
-    held = cli.weight_format(cli.build_parser().parse_args(argv), None)
+    held = weight_format(cli.build_parser().parse_args(argv), None)
     dep = Deployment(get_model("DeepSeek-V3"), "H100", 64, layout=Layout(ep=64),
                      compute_dtype="fp8", weight_dtype="fp8", kv_dtype="fp8",
                      attention_dtype="bf16", weight_format=held)  # fmt: skip

@@ -406,8 +406,8 @@ def raised_in(error: BaseException, code: Any) -> bool:
 BODY_RULES = {
     ("models.expected_experts_touched", "n_experts"): "experts_per_token <= n_experts",
     ("moe.with_experts", "n_experts"): "experts_per_token <= n_experts",
-    ("moe_dispatch.domains_reached", "n_experts"): "n_domains divides n_experts",
-    ("moe_dispatch.domains_reached", "max_domains"): "experts_per_token fit max_domains",
+    ("expert_dispatch.domains_reached", "n_experts"): "n_domains divides n_experts",
+    ("expert_dispatch.domains_reached", "max_domains"): "experts_per_token fit max_domains",
     ("paged_kv.kv_packing", "prompt_tokens"): "reserved_tokens > prompt_tokens",
     ("placement.Layout.validate", "n_gpus"): "the layout's GPUs == n_gpus",
     ("serving_modes.deferred_work", "interactive_latency_s"): "above the weight floor",

@@ -34,6 +34,7 @@ from llmmath.core.contracts import (
     vocabulary,
 )
 from llmmath.core.dtypes import DTYPE, WeightFormat, bytes_per_element
+from llmmath.core.expert_dispatch import node_limited_all_to_all
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import ModelConfig, check_context, get_model, weight_params_read
 from llmmath.core.placement import (
@@ -478,9 +479,6 @@ def _expert_all_to_all_s(dep: Deployment, tokens_per_group: FloatArray) -> Float
     combine = dep.activation_dtype
     dispatch = dep.dispatch_dtype or combine
     if dep.expert_dispatch == "node_limited":
-        # beyond.moe_dispatch holds the one-copy-per-domain count (it builds on this module)
-        from llmmath.beyond.moe_dispatch import node_limited_all_to_all
-
         domains = G // collectives.members_per_domain(G, chip)
         one_layer = node_limited_all_to_all(
             model,

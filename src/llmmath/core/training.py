@@ -45,6 +45,7 @@ from llmmath.core.contracts import (
 )
 from llmmath.core.deployment import routed_domain_limit
 from llmmath.core.dtypes import DTYPE, bytes_per_element
+from llmmath.core.expert_dispatch import node_limited_all_to_all
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import MODEL, ModelConfig, get_model
 from llmmath.core.placement import (
@@ -297,9 +298,6 @@ def _node_limited(
 ) -> tuple[FloatArray, FloatArray]:
     """One MoE layer's dispatch and combine with one copy per domain a token reaches: its
     time and the bytes each GPU sends (network and NVLink)."""
-    # beyond.moe_dispatch holds the one-copy-per-domain count (it builds on the core)
-    from llmmath.beyond.moe_dispatch import node_limited_all_to_all
-
     G = layout.ep
     domains = G // collectives.members_per_domain(G, chip)
     one = node_limited_all_to_all(
