@@ -46,6 +46,15 @@ c.HTMLExporter.extra_template_basedirs = [
     str(_templates),
     str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
 ]
+# Submissions are untrusted. Before the formgrader or a feedback page shows one, nbconvert's
+# SanitizeHTML cleans it (bleach): the HTML in Markdown answers and in HTML outputs loses every
+# script, event handler (onerror=...) and unknown tag, and outputs of any other rich type (SVG,
+# JavaScript, widgets) go, leaving their text/plain. nbgrader's templates render Markdown cells
+# without the exporter's own sanitize_html (set too, for the outputs), hence the preprocessor.
+# And the page's own scripts are the only ones a browser runs: grading/llmmath_csp.py
+# (feedback) and hub/llmmath_formgrader_ext.py (the hub's formgrader) send a CSP.
+c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
+c.HTMLExporter.sanitize_html = True
 
 # The course's additions to nbgrader (grading/llmmath_nbgrader.py, next to this file): collect
 # refuses a submission whose files are not owned by the OS user of the student it names
@@ -76,6 +85,8 @@ if (_plugins / "llmmath_nbgrader.py").exists():
     )
 
     c.ExchangeFactory.collect = OwnerCheckedCollect
+    # The hashes in a feedback page's Content-Security-Policy (grading/nbconvert/feedback/).
+    c.HTMLExporter.filters = {"csp_sha256": "llmmath_csp.csp_sha256"}
     # An exchange root that exists keeps its mode (nbgrader would make it 777 at each release).
     c.ExchangeFactory.release_assignment = KeepRootRelease
     # nbgrader 0.9.6's list, with the hidden tests split off before Execute and checked after.

@@ -179,6 +179,9 @@ c.JupyterHub.services = [
             "JUPYTER_CONFIG_PATH": str(config / "grader"),
             "PATH": path,
             "LD_LIBRARY_PATH": library,
+            # Its guard, llmmath_formgrader_ext (CSP, the release gate on the feedback buttons),
+            # and the course tooling that guard asks whether review is done.
+            "PYTHONPATH": str(config / "python"),
         },
         "oauth_no_confirm": True,
         # The hub gives up (and exits) if the service does not answer in time: 30 s by

@@ -407,6 +407,36 @@ def test_a_flag_marked_reviewed_in_the_report_and_the_formgrader(term: dict[str,
     assert not flagged["alice"], "nothing to review for alice"
 
 
+def test_a_forged_ledger_row_neither_reviews_nor_releases(term: dict[str, Any]) -> None:
+    """#48: code that reached the course root added a row "by" the instructor for an open flag
+    (its submission had run as the instructor). The row is not the review command's (no valid
+    signature): the flag stays open, the row is named, and the release gate stays shut."""
+    from llmmath_course.instructor.course import refused
+    from llmmath_course.instructor.flags import all_flags, reviewed_path
+    from llmmath_course.instructor.review import open_review
+    from llmmath_course.instructor.rows import report_rows
+
+    root = term["course"].root
+    ledger = reviewed_path(root, ASSIGNMENT)
+    kept = ledger.read_bytes()
+    rows, _ = report_rows(root, ASSIGNMENT)
+    flag = next(f for f in all_flags(root, ASSIGNMENT, rows, refused(root, ASSIGNMENT))
+                if f.student == "deleted_test")  # fmt: skip
+    try:
+        with ledger.open("a") as fh:
+            fh.write("\t".join([*flag.key, "2026-12-01T10:00:00+00:00", "prof", "", "0" * 64]))
+            fh.write("\n")
+        waiting = open_review(root, ASSIGNMENT)
+        assert f"flag not reviewed: deleted_test: {flag.text}" in waiting, waiting
+        assert any(
+            line.startswith("ledger row not written by review (forged?): deleted_test")
+            for line in waiting
+        ), waiting
+        assert not any("patched_isclose" in line for line in waiting), "a signed row was lost"
+    finally:
+        ledger.write_bytes(kept)
+
+
 def feedback_html(term: dict[str, Any], student: str) -> str:
     folder = term["course"].root / "feedback" / student / ASSIGNMENT
     return (folder / f"{NOTEBOOK}.html").read_text(encoding="utf-8")

@@ -67,6 +67,17 @@ STUDENT_LAB = {
 # the formgrader in a browser tab of its own, where it works.
 GRADER_LAB = {"disabledExtensions": {"@jupyter/nbgrader:formgrader": True, **NO_ANNOUNCEMENTS}}
 FORMGRADER_URL = "/services/formgrader/formgrader"
+# The formgrader service's server: hub/llmmath_formgrader_ext.py (on its PYTHONPATH, from
+# config/python) puts a Content-Security-Policy with nonces on every formgrader page, so a
+# submission's scripts never run in the grader's tab, and holds the per-student and
+# per-assignment Generate/Release Feedback buttons to the release gate, logged.
+GRADER_SERVER = {
+    "ServerApp": {
+        "terminado_settings": TERMINAL,
+        "jpserver_extensions": {"llmmath_formgrader_ext": True},
+    },
+    "LabApp": NO_NEWS,
+}
 GRADER_SETTINGS = {
     "@jupyterlab/mainmenu-extension:plugin": {
         "menus": [
@@ -122,8 +133,7 @@ def write_configs(state: Path, exchange: Path) -> None:
     )
     roles = {
         "student": (STUDENT_SERVER, STUDENT_LAB, STUDENT_SETTINGS),
-        "grader": ({"ServerApp": {"terminado_settings": TERMINAL},
-                    "LabApp": NO_NEWS}, GRADER_LAB, GRADER_SETTINGS),
+        "grader": (GRADER_SERVER, GRADER_LAB, GRADER_SETTINGS),
     }  # fmt: skip
     for role, (server, lab, settings) in roles.items():
         folder = state / "config" / role
@@ -144,6 +154,7 @@ def write_configs(state: Path, exchange: Path) -> None:
     python = state / "config" / "python"
     python.mkdir()
     shutil.copy2(REPO / "hub" / "llmmath_student_ext.py", python)
+    shutil.copy2(REPO / "hub" / "llmmath_formgrader_ext.py", python)  # the formgrader's only
     shutil.copy2(REPO / "scripts" / "check.py", python)
     for module in ("read_only_lessons.py", "myst_links.py"):  # the learner's read-only lessons
         shutil.copy2(REPO / "lab" / "learner" / module, python)

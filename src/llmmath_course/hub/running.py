@@ -9,6 +9,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmmath_course.hub.accounts import RUNUSER, accounts, add_user, exists, remove_user
-from llmmath_course.hub.configs import course_copy, write_configs
+from llmmath_course.hub.configs import COURSE, course_copy, write_configs
 from llmmath_course.hub.environment import HUB_ENV, HUB_HOME, HUB_LIB, PROXY, REPO
 
 # A hub stops a class's servers in well under this; a slower stop keeps its log (_keep_log).
@@ -120,6 +121,9 @@ def _prepare(state: Path, instructor: str, students: list[str], group: str) -> d
     exchange.mkdir(exist_ok=True)
     os.chown(exchange, 0, grp.getgrnam(group).gr_gid)
     exchange.chmod(0o1770)
+    planted = course_exchange(exchange, instructor)
+    if planted is not None:
+        print(f"exchange/{COURSE} was not the instructor's: moved aside to {planted}", flush=True)
     course = Path(pwd.getpwnam(instructor).pw_dir) / "course"
     if not course.exists():
         course_copy(course, exchange, instructor)
@@ -214,14 +218,47 @@ def running_hub(
 
 
 def _keep_log(log: Path, prefix: str, why: str) -> None:
-    """The state folder may be about to go: keep the hub's log (servers and proxy too)."""
-    if log.exists():
-        kept = Path(tempfile.gettempdir()) / f"llmmath-hub-{prefix}.log"
-        shutil.copy2(log, kept)
-        kept.chmod(0o600)
-        with kept.open("a") as out:
-            out.write(f"\n[llmmath] {why}\n")
-        print(f"{why}: hub log kept at {kept}", file=sys.stderr)
+    """The state folder may be about to go: keep the hub's log (servers and proxy too), in a new
+    file of /tmp that no one could have made first (mkstemp: a random name, O_EXCL, mode 600).
+    A fixed name there was a student's to plant a link at: root wrote the log through it
+    (this machine has fs.protected_symlinks=0) over any file the link named."""
+    if not log.exists():
+        return
+    fd, kept = tempfile.mkstemp(prefix=f"llmmath-hub-{prefix}-", suffix=".log")
+    with os.fdopen(fd, "wb") as out, log.open("rb") as source:
+        shutil.copyfileobj(source, out)
+        out.write(f"\n[llmmath] {why}\n".encode())
+    print(f"{why}: hub log kept at {kept}", file=sys.stderr)
+
+
+def course_exchange(exchange: Path, instructor: str) -> Path | None:
+    """The exchange's course folder, ``exchange/<course>``, made here by root and owned by the
+    instructor (mode 755), so that no student can make it first: one a student made before the
+    first release (the exchange is the class's to write in) held the instructor's release out
+    (nbgrader refuses a course folder it does not own). A folder (or link, or file) at that name
+    owned by anyone else is moved aside, made root's and unreadable, kept as evidence; its new
+    path is returned (None: nothing was moved)."""
+    folder = exchange / COURSE
+    owner = pwd.getpwnam(instructor)
+    moved = None
+    while True:
+        try:
+            os.mkdir(folder, 0o700)  # root's until it is the instructor's: no one swaps it
+        except FileExistsError:
+            info = folder.lstat()
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == owner.pw_uid:
+                return moved
+            # Root may rename another's entry in the sticky exchange; a rename follows no link.
+            when = time.strftime("%Y%m%dT%H%M%S")
+            moved = exchange / f".planted-{COURSE}-{when}-{secrets.token_hex(3)}"
+            os.rename(folder, moved)
+            os.chown(moved, 0, 0, follow_symlinks=False)
+            if not stat.S_ISLNK(info.st_mode):
+                os.chmod(moved, 0)
+            continue
+        os.chmod(folder, 0o755)
+        os.chown(folder, owner.pw_uid, owner.pw_gid)
+        return moved
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import csv
+import hashlib
+import hmac
+import os
+import secrets
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +29,7 @@ class Flag:
         return (self.student, self.submission, self.text)
 
 
-REVIEWED_COLUMNS = ("student", "submission", "flag", "reviewed_at", "by", "note")
+REVIEWED_COLUMNS = ("student", "submission", "flag", "reviewed_at", "by", "note", "mac")
 
 
 def reviewed_path(root: Path, assignment: str) -> Path:
@@ -32,14 +37,76 @@ def reviewed_path(root: Path, assignment: str) -> Path:
     return root / "submitted" / f".reviewed-{assignment}.tsv"
 
 
-def read_reviewed(root: Path, assignment: str) -> set[tuple[str, str, str]]:
-    """The keys of every flag marked reviewed."""
+def _review_key(root: Path, create: bool) -> bytes | None:
+    """The course's review key (``.review-key`` in the course root, the instructor's alone,
+    mode 600): what makes a ledger row the review command's. None where there is none yet."""
+    path = root / ".review-key"
+    if create:
+        with suppress(FileExistsError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secrets.token_bytes(32))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def _mac(key: bytes, assignment: str, fields: list[str]) -> str:
+    message = "\x1f".join([assignment, *fields]).encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def append_reviewed(root: Path, assignment: str, rows: list[list[str]]) -> None:
+    """Add rows (student, submission, flag, reviewed_at, by, note) to the review ledger, each
+    signed with the course's review key: only ``review`` writes it (flags.read_ledger drops a
+    row that does not verify). Opened without following a link, created mode 600."""
+    key = _review_key(root, create=True)
+    assert key is not None
+    path = reviewed_path(root, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "a", newline="") as fh:
+        writer = csv.writer(fh, delimiter="\t")
+        if new:
+            writer.writerow(REVIEWED_COLUMNS)
+        for row in rows:
+            writer.writerow([*row, _mac(key, assignment, row)])
+
+
+def read_ledger(root: Path, assignment: str) -> tuple[set[tuple[str, str, str]], list[str]]:
+    """The keys of every flag marked reviewed by the review command, and the rows that were
+    not written by it (no signature, or a wrong one: a row added by hand or by code that
+    reached the ledger), one line each. Those rows count for nothing."""
     path = reviewed_path(root, assignment)
     if not path.exists():
-        return set()
+        return set(), []
+    key = _review_key(root, create=False)
     with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    return {(r["student"], r["submission"], r["flag"]) for r in rows}
+        # By position: a ledger from before the signatures has six columns, and each of its
+        # rows counts as forged (delete that ledger and review again).
+        rows = list(csv.reader(fh, delimiter="\t"))[1:]
+    done, forged = set(), []
+    for row in rows:
+        fields, mac = row[:6], (row[6] if len(row) > 6 else "")
+        if (
+            key is not None
+            and len(fields) == 6
+            and hmac.compare_digest(mac, _mac(key, assignment, fields))
+        ):
+            done.add((fields[0], fields[1], fields[2]))
+        else:
+            who = fields[4] if len(fields) > 4 else ""
+            forged.append(": ".join(fields[:1] + fields[2:3]) + f' ("by" {who})')
+    return done, forged
+
+
+def read_reviewed(root: Path, assignment: str) -> set[tuple[str, str, str]]:
+    """The keys of every flag marked reviewed (by the review command: see read_ledger)."""
+    return read_ledger(root, assignment)[0]
 
 
 def all_flags(
