@@ -279,7 +279,9 @@ def formgrader_submission(page: Any, hub: Any, student: str) -> Any:
     link.wait_for(timeout=120_000)
     with page.expect_response(lambda r: "/formgrader/submissions/" in r.url and r.ok) as answer:
         link.click()
-    page.wait_for_function("document.readyState === 'complete'", timeout=120_000)
+    # Loaded: every image has loaded or failed, so any onerror has had its turn. (Not
+    # wait_for_function: Playwright evaluates its string with eval, which the page refuses.)
+    page.wait_for_load_state("load", timeout=120_000)
     return answer.value
 
 
@@ -303,6 +305,9 @@ def test_a_submissions_script_never_runs_in_the_formgrader_tab(attacked_class: A
         assert "script-src 'nonce-" in policy and "'unsafe-inline'" not in policy, policy
         page.locator("input.score").first.wait_for(timeout=120_000)  # the page's scripts ran
         assert page.evaluate("typeof submission_id") == "string", "nbgrader's inline script"
+        # nbgrader's inline onclick (show the student's name), allowed by its hash.
+        page.locator("span.glyphicon-eye-open.name-hidden").click()
+        page.locator("span.glyphicon-eye-close.name-shown").wait_for(timeout=60_000)
         assert page.evaluate("window.__pwned === undefined"), page.evaluate("window.__pwned")
         assert page.locator("[onerror]").count() == 0, "the payload's markup reached the page"
         assert "pwned-output" in page.content() or "pwned-answer" in page.content(), (
