@@ -48,18 +48,53 @@
       var value = controlValue(slider);
       if (value) handle.setAttribute("aria-valuetext", value);
     });
+    // A slider's readout is typed into by ipywidgets (contenteditable): typing changed the
+    // label but not the figure, and Enter blanked it. The static book's stops are moved by
+    // the handle; the readout only shows where it is.
+    document.querySelectorAll(".widget-slider .widget-readout[contenteditable='true']").forEach(
+      function (readout) {
+        readout.setAttribute("contenteditable", "false");
+      }
+    );
+    // A row of toggle buttons is one choice: a radio group, one Tab stop (the chosen button),
+    // arrow keys move the choice (WAI-ARIA's radio group pattern).
     document.querySelectorAll(".widget-toggle-buttons").forEach(function (group) {
       var label = text(group.querySelector(".widget-label"));
-      var buttons = group.querySelector(".widget-toggle-button, .widget-toggle-buttons > div");
-      var box = group.querySelector("[role='group'], .btn-group") || (buttons && buttons.parentElement);
-      if (label && box) {
-        box.setAttribute("role", "group");
-        box.setAttribute("aria-label", label);
-      }
-      group.querySelectorAll("button").forEach(function (button) {
-        button.setAttribute("aria-pressed", button.classList.contains("mod-active") ? "true" : "false");
+      var first = group.querySelector("button");
+      var box = first && first.parentElement;
+      if (!box) return;
+      box.setAttribute("role", "radiogroup");
+      if (label) box.setAttribute("aria-label", label);
+      var buttons = box.querySelectorAll("button");
+      var chosen = box.querySelector("button.mod-active") || buttons[0];
+      buttons.forEach(function (button) {
+        var on = button === chosen;
+        button.setAttribute("role", "radio");
+        button.removeAttribute("aria-pressed");
+        button.setAttribute("aria-checked", on ? "true" : "false");
+        button.setAttribute("tabindex", on ? "0" : "-1");
       });
+      if (!box.hasAttribute("data-arrows")) {
+        box.setAttribute("data-arrows", "");
+        box.addEventListener("keydown", moveChoice);
+      }
     });
+  }
+
+  var STEPS = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+
+  function moveChoice(event) {
+    var step = STEPS[event.key];
+    var buttons = Array.prototype.slice.call(event.currentTarget.querySelectorAll("button"));
+    var at = buttons.indexOf(document.activeElement);
+    var to = -1;
+    if (step && at >= 0) to = (at + step + buttons.length) % buttons.length;
+    else if (event.key === "Home") to = 0;
+    else if (event.key === "End") to = buttons.length - 1;
+    if (to < 0) return;
+    event.preventDefault();
+    buttons[to].click();
+    buttons[to].focus();
   }
 
   // An explorer's frame: the section it sits in and what its controls are set to.
@@ -79,10 +114,32 @@
         var value = controlValue(control);
         if (value) settings.push((label ? label + " " : "") + value);
       });
+      // What the frame says (its titles and readouts), written by the build into the
+      // frame's URL fragment (llmmath.display.widgets.common.FrameFiles.image).
+      var src = image.getAttribute("src") || "";
+      var hash = src.indexOf("#");
+      var said = hash >= 0 ? decodeURIComponent(src.slice(hash + 1)) : "";
       var alt = "Explorer figure" + (heading ? " (" + heading + ")" : "") +
-        (settings.length ? ": " + settings.join(", ") : "");
-      if (image.getAttribute("alt") !== alt) image.setAttribute("alt", alt);
+        (settings.length ? ", " + settings.join(", ") : "") + (said ? ". It shows: " + said : "");
+      if (image.getAttribute("alt") === alt) return;
+      image.setAttribute("alt", alt);
+      announce(box, said);
     });
+  }
+
+  // A polite live region per explorer: a screen reader says what the new frame shows after a
+  // control moves (not when the page loads).
+  function announce(box, said) {
+    var region = box.querySelector(":scope > .frame-announcer");
+    if (!region) {
+      region = document.createElement("div");
+      region.className = "frame-announcer visually-hidden";
+      region.setAttribute("aria-live", "polite");
+      region.setAttribute("role", "status");
+      box.appendChild(region);
+      return;
+    }
+    if (said && region.textContent !== said) region.textContent = said;
   }
 
   // The left sidebar (the book's title, search and table of contents) is a landmark of its
@@ -95,8 +152,29 @@
     }
   }
 
+  // A lesson figure shrinks to a phone's column (its labels to 4 px): a tap opens it at full
+  // size. An explorer's frame opens the frame shown.
+  function linkFigures() {
+    document.querySelectorAll(".cell_output img:not(.widget-image)").forEach(function (image) {
+      if (image.closest("a")) return;
+      var link = document.createElement("a");
+      link.className = "enlarge";
+      link.href = image.currentSrc || image.src;
+      image.parentNode.insertBefore(link, image);
+      link.appendChild(image);
+    });
+  }
+
+  document.addEventListener("click", function (event) {
+    var image = event.target;
+    if (image instanceof HTMLImageElement && image.classList.contains("widget-image")) {
+      window.open(image.src.split("#")[0], "_blank", "noopener");
+    }
+  });
+
   function label() {
     markSidebar();
+    linkFigures();
     nameToggles();
     fixBibliography();
     nameSliders();

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import unquote
 
 import ipywidgets as w
 import jupytext
@@ -547,9 +548,14 @@ def test_static_frames_as_files_are_the_inline_frames(
     urls = [bytes(leaf.value).decode() for leaf in leaves(box.stacks)]
     assert all(leaf.format == "url" for leaf in leaves(box.stacks))
     assert all(url.startswith(f"{tmp_path.as_posix()}/") for url in urls)
-    files = [(tmp_path / url.rsplit("/", 1)[1]).read_bytes() for url in urls]
+    files = [(tmp_path / url.split("#")[0].rsplit("/", 1)[1]).read_bytes() for url in urls]
     assert files == inline
     assert len(list(tmp_path.iterdir())) == len(set(inline))
+    # What each frame says rides in its URL's fragment (a11y.js puts it in the alt, #45).
+    view = spec.view()
+    view.update(**spec.settings(spec.start()))
+    first = bytes(selected_leaf(box.stacks).value).decode()
+    assert unquote(first.split("#", 1)[1]) == view.summary() != ""
 
 
 def test_frames_are_inline_outside_a_book_build(monkeypatch: pytest.MonkeyPatch) -> None:

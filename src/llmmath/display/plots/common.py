@@ -355,6 +355,18 @@ class FastFigure:
             patches[i].paste(pixels)
         return patches
 
+    def summary(self) -> str:
+        """What the frame says in words, for its text alternative (#45): each axes' title and
+        texts on it (readouts, labels at curves' ends), then the figure's own (a warning), in
+        reading order; tick labels and legends are left to the caption."""
+        said: list[str] = []
+        for ax in self.axes:
+            said += [ax.get_title(loc) for loc in ("left", "center", "right")]
+            said += [t.get_text() for t in ax.texts if t.get_visible()]
+        said += [t.get_text() for t in self.figure.texts if t.get_visible()]
+        lines = [line for text in said for line in text.splitlines()]
+        return "; ".join(" ".join(line.split()) for line in lines if line.strip())
+
     def as_figure(self) -> Figure:
         """The figure with every artist drawn normally (for a static, captioned display),
         looking as :meth:`png` draws it."""

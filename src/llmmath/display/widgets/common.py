@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 import ipywidgets as w
 from matplotlib.figure import Figure
@@ -213,9 +214,12 @@ class FrameFiles:
     folder: Path
     url: str
 
-    def image(self, png: bytes) -> w.Image:
+    def image(self, png: bytes, summary: str = "") -> w.Image:
         """An image widget that loads ``png`` from a file named by its content (written once):
-        a page carries a short URL per frame, and a browser fetches only the frames shown."""
+        a page carries a short URL per frame, and a browser fetches only the frames shown.
+        ``summary`` (what the frame says in words) rides in the URL's fragment, which no
+        request sends: the book's a11y.js reads it into the frame's ``alt`` and announces it
+        when the frame changes (#45)."""
         name = f"{hashlib.sha1(png).hexdigest()[:20]}.png"
         path = self.folder / name
         if not path.exists():
@@ -224,7 +228,8 @@ class FrameFiles:
             partial = path.with_suffix(f".{os.getpid()}.part")
             partial.write_bytes(png)
             partial.replace(path)
-        return w.Image(value=f"{self.url}/{name}".encode(), format="url")
+        fragment = f"#{quote(summary, safe='')}" if summary else ""
+        return w.Image(value=f"{self.url}/{name}{fragment}".encode(), format="url")
 
 
 def _in_kernel() -> bool:
@@ -255,7 +260,8 @@ def frame_files() -> FrameFiles | None:
 def _leaf(view: Any, files: FrameFiles | None = None) -> w.Widget:
     if hasattr(view, "png"):
         png = view.png()
-        return files.image(png) if files else w.Image(value=png, format="png")
+        summary = view.summary() if hasattr(view, "summary") else ""
+        return files.image(png, summary) if files else w.Image(value=png, format="png")
     return w.HTML(view.html())
 
 
