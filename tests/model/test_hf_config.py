@@ -143,8 +143,8 @@ def test_gemma_4_reads_its_global_layers() -> None:
     for field in models.ModelConfig.__dataclass_fields__:
         if field not in ("name", "source", "source_date"):
             assert getattr(spec, field) == getattr(preset, field), field
-    with pytest.raises(ValueError, match="per-layer input embeddings"):
-        model_from_hf_config({**text, "hidden_size_per_layer_input": 256}, "e2b")
+    with pytest.raises(ValueError, match="per-layer input embeddings, read for Gemma 4 only"):
+        model_from_hf_config({**_config("Llama-3-8B"), "hidden_size_per_layer_input": 256}, "x")
 
 
 def test_quantization_config_says_which_format_holds_each_part() -> None:
@@ -600,3 +600,32 @@ def test_hybrid_layer_types_that_are_not_understood_are_refused() -> None:
         ValueError, match="'shared_expert_intermediate_size' = 700 is not a multiple"
     ):
         model_from_hf_config({**text, "shared_expert_intermediate_size": 700}, "x")
+
+
+def test_gemma_4_e2b_reads_per_layer_embeddings_and_shared_kv_layers() -> None:
+    """Gemma 4 E2B: 35 layers (4 sliding of 512 then 1 full, x7), per-layer embeddings 256
+    wide, and the last 20 layers reusing the KV of the last earlier layer of their kind (no
+    k_proj/v_proj, nothing cached: transformers' Gemma4TextAttention), with double-wide MLPs."""
+    text = _config("gemma-4-E2B")["text_config"]
+    spec, _ = read_hf_config(CONFIGS / "gemma-4-E2B" / "config.json")
+    D, L, N, F, V, P = 1536, 35, 8, 6144, 262144, 256
+    local_h, global_h, K = 256, 512, 1
+    kinds = text["layer_types"]
+    cached = kinds[: L - 20]  # the first 15 compute (and cache) their keys and values
+    width = {"sliding_attention": local_h, "full_attention": global_h}
+    queries_out = sum(2 * D * N * width[k] for k in kinds)
+    keys_values = sum(2 * D * K * width[k] for k in cached)
+    mlp = 15 * 3 * D * F + 20 * 3 * D * 2 * F
+    per_layer = V * L * P + D * L * P + P + L * (2 * D * P + D)
+    hand = queries_out + keys_values + mlp + per_layer + L * 2 * D + V * D + D
+    assert spec.total_params == pytest.approx(hand, rel=1e-3)
+    # Google: "2.3B effective parameters (5.1B with Per-Layer Embeddings)"; the 5.1B counts
+    # the vision and audio encoders (~0.45B) too. Effective = the weights a token multiplies.
+    assert spec.matmul_params_per_token == pytest.approx(2.3e9, rel=0.02)
+    assert spec.n_kv_shared_layers == 20 and spec.double_wide_shared_mlp
+    # KV: 12 sliding layers of one 256-wide head hold min(T, 512) tokens, 3 full ones of one
+    # 512-wide head hold T; the 20 shared layers hold nothing.
+    T = 32768
+    exact = (12 * 2 * K * local_h * min(T, 512) + 3 * 2 * K * global_h * T) * 2
+    assert float(spec.kv_bytes_per_token("bf16", T)) * T == pytest.approx(exact, rel=1e-12)
+    assert spec.kv_bytes_per_token("bf16") == (12 * 2 * local_h + 3 * 2 * global_h) * 2

@@ -460,3 +460,37 @@ def test_state_layers_that_cannot_be_counted_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         _hybrid(**fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"n_kv_shared_layers": 8}, "n_kv_shared_layers must be < n_layers=8"),
+        ({"double_wide_shared_mlp": True}, "double_wide_shared_mlp needs n_kv_shared_layers"),
+        ({"per_layer_input_dim": 16}, "per_layer_input_dim and per_layer_vocab_size"),
+        ({"n_kv_shared_layers": 2, "n_state_layers": 1, "state_layer_params": 1,
+          "state_elements_per_layer": 1}, "n_kv_shared_layers is modelled with GQA layers only"),
+    ],
+)  # fmt: skip
+def test_e_model_fields_that_cannot_be_counted_are_refused(
+    fields: dict[str, object], message: str
+) -> None:
+    shape: dict[str, object] = dict(
+        name="e", n_layers=8, d_model=256, d_ff=512, n_heads=4, n_kv_heads=2, head_dim=64,
+        vocab_size=1000, max_context=4096,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=message):
+        models.ModelConfig(**{**shape, **fields})  # type: ignore[arg-type]
+
+
+def test_kv_shared_layers_keep_queries_and_drop_keys_values_and_cache() -> None:
+    shape: dict[str, object] = dict(
+        name="e", n_layers=8, d_model=256, d_ff=512, n_heads=4, n_kv_heads=2, head_dim=64,
+        vocab_size=1000, max_context=4096,
+    )  # fmt: skip
+    plain = models.ModelConfig(**shape)  # type: ignore[arg-type]
+    shared = models.ModelConfig(**{**shape, "n_kv_shared_layers": 6})  # type: ignore[arg-type]
+    D, K, H = 256, 2, 64
+    assert plain.attention_params - shared.attention_params == 6 * 2 * D * K * H
+    assert shared.kv_elements_per_token() == plain.kv_elements_per_token() // 4  # 2 of 8
+    assert shared.attention_flops_per_token(1000) == plain.attention_flops_per_token(1000)

@@ -219,10 +219,10 @@ def model_from_hf_config(
     act_key = "hidden_activation" if read.get("hidden_activation") else "hidden_act"
     read.require(act_key, GATED_ACTIVATIONS, "a gated MLP of three matrices")
     for key, why in (
-        ("hidden_size_per_layer_input", "per-layer input embeddings (Gemma 4 E2B/E4B)"),
-        ("num_kv_shared_layers", "layers that share another layer's KV cache"),
+        ("hidden_size_per_layer_input", "per-layer input embeddings, read for Gemma 4 only"),
+        ("num_kv_shared_layers", "layers that share another layer's KV cache, Gemma 4's only"),
     ):
-        if read.get(key):
+        if read.get(key) and family != "gemma4_text":
             raise ValueError(f"{where}: field {key!r} = {read.get(key)!r} is not modelled ({why})")
     D, N = read.count("hidden_size"), read.count("num_attention_heads")
     dense_width = {"qwen3_5_moe_text": lambda: read.count("moe_intermediate_size")}
@@ -240,6 +240,8 @@ def model_from_hf_config(
         "source": f"Hugging Face config.json ({where})",
     }
     shape.update(_experts(read, family))
+    if family == "gemma4_text":
+        shape.update(_e_model(read, shape["vocab_size"]))
     shape.update(hybrid_layers(read, family, shape["n_layers"], D))
     if family.startswith("deepseek"):
         shape.update(_latent_attention(read))
@@ -305,6 +307,20 @@ def _expert_groups(read: _Reader) -> dict[str, int]:
     if groups <= 1 or not per_token or per_token >= groups or read.get("topk_method") == "greedy":
         return {}
     return {"expert_groups": groups, "expert_groups_per_token": per_token}
+
+
+def _e_model(read: _Reader, vocab: int) -> dict[str, Any]:
+    """Gemma 4 E2B/E4B: per-layer input embeddings (``hidden_size_per_layer_input`` wide, a
+    table of ``vocab_size_per_layer_input`` rows), the last ``num_kv_shared_layers`` layers
+    reusing earlier layers' keys and values, and their MLPs doubled (``use_double_wide_mlp``)."""
+    width = read.optional_int("hidden_size_per_layer_input")
+    shared = read.optional_int("num_kv_shared_layers")
+    return {
+        "per_layer_input_dim": width,
+        "per_layer_vocab_size": read.count("vocab_size_per_layer_input", vocab) if width else 0,
+        "n_kv_shared_layers": shared,
+        "double_wide_shared_mlp": read.flag("use_double_wide_mlp") and bool(shared),
+    }
 
 
 def _interleaved_dense_layers(read: _Reader) -> dict[str, int]:

@@ -60,6 +60,8 @@ _OPTIONAL_COUNT_FIELDS = (
     **each(Count(low=0), "n_state_layers state_layer_params state_elements_per_layer"),
     state_dtype=Optional(OneOf(tuple(BYTES_PER_ELEMENT), "state_dtype")),
     attention_output_gate=FLAG,
+    **each(Count(low=0), "n_kv_shared_layers per_layer_input_dim per_layer_vocab_size"),
+    double_wide_shared_mlp=FLAG,
 )
 class ModelConfig:
     """A decoder-only transformer with SwiGLU MLPs; optional MoE layers and MLA attention."""
@@ -116,6 +118,16 @@ class ModelConfig:
     # Gated attention (Qwen3-Next, Qwen3.5): W_Q also produces a sigmoid gate on the heads'
     # output, N H more columns: 3 D N H + 2 D K H weights a layer.
     attention_output_gate: bool = False
+    # Gemma 4's E-models (E2B, E4B). The last n_kv_shared_layers layers reuse the keys and
+    # values of the last earlier layer of their kind: no W_K or W_V, and nothing cached (they
+    # still attend). With double_wide_shared_mlp their MLPs are 2 d_ff wide. Per-layer
+    # embeddings: a second lookup table of per_layer_vocab_size x (L per_layer_input_dim)
+    # (looked up, not multiplied), a D -> L P projection, and per layer a gate D -> P, a
+    # projection P -> D and a norm.
+    n_kv_shared_layers: int = 0
+    per_layer_input_dim: int = 0
+    per_layer_vocab_size: int = 0
+    double_wide_shared_mlp: bool = False
     source: str = ""
     source_date: str = ""
 
@@ -134,6 +146,7 @@ class ModelConfig:
             )
         self._check_pattern()
         self._check_state_layers()
+        self._check_e_model()
         if self.n_experts:
             if self.experts_per_token < 1:
                 raise ValueError(
@@ -206,6 +219,23 @@ class ModelConfig:
         if self.sliding_window:
             raise ValueError(f"{self.name}: n_state_layers is not modelled with sliding_window")
 
+    def _check_e_model(self) -> None:
+        if not 0 <= self.n_kv_shared_layers < self.n_layers:
+            raise ValueError(
+                f"{self.name}: n_kv_shared_layers must be < n_layers={self.n_layers} (one layer "
+                f"at least computes its keys); got {self.n_kv_shared_layers}"
+            )
+        if self.n_kv_shared_layers and (self.n_state_layers or self.mla_kv_lora_rank):
+            raise ValueError(f"{self.name}: n_kv_shared_layers is modelled with GQA layers only")
+        if self.double_wide_shared_mlp and (not self.n_kv_shared_layers or self.n_experts):
+            raise ValueError(
+                f"{self.name}: double_wide_shared_mlp needs n_kv_shared_layers and no experts"
+            )
+        if bool(self.per_layer_input_dim) != bool(self.per_layer_vocab_size):
+            raise ValueError(
+                f"{self.name}: per_layer_input_dim and per_layer_vocab_size are set together"
+            )
+
     # ---- shape facts ------------------------------------------------------------------
     @property
     def is_moe(self) -> bool:
@@ -241,14 +271,20 @@ class ModelConfig:
         """Sliding-window layers: each attends to at most ``sliding_window`` tokens."""
         return self.n_layers - self.n_global_layers
 
-    def _attention_groups(self) -> tuple[tuple[int, int, int, bool, int], ...]:
-        """(layers, KV heads, head dim, values from the keys?, window or 0) per layer kind."""
+    def _attention_groups(
+        self, cached: bool = False
+    ) -> tuple[tuple[int, int, int, bool, int], ...]:
+        """(layers, KV heads, head dim, values from the keys?, window or 0) per layer kind: of
+        every attention layer, or (``cached``) of those that compute and cache their keys and
+        values (all but the KV-shared tail: the layer pattern counted over the first ones)."""
+        layers = self.n_attention_layers - (self.n_kv_shared_layers if cached else 0)
         if not self.sliding_window:
-            return ((self.n_attention_layers, self.n_kv_heads, self.head_dim, False, 0),)
-        local = (self.n_local_layers, self.n_kv_heads, self.head_dim, False, self.sliding_window)
+            return ((layers, self.n_kv_heads, self.head_dim, False, 0),)
+        glob = layers // (self.local_per_global + 1) if self.local_per_global else 0
+        local = (layers - glob, self.n_kv_heads, self.head_dim, False, self.sliding_window)
         K = self.global_kv_heads or self.n_kv_heads
         H = self.global_head_dim or self.head_dim
-        return (local, (self.n_global_layers, K, H, self.global_k_eq_v, 0))
+        return (local, (glob, K, H, self.global_k_eq_v, 0))
 
     @property
     def tp_all_reduces_per_layer(self) -> int:
@@ -270,13 +306,15 @@ class ModelConfig:
     def attention_params(self) -> int:
         """Attention weights of every layer: each layer kind at its own shape (a global layer
         of Gemma 4 has wider heads, fewer KV heads and, with ``global_k_eq_v``, no ``W_V``)."""
-        if not self.sliding_window:
+        if not (self.sliding_window or self.n_kv_shared_layers):
             state = self.n_state_layers * self.state_layer_params
             return self.n_attention_layers * self.attention_params_per_layer + state
         D, N = self.d_model, self.n_heads
         total = 0
-        for layers, K, H, k_eq_v, _ in self._attention_groups():
-            total += layers * (2 * D * N * H + (1 if k_eq_v else 2) * D * K * H)
+        for layers, _, H, _, _ in self._attention_groups():  # W_Q and W_O in every layer
+            total += layers * 2 * D * N * H
+        for layers, K, H, k_eq_v, _ in self._attention_groups(cached=True):  # W_K, W_V
+            total += layers * (1 if k_eq_v else 2) * D * K * H
         return total
 
     @property
@@ -304,13 +342,24 @@ class ModelConfig:
 
     @property
     def embedding_params(self) -> int:
-        """Input embedding plus unembedding (one matrix when tied)."""
-        return self.vocab_size * self.d_model * (1 if self.tied_embeddings else 2)
+        """Input embedding plus unembedding (one matrix when tied), and a per-layer-embedding
+        table where there is one (looked up like the input embedding)."""
+        per_layer = self.per_layer_vocab_size * self.n_layers * self.per_layer_input_dim
+        return self.vocab_size * self.d_model * (1 if self.tied_embeddings else 2) + per_layer
+
+    @property
+    def per_layer_input_params(self) -> int:
+        """The matmul weights that feed the per-layer embeddings in: the model's D -> L P
+        projection (and its norm) and each layer's gate D -> P, projection P -> D and norm."""
+        P, D, L = self.per_layer_input_dim, self.d_model, self.n_layers
+        return D * L * P + P + L * (2 * D * P + D) if P else 0
 
     def _layer_params(self, experts_counted: int) -> int:
         norms = 2 * self.d_model
         dense = self.n_layers - self.n_moe_layers
+        dense += self.n_kv_shared_layers if self.double_wide_shared_mlp else 0  # 2 d_ff wide
         total = self.attention_params + self.n_layers * norms + dense * self.dense_mlp_params
+        total += self.per_layer_input_params
         if self.is_moe:
             router = self.d_model * self.n_experts
             experts = (experts_counted + self.n_shared_experts) * self.mlp_params_per_expert
@@ -329,8 +378,11 @@ class ModelConfig:
 
     @property
     def matmul_params_per_token(self) -> int:
-        """Active weights that take part in a matmul: the input embedding is only a lookup."""
-        return self.active_params - self.vocab_size * self.d_model * (not self.tied_embeddings)
+        """Active weights that take part in a matmul: the input embedding (and a per-layer
+        embedding table) is only a lookup."""
+        per_layer = self.per_layer_vocab_size * self.n_layers * self.per_layer_input_dim
+        lookups = self.vocab_size * self.d_model * (not self.tied_embeddings) + per_layer
+        return self.active_params - lookups
 
     @contract()
     def weight_bytes(self, dtype: str = "bf16") -> float:
@@ -386,7 +438,8 @@ class ModelConfig:
         sliding-window layers (each layer kind at its own K and H)."""
         if self.attention_kind == "MLA":
             return self.n_layers * (self.mla_kv_lora_rank + self.mla_rope_head_dim)
-        return sum(2 * layers * K * H for layers, K, H, _, _ in self._attention_groups())
+        groups = self._attention_groups(cached=True)  # a KV-shared layer caches nothing
+        return sum(2 * layers * K * H for layers, K, H, _, _ in groups)
 
     @overload
     def kv_bytes_per_token(self, dtype: str = ..., context: None = None) -> float: ...
@@ -418,7 +471,7 @@ class ModelConfig:
         if not self.sliding_window:
             return as_output(np.full_like(T, self.kv_elements_per_token() * b))
         per_token = np.zeros_like(T)
-        for layers, K, H, _, window in self._attention_groups():
+        for layers, K, H, _, window in self._attention_groups(cached=True):
             share = np.minimum(1.0, np.divide(window, T, out=np.ones_like(T), where=T > 0))
             per_token = per_token + 2.0 * layers * K * H * (share if window else 1.0)
         return as_output(per_token * b)
