@@ -15,7 +15,7 @@ ROLE ?= learner
 LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help setup book book-clean test test-fast lint types pytest lab check bench release grade grade-report release-feedback review regrade bench-grading hub hub-env hub-backup lock browser clean
+.PHONY: help setup book book-clean test test-fast lint types pytest lab check bench release grade grade-report release-feedback review regrade bench-grading sandbox hub hub-env hub-backup lock browser clean
 
 help:
 	@echo "make book     set up .venv, vendor the JavaScript, build the book into _build/html"
@@ -79,6 +79,12 @@ lint: setup
 types: setup
 	$(BIN)/mypy
 
+# The grading sandbox (book/instructor.md, "The grading sandbox"): Debian's bubblewrap.
+sandbox:
+	@command -v bwrap >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
+		else echo "Grading needs Debian's bubblewrap: sudo apt-get install bubblewrap"; exit 1; fi; }
+
 browser:
 	@test -x /usr/bin/chromium || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
@@ -93,7 +99,7 @@ PYTEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
 # slow machine; .ci/run sets 2). A failed browser wait leaves screenshots in
 # _build/test-screenshots/. Timings are `make bench`'s, never a test's.
 ROOT_ONLY := $(if $(filter 0,$(shell id -u)),hub-env,)
-pytest: setup browser $(ROOT_ONLY)
+pytest: setup browser sandbox $(ROOT_ONLY)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
 # What the tests need is made side by side: the project's venv beside the hub's (two pip runs,
@@ -137,7 +143,7 @@ release: setup
 # assignment from solutions/ and autogrades everyone with the same $(JOBS), keeping hand grades.
 # Two per core: a worker waits on its kernel part of the time (scripts/bench_grading.py).
 JOBS ?= $(shell echo $$((2 * $$(nproc))))
-grade: setup
+grade: setup sandbox
 	$(BIN)/python scripts/instructor.py grade $(ASSIGNMENT) --jobs $(JOBS)
 
 grade-report: setup
@@ -152,11 +158,11 @@ release-feedback: setup
 review: setup
 	$(BIN)/python scripts/instructor.py review $(ASSIGNMENT) $(STUDENT)
 
-regrade: setup
+regrade: setup sandbox
 	$(BIN)/python scripts/instructor.py regrade $(ASSIGNMENT) --jobs $(JOBS)
 
 # Autograde throughput on 300 simulated submissions (minutes; not part of make test).
-bench-grading: setup
+bench-grading: setup sandbox
 	$(BIN)/python scripts/bench_grading.py --jobs $(JOBS)
 
 # JupyterHub (book/instructor.md, "On JupyterHub"). Servers run as each student's OS user, so

@@ -39,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, help="seconds per cell (default: the config's)")
     parser.add_argument("--assignment", default="roofline")
     parser.add_argument(
-        "--kernels", choices=("fork", "fresh"), default="fork",
-        help="instructor.py's kernels: forked from a pre-imported process, or nbgrader's own",
+        "--kernels", choices=("sandbox", "fork", "fresh"), default="sandbox",
+        help="instructor.py's kernels: each in its own sandbox (default), forked from a "
+        "pre-imported process (no sandbox), or nbgrader's own (no sandbox)",
     )  # fmt: skip
     parser.add_argument(
         "--breakdown", type=int, metavar="K",

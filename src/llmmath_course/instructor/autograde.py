@@ -1,6 +1,9 @@
 """Autograde every new submission in worker processes, journalled so a killed run resumes.
 
 Each worker calls nbgrader's own ``NbGraderAPI.autograde`` once per student. With
+``kernels="sandbox"`` (the default) the course's autograde steps get ``SandboxExecute`` in place
+of nbgrader's ``Execute``: each student's kernel runs in a bubblewrap jail of its own
+(``sandbox``), as an account that owns nothing, seeing nothing of the course. With
 ``kernels="fork"`` the course's autograde steps (``Autograde.autograde_preprocessors``, a
 configurable nbgrader setting) get ``ForkExecute`` in place of nbgrader's ``Execute``: the same
 preprocessor with kernels forked from a pre-imported process (``forkkernel``). Nothing else of
@@ -10,7 +13,11 @@ nbgrader is replaced: its gradebook and metadata checks run as they ship.
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import multiprocessing
+import os
+import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -27,12 +34,23 @@ from llmmath_course.instructor.course import (
     submission_stamp,
     submitted_students,
 )
+from llmmath_course.instructor.sandbox import (
+    OOM_KILLED,
+    OUT_OF_MEMORY,
+    Limits,
+    SandboxUnavailableError,
+    check_sandbox,
+    sandbox_execute_class,
+)
 
 _WORKER_API: Any = None
+_WORKER_ROOT: Path | None = None
 # Failures of the machine, not of the submission: a gradebook write that collided with another
 # process, or a kernel too slow to start on a loaded machine. Retried once, serially, at the end.
 _TRANSIENT = ("database is locked", "Kernel didn't respond")
-KERNELS = ("fork", "fresh")
+KERNELS = ("sandbox", "fork", "fresh")
+#: prctl(2) option: the signal a process gets when its parent dies (Linux).
+PR_SET_PDEATHSIG = 1
 
 
 def require_hidden_checks(root: Path) -> list[Any]:
@@ -49,9 +67,12 @@ def require_hidden_checks(root: Path) -> list[Any]:
     return steps
 
 
-def grading_config(root: Path, timeout: int | None, kernels: str) -> dict[str, dict[str, Any]]:
-    """The config a worker's API gets on top of the course's: the cell timeout, and with
-    ``kernels="fork"`` the autograde steps with ``ForkExecute`` for nbgrader's ``Execute``."""
+def grading_config(
+    root: Path, timeout: int | None, kernels: str, limits: Limits | None = None
+) -> dict[str, dict[str, Any]]:
+    """The config a worker's API gets on top of the course's: the cell timeout, and the
+    autograde steps with ``SandboxExecute`` (``kernels="sandbox"``) or ``ForkExecute``
+    (``kernels="fork"``) for nbgrader's ``Execute``."""
     from nbgrader.preprocessors import Execute
 
     from llmmath_course.instructor.forkkernel import fork_execute_class
@@ -62,31 +83,63 @@ def grading_config(root: Path, timeout: int | None, kernels: str) -> dict[str, d
     if timeout:
         overrides["Execute"] = {"timeout": timeout}
     steps = require_hidden_checks(root)
-    if kernels == "fork":
-        if Execute not in steps:  # an nbgrader whose steps changed: say so, never grade slower
+    if kernels != "fresh":
+        if Execute not in steps:  # an nbgrader whose steps changed: say so, never run unjailed
             raise RuntimeError(
                 f"nbgrader's Execute is not among the autograde steps {steps}: "
-                "the fork kernels cannot replace it (use --kernels fresh)"
+                f"the {kernels} kernels cannot replace it"
             )
-        fork_execute = fork_execute_class()
-        steps = [fork_execute if step is Execute else step for step in steps]
+        execute = (
+            sandbox_execute_class(limits or Limits())
+            if kernels == "sandbox"
+            else fork_execute_class()
+        )
+        steps = [execute if step is Execute else step for step in steps]
         overrides["Autograde"] = {"autograde_preprocessors": steps}
     return overrides
 
 
-def worker_init(root: str, timeout: int | None, kernels: str = "fork") -> None:
+def die_with_parent() -> None:
+    """End this process when the one that started it ends (a SIGKILL of ``regrade`` or
+    ``grade`` leaves no worker grading on); exit now if that already happened."""
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent or parent == 1:
+        os._exit(1)
+
+
+def worker_init(
+    root: str, timeout: int | None, kernels: str = "sandbox", limits: Limits | None = None
+) -> None:
     """Set up this grading process: its own nbgrader API with ``grading_config``."""
-    global _WORKER_API
+    global _WORKER_API, _WORKER_ROOT
+    die_with_parent()
     quiet_warnings()
-    _WORKER_API = make_api(Path(root), grading_config(Path(root), timeout, kernels))
+    _WORKER_ROOT = Path(root)
+    _WORKER_API = make_api(Path(root), grading_config(Path(root), timeout, kernels, limits))
+
+
+def in_flight_path(root: Path, assignment: str) -> Path:
+    """The folder where each worker names the student it grades now (one file per worker)."""
+    return root / "autograded" / f".in-flight-{assignment}"
 
 
 def worker_grade(assignment: str, student: str) -> tuple[str, bool, str, float]:
     """Autograde one student in this process: (student, success, nbgrader's log, seconds)."""
     start = time.perf_counter()
+    assert _WORKER_ROOT is not None
+    marker = in_flight_path(_WORKER_ROOT, assignment) / str(os.getpid())
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(student)  # if this worker dies, the parent names who it was grading
+    OOM_KILLED.clear()
     result = _WORKER_API.autograde(assignment, student, force=True, create=True)
     log = result.get("log", "") + result.get("error", "")
-    return student, bool(result["success"]), log, time.perf_counter() - start
+    ok = bool(result["success"])
+    if OOM_KILLED:
+        log = f"{OUT_OF_MEMORY} (its sandbox's memory cgroup)\n{log}"
+        ok = False  # a score from a notebook cut short by the kill is no score
+    marker.unlink(missing_ok=True)
+    return student, ok, log, time.perf_counter() - start
 
 
 def autograde(
@@ -95,11 +148,23 @@ def autograde(
     jobs: int = 1,
     timeout: int | None = None,
     force: bool = False,
-    kernels: str = "fork",
+    kernels: str = "sandbox",
+    limits: Limits | None = None,
 ) -> list[str]:
     """Autograde every submission of ``assignment`` not yet in the journal; return failures."""
     if not (root / "solutions" / assignment).is_dir() and not in_gradebook(root, assignment):
         sys.exit(f"unknown assignment {assignment!r}: no solutions/{assignment}/ in {root}")
+    if kernels == "sandbox":
+        try:
+            check_sandbox()
+        except SandboxUnavailableError as error:
+            sys.exit(f"cannot grade in the sandbox: {error}")
+    else:
+        print(
+            f"WARNING: --kernels {kernels} grades WITHOUT the sandbox: each submission's code "
+            "runs as you, and can read solutions/ and write the gradebook",
+            flush=True,
+        )
     students = submitted_students(root, assignment)
     done = {} if force else read_journal(root, assignment)
     stamps = {s: submission_stamp(root, s, assignment) for s in students}
@@ -116,29 +181,34 @@ def autograde(
     failed: list[str] = []
     start = time.perf_counter()
     context = multiprocessing.get_context("spawn")
+    shutil.rmtree(in_flight_path(root, assignment), ignore_errors=True)
     with concurrent.futures.ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
         initializer=worker_init,
-        initargs=(str(root), timeout, kernels),
+        initargs=(str(root), timeout, kernels, limits),
     ) as pool:
         futures = [pool.submit(worker_grade, assignment, s) for s in todo]
         retry: list[str] = []
-        for count, future in enumerate(concurrent.futures.as_completed(futures), 1):
-            student, ok, log, seconds = future.result()
-            if not ok and any(marker in log for marker in _TRANSIENT):
-                retry.append(student)  # not the student's fault: run it again, alone
-                continue
-            _record(root, assignment, student, stamps[student], ok, log, failed)
-            elapsed = time.perf_counter() - start
-            print(
-                f"[{count}/{len(todo)}] {student}: {'graded' if ok else 'NOT GRADED'} in "
-                f"{seconds:.1f} s ({elapsed:.0f} s elapsed, "
-                f"{elapsed / count * (len(todo) - count):.0f} s to go)",
-                flush=True,
-            )
+        try:
+            for count, future in enumerate(concurrent.futures.as_completed(futures), 1):
+                student, ok, log, seconds = future.result()
+                if not ok and any(marker in log for marker in _TRANSIENT):
+                    retry.append(student)  # not the student's fault: run it again, alone
+                    continue
+                _record(root, assignment, student, stamps[student], ok, log, failed)
+                elapsed = time.perf_counter() - start
+                why = " (out of memory)" if log.startswith(OUT_OF_MEMORY) else ""
+                print(
+                    f"[{count}/{len(todo)}] {student}: {'graded' if ok else 'NOT GRADED'}{why} "
+                    f"in {seconds:.1f} s ({elapsed:.0f} s elapsed, "
+                    f"{elapsed / count * (len(todo) - count):.0f} s to go)",
+                    flush=True,
+                )
+        except concurrent.futures.process.BrokenProcessPool:
+            sys.exit(_worker_died(root, assignment))
     if retry:
-        worker_init(str(root), timeout, kernels)
+        worker_init(str(root), timeout, kernels, limits)
         for student in retry:
             student, ok, log, seconds = worker_grade(assignment, student)
             _record(root, assignment, student, stamps[student], ok, log, failed)
@@ -150,6 +220,19 @@ def autograde(
         flush=True,
     )
     return failed
+
+
+def _worker_died(root: Path, assignment: str) -> str:
+    """What to say when a grading worker was killed (out of memory, most likely): the
+    submissions it was grading, from the workers' in-flight files."""
+    folder = in_flight_path(root, assignment)
+    students = sorted({p.read_text() for p in folder.glob("*")}) if folder.is_dir() else []
+    return (
+        "a grading worker was killed (out of memory?) while grading "
+        + (", ".join(students) if students else "an unknown submission")
+        + ". Graded submissions are journalled: run the same command again to go on; "
+        "--jobs 1 grades one at a time."
+    )
 
 
 def _record(

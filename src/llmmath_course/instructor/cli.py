@@ -45,6 +45,7 @@ from llmmath_course.instructor.feedback import next_steps, release_feedback
 from llmmath_course.instructor.regrade import regrade
 from llmmath_course.instructor.report import report
 from llmmath_course.instructor.review import review
+from llmmath_course.instructor.sandbox import Limits, parse_size
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,9 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         step.add_argument("-j", "--jobs", type=int, default=1, help="autograde processes")
         step.add_argument("--timeout", type=int, help="seconds per cell (default: the config's)")
         step.add_argument(
-            "--kernels", choices=KERNELS, default="fork",
-            help="fork: each kernel forked from a pre-imported process (default); "
-            "fresh: nbgrader's own, one new Python per student",
+            "--kernels", choices=KERNELS, default="sandbox",
+            help="sandbox: each kernel in a bubblewrap jail of its own (default); "
+            "fork: forked from a pre-imported process, fresh: nbgrader's own - both WITHOUT "
+            "the sandbox, as you",
+        )  # fmt: skip
+        step.add_argument(
+            "--kernel-memory", type=parse_size, default=Limits().memory_bytes,
+            help="memory each sandboxed kernel may use, e.g. 512M or 2G (default 1G)",
         )  # fmt: skip
         if name != "regrade":
             step.add_argument("--force", action="store_true", help="regrade every submission")
@@ -82,13 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("grade", "autograde"):
         if args.command == "grade" and exchange_inbound(root).exists():
             collect(root, args.assignment)
-        autograde(root, args.assignment, args.jobs, args.timeout, args.force, args.kernels)
+        limits = Limits(memory_bytes=args.kernel_memory)
+        autograde(root, args.assignment, args.jobs, args.timeout, args.force, args.kernels, limits)
         if args.command == "grade":
             export(root)
             report(root, args.assignment)
             print(next_steps(root, args.assignment), flush=True)
     elif args.command == "regrade":
-        regrade(root, args.assignment, args.jobs, args.timeout, args.kernels)
+        limits = Limits(memory_bytes=args.kernel_memory)
+        regrade(root, args.assignment, args.jobs, args.timeout, args.kernels, limits)
         export(root)
         report(root, args.assignment)
     elif args.command in ("release-feedback", "feedback"):
