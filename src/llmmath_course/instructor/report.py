@@ -12,7 +12,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from llmmath_course.instructor.course import plural, refused
+from llmmath_course.instructor.copies import same_answer_groups
+from llmmath_course.instructor.course import make_api, plural, refused
 from llmmath_course.instructor.flags import all_flags, flag_in_formgrader, read_reviewed
 from llmmath_course.instructor.rows import Row, report_rows
 from llmmath_course.instructor.rubric import rubric
@@ -35,7 +36,9 @@ def report(root: Path, assignment: str, out: Path | None = None) -> Path:
     rubric(root, assignment, out)
     path = out / "report.md"
     reviewed = {(f.student, f.text) for f in flags if f.key in done}
-    text = _markdown(assignment, rows, columns, forged, reviewed)
+    release = root / make_api(root).coursedir.release_directory / assignment
+    alike = same_answer_groups(root, assignment, [row.student for row in rows], release)
+    text = _markdown(assignment, rows, columns, forged, reviewed, alike)
     path.write_text(text, "utf-8")
     with (out / "flags.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
@@ -52,6 +55,13 @@ def report(root: Path, assignment: str, out: Path | None = None) -> Path:
                 writer.writerow(
                     [row.student, row.score, row.max_score, "hand", f"grade {cell}", ""]
                 )
+        scored = {row.student: row for row in rows}
+        for group in alike:
+            for student in group:
+                row = scored[student]
+                others = ", ".join(s for s in group if s != student)
+                flag = f"same answer cells as {others}"
+                writer.writerow([student, row.score, row.max_score, "copy", flag, ""])
     reviews = sum(1 for row in rows if row.flags)
     hand = sum(len(row.to_grade) for row in rows)
     print(f"report written to {path}: {reviews} to review, {hand} to grade by hand", flush=True)
@@ -85,6 +95,7 @@ def _markdown(
     columns: list[str],
     forged: list[dict[str, str]],
     reviewed: set[tuple[str, str]],
+    alike: list[list[str]],
 ) -> str:
     values = sorted(row.score or 0.0 for row in rows)
     lines = [f"# Grade report: {assignment}", ""]
@@ -130,6 +141,18 @@ def _markdown(
             "until every flag is reviewed and every answer graded.",
         ]
     lines += ["" if flagged else "Nothing.", ""]
+    if alike:
+        lines += [
+            f"## Same answers: {plural(len(alike), 'group')} of students",
+            "",
+            "Every answer cell these students changed is the same as the others' in the group, "
+            "comments and whitespace aside. A short exercise can be answered alike by honest "
+            "students: read them before you judge (byte-identical submissions are flagged "
+            "above).",
+            "",
+            *[f"- {', '.join(group)}" for group in alike],
+            "",
+        ]
     waiting = [row for row in rows if row.to_grade]
     count = sum(len(row.to_grade) for row in waiting)
     lines += [

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmmath_course.instructor.copies import identical_groups
 from llmmath_course.instructor.course import make_api, read_notebook
+from llmmath_course.instructor.sandbox import OUT_OF_MEMORY
 from llmmath_course.instructor.tamper import flag_cells, locked_sources
 
 
@@ -54,7 +56,17 @@ def report_rows(root: Path, assignment: str) -> tuple[list[Row], list[str]]:
                 release = root / api.coursedir.release_directory / assignment / f"{nb.name}.ipynb"
                 row.flags += flag_cells(student_nb, locked_sources(release))
             rows.append(row)
+    _flag_copies(root, assignment, rows)
     return rows, [name for name, _ in grade_cells]
+
+
+def _flag_copies(root: Path, assignment: str, rows: list[Row]) -> None:
+    """Flag every submission byte-identical to another student's (``copies``)."""
+    by_student = {row.student: row for row in rows}
+    for group in identical_groups(root, assignment, sorted(by_student)):
+        for student in group:
+            others = ", ".join(s for s in group if s != student)
+            by_student[student].flags.append(f"byte-identical to the submission of {others}")
 
 
 def _row(submission: Any, by_hand: set[str]) -> Row:
@@ -82,7 +94,11 @@ def _flag_grading(
         for nb in submission.notebooks
     )
     missing = [c for c in test_cells if auto.get(c) is None]
-    if not graded:  # nothing in it to grade cell by cell: review it as a whole
+    errors = root / "autograded" / f".errors-{assignment}" / f"{row.student}.log"
+    if errors.exists() and errors.read_text().startswith(OUT_OF_MEMORY):
+        row.flags.append("not graded: its kernel ran out of memory (the sandbox's limit)")
+        row.to_grade = []
+    elif not graded:  # nothing in it to grade cell by cell: review it as a whole
         row.flags.append("not graded by nbgrader (corrupt notebook or kernel died)")
         row.to_grade = []
     elif len(missing) == len(test_cells):
