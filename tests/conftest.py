@@ -44,6 +44,7 @@ LONGEST_FIRST = (
     "lab-check",  # 45
     "test_browser.py",  # 59
     "test_grading.py",  # 42
+    "test_grading_sandbox.py",  # ~100 alone: the attackers' class, and a killed regrade
     "test_plots_widgets.py",  # 16
     "instructor-apart",  # 17
 )

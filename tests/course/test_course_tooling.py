@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from wait_support import seconds
@@ -152,3 +153,54 @@ def test_nbgrader_still_has_what_the_course_plugins_override() -> None:
     ), record
     later = {**record, "timestamp": record["timestamp"].replace(hour=11)}
     assert collect._sort_by_timestamp([record, later])[0] is later
+
+
+# ---- what the grading sandbox relies on --------------------------------------------------------
+def test_nbclient_and_jupyter_client_still_have_what_the_sandbox_overrides() -> None:
+    """``SandboxExecute`` overrides nbclient's ``NotebookClient.output`` (to cap outputs) and
+    its provisioner ``LocalProvisioner.launch_kernel`` (to jail the command) and ``cleanup``."""
+    from jupyter_client.provisioning.local_provisioner import LocalProvisioner
+    from nbclient import NotebookClient
+
+    params = list(inspect.signature(NotebookClient.output).parameters)
+    assert params == ["self", "outs", "msg", "display_id", "cell_index"], params
+    for name in ("launch_kernel", "cleanup"):
+        assert inspect.iscoroutinefunction(getattr(LocalProvisioner, name)), name
+
+
+def test_a_cell_past_its_output_cap_is_cut_with_one_note() -> None:
+    from llmmath_course.instructor.sandbox import Limits, capped_output
+
+    class Client:
+        def __init__(self) -> None:
+            self._sent: dict[int, int] = {}
+
+    client = Client()
+
+    outs: list[Any] = []
+
+    def keep(outs: list[Any], msg: dict[str, Any], display_id: Any, cell_index: int) -> Any:
+        outs.append(msg["content"]["text"])
+        return msg
+
+    limits = Limits(output_bytes=10)
+    for text in ("12345", "67890", "abc", "def"):
+        msg = {"content": {"text": text}}
+        capped_output(client, keep, outs, msg, None, 0, limits)
+    assert outs[:2] == ["12345", "67890"]
+    assert len(outs) == 3 and "output over" in outs[2].text
+
+
+def test_copies_compare_answers_without_comments_and_whitespace() -> None:
+    import nbformat
+
+    from llmmath_course.instructor.copies import normalized
+    from llmmath_course.instructor.sandbox import parse_size
+
+    one = nbformat.v4.new_code_cell("x = 2 * 3  # my answer\n\ny=x")  # type: ignore[no-untyped-call]
+    two = nbformat.v4.new_code_cell("x=2*3\ny = x\n")  # type: ignore[no-untyped-call]
+    other = nbformat.v4.new_code_cell("x = 3 * 2\ny = x")  # type: ignore[no-untyped-call]
+    assert normalized(one) == normalized(two) != normalized(other)
+    assert parse_size("512M") == 512 << 20 and parse_size("2G") == 2 << 30
+    with pytest.raises(ValueError, match="K, M or G"):
+        parse_size("lots")
