@@ -110,9 +110,16 @@ def main(argv: list[str] | None = None) -> int:
         ] + (["--timeout", str(args.timeout)] if args.timeout else [])  # fmt: skip
         load_before = os.getloadavg()[0]
         cpu_before = cpu_of_children()
+        kernel_log = scratch / "kernel-memory.log"
+        env["LLMMATH_KERNEL_MEMORY_LOG"] = str(kernel_log)
+        measure = measuring_cgroup()
         start = time.perf_counter()
-        subprocess.run(command, cwd=scratch, env=env, check=True)
+        subprocess.run(
+            command, cwd=scratch, env=env, check=True,
+            preexec_fn=(lambda: join_cgroup(measure)) if measure else None,
+        )  # fmt: skip
         wall_s = time.perf_counter() - start
+        memory = memory_figures(measure, kernel_log)
         # Every process of the run (workers, fork servers, kernels) is a waited-for descendant.
         cpu_s = cpu_of_children() - cpu_before
         figures = {
@@ -128,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             "cpu_per_submission_s": round(cpu_s / args.submissions, 2),
             "load_average_before": round(load_before, 2),
             "load_average_after": round(os.getloadavg()[0], 2),
+            **memory,
             "mix": kinds,
             "scores": scores_by_kind(scratch, spec.assignment, kind_of),
             "timeout_s": args.timeout,
@@ -142,6 +150,48 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+# ---- memory: the grading run's own processes in a cgroup of their own (as root) --------------
+def measuring_cgroup() -> Path | None:
+    """A fresh memory cgroup for the grading run (cgroup v1 or v2), or None if none can be made.
+    Sandboxed kernels leave it for cgroups of their own: they are counted apart."""
+    for base in (Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup")):
+        if (base / "cgroup.procs").exists() and os.access(base, os.W_OK):
+            path = base / f"bench-grading-{os.getpid()}"
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            return path
+    return None
+
+
+def join_cgroup(path: Path) -> None:
+    (path / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def memory_figures(cgroup: Path | None, kernel_log: Path) -> dict[str, object]:
+    """Peak memory of the grading run's own processes (workers and all, kernels apart) and of
+    the sandboxed kernels, in MB."""
+    figures: dict[str, object] = {}
+    if cgroup is not None:
+        for name in ("memory.max_usage_in_bytes", "memory.peak"):
+            if (cgroup / name).exists():
+                figures["grading_processes_peak_mb"] = round(int((cgroup / name).read_text()) / 1e6)
+                break
+        for _ in range(50):  # its last processes may still be being reaped
+            try:
+                cgroup.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    if kernel_log.exists():
+        peaks = [int(line) for line in kernel_log.read_text().split()]
+        if peaks:
+            figures["kernel_peak_mb_max"] = round(max(peaks) / 1e6)
+            figures["kernel_peak_mb_median"] = round(sorted(peaks)[len(peaks) // 2] / 1e6)
+    return figures
 
 
 # Where a grading worker's CPU goes, by the nbgrader/nbclient function that spends it (CPU time

@@ -296,8 +296,21 @@ class Jail:
         )
         return ["/bin/sh", "-c", f'{join}; exec "$@"', "sandbox", *jailed]
 
+    def peak_memory(self) -> int | None:
+        """The most memory the kernel's cgroup held (bytes), where the cgroup says."""
+        for path in self.cgroups:
+            for name in ("memory.max_usage_in_bytes", "memory.peak"):
+                with contextlib.suppress(OSError, ValueError):
+                    return int((path / name).read_text())
+        return None
+
     def close(self) -> None:
         """Kill whatever is left in the cgroups, remove them and the jail's folder."""
+        log = os.environ.get("LLMMATH_KERNEL_MEMORY_LOG")  # scripts/bench_grading.py
+        peak = self.peak_memory() if log else None
+        if log and peak is not None:
+            with open(log, "a") as fh:
+                fh.write(f"{peak}\n")
         for path in self.cgroups:
             _remove_cgroup(path)
         shutil.rmtree(self.work, ignore_errors=True)
