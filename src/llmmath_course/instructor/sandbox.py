@@ -349,6 +349,20 @@ def _remove_cgroup(path: Path) -> None:
             time.sleep(0.02)  # the killed processes are still being reaped
 
 
+#: Imported by each kernel before it answers (as by the fork server, forkkernel.PRELOAD): their
+#: import time is then kernel start-up, never part of the first cell's timeout.
+PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "matplotlib_inline.backend_inline")
+
+
+def preloading(argv: list[str]) -> list[str]:
+    """``python -m ipykernel_launcher ARGS`` as ``python -c '<imports>; launch' ARGS``."""
+    if argv[1:3] != ["-m", "ipykernel_launcher"]:
+        return argv
+    imports = "; ".join(f"import {name}" for name in PRELOAD)
+    launch = "from ipykernel.kernelapp import launch_new_instance; launch_new_instance()"
+    return [argv[0], "-c", f"{imports}; {launch}", *argv[3:]]
+
+
 # ---- nbclient / jupyter_client side, in a grading worker --------------------------------------
 #: What the report and the errors log say of a kernel its memory cgroup killed.
 OUT_OF_MEMORY = "kernel killed: out of memory"
@@ -366,6 +380,7 @@ def _provisioner_class() -> type:
             cwd = Path(kwargs.get("cwd") or Path.cwd())
             inside = jail.prepare(cwd, Path(manager.connection_file))
             argv = [str(inside) if arg == manager.connection_file else arg for arg in cmd]
+            argv = preloading(argv)
             kwargs["env"] = {"PATH": KERNEL_ENV["PATH"]}  # bwrap's own; the kernel's is set
             kwargs["cwd"] = str(cwd)
             # The kernel's own stdio is noise (outputs travel over zmq), as for fork kernels.
@@ -394,6 +409,9 @@ def _kernel_manager_class(limits: Limits) -> type:
 
         async def _async_pre_start_kernel(self, **kwargs: Any) -> Any:
             self.jail = Jail(limits)
+            # A signal to bwrap would kill the sandbox, not interrupt the kernel inside it: a
+            # cell that times out is interrupted by a message to the kernel instead.
+            self.kernel_spec.interrupt_mode = "message"
             self.transport = "ipc"
             self.ip = str(self.jail.work / "k")  # sockets k-<n>, beside the connection file
             self.kernel_id = self.kernel_id or kwargs.pop("kernel_id", str(uuid.uuid4()))
