@@ -411,7 +411,8 @@ def _kernel_manager_class(limits: Limits) -> type:
             self.jail = Jail(limits)
             # A signal to bwrap would kill the sandbox, not interrupt the kernel inside it: a
             # cell that times out is interrupted by a message to the kernel instead.
-            self.kernel_spec.interrupt_mode = "message"
+            if self.kernel_spec is not None:
+                self.kernel_spec.interrupt_mode = "message"
             self.transport = "ipc"
             self.ip = str(self.jail.work / "k")  # sockets k-<n>, beside the connection file
             self.kernel_id = self.kernel_id or kwargs.pop("kernel_id", str(uuid.uuid4()))
