@@ -83,7 +83,7 @@ class Limits:
     file_bytes: int = 64 << 20  # the largest file it may write
     tmp_bytes: int = 256 << 20  # its private /tmp
     pids: int = 256  # processes and threads, where a pids cgroup is available
-    output_bytes: int = 1 << 20  # text and data a cell may send back; the rest is dropped
+    output_bytes: int = 4 << 20  # text and data a cell may send back; the rest is dropped
 
 
 def parse_size(text: str) -> int:
