@@ -6,17 +6,24 @@
 It runs the learner's notebook (``my-work/<assignment>/*.ipynb``, the copy ``make lab`` made)
 top to bottom the way nbgrader's **Validate** does (nbgrader's Execute preprocessor, the
 course's nbgrader_config.py, ``NBGRADER_VALIDATING=1``), then prints one line per autograded
-part, in the words its test cell printed: consistent (the visible checks confirmed what defines
-each answer, with the learner's own values) or plausible (some values only in range), each with
-"the hidden tests check the values": never "passed", since only the hidden tests check the
-values; failed (with the check's message), not answered yet, or its answer cell raised (with the
-error). The manually graded answers show as written or empty. Only what is in the learner's
-notebook runs: the released notebook holds the visible tests only, and the hidden tests live in
-``solutions/``, which this never reads.
+part, in the words its test cell printed: "visible checks pass" (none of the usual slips they look
+for; never "passed" or a verdict, since a wrong answer that slips past them reads the same, and
+only the hidden tests check the values), failed (with the kind of mistake), not answered yet, or
+its answer cell raised (with the error). The manually graded answers show as written or empty,
+and the report names them among the parts it cannot check. It prints no points: the hidden tests
+decide them. Only what is in the learner's notebook runs: the released notebook holds the visible
+tests only, and the hidden tests live in ``solutions/``, which this never reads.
+
+It refuses, in one line that says what nbgrader will grade, a notebook nbgrader will not grade as
+it is: one under another name than the release's (``roofline_v2.ipynb``: nbgrader grades only
+``roofline.ipynb``), and one whose graded cells differ from the release's (a test cell changed,
+deleted, or with an answer merged into it: grading restores the test cell as released, which
+drops the merged answer, and a part whose answer cell is gone scores 0).
 
 Exit status: 0 when it ran and printed its report (whatever the parts' status: a part not
 answered yet is normal work in progress, and the summary line says how many pass), 2 when
-there is no copy to check. ``--strict`` exits 1 when an autograded part does not pass.
+there is no copy to check, or none nbgrader would grade as it is. ``--strict`` exits 1 when an
+autograded part does not pass.
 """
 
 from __future__ import annotations
@@ -38,15 +45,17 @@ ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 HIDDEN_MARKER = "BEGIN HIDDEN TESTS"
 #: A part whose visible checks pass: never "passed", for only the hidden tests check the values.
-PASSING = ("consistent", "plausible", "checked")
+PASSING = ("checked",)
+#: How a test cell says its visible checks pass; copies made before #46 said "consistent" or
+#: "plausible", which read the same here.
+PASS_WORDS = ("visible checks pass", "consistent", "plausible")
 
 
 @dataclass
 class Part:
     title: str
     points: float
-    status: str  # "consistent", "plausible", "checked", "failed", "not answered", "raised",
-    # "written", "empty"
+    status: str  # "checked", "failed", "not answered", "raised", "written", "empty"
     message: str = ""
     note: str = ""
     autograded: bool = True
@@ -189,11 +198,11 @@ def parts(nb: Any) -> tuple[list[Part], list[str]]:
                 part.message = said.removeprefix("not answered yet").strip(" ()")
             elif said.startswith("your answer cell raised"):
                 part.status = "raised"
-            elif failed and said.startswith(("consistent", "plausible")):
+            elif failed and said.startswith(PASS_WORDS):
                 name, message = failed[0]  # e.g. a warning on stderr: graded 0 all the same
                 part.message = f"{name}: {message}"
-            elif said.startswith(("consistent", "plausible")):
-                part.status = said.split()[0]
+            elif said.startswith(PASS_WORDS):
+                part.status = "checked"
                 part.message = said.split("—", 1)[-1].strip()
         # A copy made before the test cells reported in words: they raise, or print nothing.
         elif any(name == "NotImplementedError" for name, _ in raised + failed):
@@ -228,8 +237,6 @@ def report(path: Path, shown: str, root: Path) -> bool:
     width = max(len(p.title) for p in found)
     for part in found:
         label = {
-            "consistent": "consistent",
-            "plausible": "plausible",
             "checked": "visible checks pass",
             "failed": "FAILED",
             "raised": "answer cell raised",
@@ -248,16 +255,59 @@ def report(path: Path, shown: str, root: Path) -> bool:
         print(f"  note: {note}")
     graded = [p for p in found if p.autograded]
     passing = [p for p in graded if p.status in PASSING]
-    plausible = sum(p.status == "plausible" for p in passing)
-    points = sum(p.points for p in passing)
-    total = sum(p.points for p in graded)
-    only = f", {plausible} of them only plausible" if plausible else ""
+    by_hand = [p.title for p in found if not p.autograded]
+    if by_hand:
+        print(f"  not checked here: {'; '.join(by_hand)} (graded by hand)")
     print(
-        f"{len(passing)} of {len(graded)} autograded parts pass their visible tests{only}; the "
-        f"hidden tests check the values when it is graded ({points:g} of {total:g} points if "
-        "they agree)."
+        f"{len(passing)} of {len(graded)} autograded parts pass their visible tests; these "
+        "cannot check the values, and the points come from the hidden tests when it is graded."
     )
     return len(passing) == len(graded)
+
+
+def graded_cells(nb: Any) -> dict[str, Any]:
+    """The cells nbgrader grades or locks, by grade_id."""
+    return {
+        meta(cell)["grade_id"]: cell
+        for cell in nb.cells
+        if meta(cell).get("grade_id")
+        and (meta(cell).get("grade") or meta(cell).get("solution") or meta(cell).get("locked"))
+    }
+
+
+def refusal(path: Path, release: Path) -> str | None:
+    """Why nbgrader would not grade ``path`` as it is, in one line (None when it would): its
+    graded cells against the release's, by grade_id, and its locked cells' checksums."""
+    from nbgrader import utils
+
+    read = nbformat.read  # untyped
+    mine = graded_cells(read(path, as_version=4))  # type: ignore[no-untyped-call]
+    released = graded_cells(read(release, as_version=4))  # type: ignore[no-untyped-call]
+    tests = [g for g, c in released.items() if meta(c).get("grade") and not meta(c).get("solution")]
+    answers = [g for g, c in released.items() if meta(c).get("solution")]
+    gone_tests = [g for g in tests if g not in mine]
+    gone_answers = [g for g in answers if g not in mine]
+    changed_tests = [
+        g
+        for g in tests
+        if g in mine
+        and "checksum" in meta(released[g])
+        and utils.compute_checksum(mine[g]) != meta(released[g])["checksum"]
+    ]
+    if not (gone_tests or gone_answers or changed_tests):
+        return None
+    problems = []
+    if changed_tests:
+        problems.append(f"test cell {', '.join(changed_tests)} changed (an answer merged in?)")
+    if gone_tests:
+        problems.append(f"test cell {', '.join(gone_tests)} missing")
+    if gone_answers:
+        problems.append(f"answer cell {', '.join(gone_answers)} missing")
+    return (
+        f"{shown(path)}: not checked — {'; '.join(problems)}: nbgrader will grade the release's "
+        "test cells as released (dropping anything merged into them), and a part with no answer "
+        "cell scores 0; undo the merge or deletion (Edit → Undo, or split the cell) and check again"
+    )
 
 
 def shown(path: Path) -> str:
@@ -287,9 +337,30 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"No copy of {args.assignment!r} to check in {shown_folder}/: {hint}.")
         return 2
-    ok = True
+    releases = {p.name: p for p in (root / "exercises" / args.assignment).glob("*.ipynb")}
+    ok, checked, renamed = True, 0, False
     for path in notebooks:
+        if releases and path.name not in releases:
+            renamed = True
+            expected = " or ".join(sorted(releases))
+            print(
+                f"{shown(path)}: not checked — nbgrader grades only {expected} in "
+                f"{shown_folder}/; a renamed copy is never graded (rename it back, or copy your "
+                "answers into it)"
+            )
+            ok = False
+            continue
+        refused = refusal(path, releases[path.name]) if releases else None
+        if refused:
+            print(refused)
+            ok = False
+            continue
         ok = report(path, shown(path), root) and ok
+        checked += 1
+    for name in sorted(set(releases) - {p.name for p in notebooks}) if not renamed else ():
+        print(f"No {name} in {shown_folder}/: nbgrader grades that file, so it would grade none")
+    if not checked:
+        return 2
     return 1 if args.strict and not ok else 0
 
 

@@ -176,14 +176,16 @@ def start_page(root: Path, learner: Path) -> str:
         "## Checking your work",
         "",
         "- Run an answer, then the test cell under it (Shift-Enter): it prints one line for "
-        "its part - consistent (the visible checks confirmed what defines your answers), "
-        "plausible (some only checked a range), failed with what is wrong, or not answered "
-        "yet. **Run → Run All Cells** reaches every part.",
+        "its part - failed, naming the kind of slip the visible checks found; visible checks "
+        "pass (none of the slips they look for); or not answered yet. **Run → Run All Cells** "
+        "reaches every part. After a kernel restart, run the first code cell (the numbers) "
+        "first.",
         "- **Validate** in the notebook toolbar runs the whole notebook and lists failing tests.",
         "- In a terminal, `make check ASSIGNMENT=<name>` prints the same line, part by part.",
         "",
-        "These are the visible checks only: consistent and plausible do not mean correct. An "
-        "instructor's hidden tests check the values when your notebook is graded.",
+        "These are the visible checks only: a wrong answer that slips past them reads the same "
+        "as a right one. An instructor's hidden tests check the values when your notebook is "
+        "graded.",
         "",
         "*This page is rewritten by `make lab`; keep notes in your own files. To reopen it, "
         "right-click `START.md` → Open With → Markdown Preview.*",

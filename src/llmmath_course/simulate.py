@@ -30,6 +30,23 @@ class Mistake:
     caught: bool
 
 
+def slip(assignment: str, cell: str, what: str, *edits: tuple[str, str]) -> Mistake:
+    """A mistake made from the solution's answer cell ``cell`` by text edits, each ``(old, new)``
+    (``old`` must occur): the bank follows the solution, and each entry shows only what differs.
+    The visible checks are expected to catch it (``dataclasses.replace(m, caught=False)`` where
+    they do not)."""
+    nb = read(ROOT / "solutions" / assignment / f"{assignment}.ipynb")
+    source = "".join(
+        line
+        for line in cell_by_id(nb, cell).source.splitlines(keepends=True)
+        if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
+    for old, new in edits:
+        assert old in source, f"{assignment} {cell}: {old!r} is not in the solution"
+        source = source.replace(old, new)
+    return Mistake(cell, source, what, True)
+
+
 @dataclass(frozen=True)
 class AssignmentSpec:
     """One graded assignment as the tests see it."""
@@ -44,7 +61,8 @@ class AssignmentSpec:
     #: The answers the hidden tests pin, by the name the student defines. None of them, at any
     #: everyday rounding, may appear in exercises/, in feedback or in a failure message.
     answers: dict[str, float]
-    #: Plausible, well-typed mistakes that pass the visible checks, by solution cell grade_id.
+    #: Plausible, well-typed mistakes that the hidden tests must fail, by solution cell grade_id
+    #: (the visible checks may catch them too: ``wrong_unseen`` names those they miss).
     wrong_answers: dict[str, str]
     #: Test cells the mistakes must fail, and the name each failure message must mention.
     wrong_fails: dict[str, str]
@@ -53,9 +71,11 @@ class AssignmentSpec:
     #: Text that names the hidden asserts' messages; never in the release, always in feedback.
     hidden_message: str = "is off by more than"
     notebook: str = ""
-    #: Realistic mistakes beyond ``wrong_answers`` (which the visible checks never catch), each
-    #: with whether a visible check catches it: tests/course/test_visible_checks.py runs every one.
+    #: Realistic mistakes beyond ``wrong_answers``, each with whether a visible check catches it:
+    #: tests/course/test_visible_checks.py runs every one, and the hidden tests must fail each.
     mistakes: tuple[Mistake, ...] = ()
+    #: The ``wrong_answers`` cells whose mistake the visible checks do not catch.
+    wrong_unseen: tuple[str, ...] = ()
     #: Sentences the leak detector must catch, and ones it must let through.
     leaky_examples: tuple[str, ...] = field(default_factory=tuple)
     clean_examples: tuple[str, ...] = field(default_factory=tuple)

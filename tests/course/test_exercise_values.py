@@ -63,6 +63,7 @@ def batching_values() -> dict[str, float]:
         "decode_step_time_s(64, 4096)": step(64, 4096),
         "decode_step_time_s(512, 1024)": step(512, 1024),
         "decode_step_time_s(1024, 1024)": step(1024, 1024),
+        "float(array_steps[1])": step(1024, 1024),  # an array of batches
         **{
             f"cost_batch{b}_usd_per_mtok": float(
                 serving.decode_step(llama, b, 1024).cost_per_million_tokens_usd(2.0)
@@ -76,6 +77,9 @@ def batching_values() -> dict[str, float]:
         "final_context_estimate_s": float(request.final_context_decode_s),
         "spec_tokens_per_step": float(spec.tokens_per_step),
         "spec_speedup_batch4": float(spec.speedup),
+        "spec_speedup(256, 4096)": float(
+            speculative.speculative_step(llama, 256, 4096, drafts, acceptance, share).speedup
+        ),
         "spec_break_even_batch": speculative.break_even_batch(
             llama, 256, drafts, acceptance, share
         ),
@@ -103,6 +107,9 @@ def kv_cache_values() -> dict[str, float]:
         "max_context_b16": float(kv_cache.max_context(big, 16)),
         "crossover_context_b16": float(kv_cache.kv_crossover_context(big, 16)),
         "step_time_128k_s": float(serving.decode_step(big, fits, 131_072).time_s),
+        # step_time_s across its regimes: FLOPs-bound, then reads-bound at a long context.
+        "step_time_s(512, 1024)": float(serving.decode_step(big, 512, 1024).time_s),
+        "step_time_s(16, 32768)": float(serving.decode_step(big, 16, 32768).time_s),
         "dram_reload_s": float(prefix.reload_s[..., 0]),
         "prefill_s": float(batching.prefill(llama, 8192).time_s),
         "nvme_break_even_s": float(

@@ -1,6 +1,13 @@
 """The batching exercise (solutions/batching/batching.ipynb) as the grading tests see it."""
 
-from llmmath_course.simulate import AssignmentSpec
+from llmmath_course.simulate import AssignmentSpec, slip
+
+
+def _slip(cell: str, what: str, *edits: tuple[str, str]):  # type: ignore[no-untyped-def]
+    return slip("batching", cell, what, *edits)
+
+
+P, P_MM = "LLAMA3_70B_PARAMS", "matmul_params"
 
 SPEC = AssignmentSpec(
     assignment="batching",
@@ -30,11 +37,10 @@ SPEC = AssignmentSpec(
         "spec_speedup_batch4": 2.7294521918516135,
         "spec_break_even_batch": 194.0,
     },
-    # Mistakes the visible checks cannot see without giving the value away (they check what
-    # defines each answer with the student's own values, so Parts 2 and 3 admit none): a
-    # prefill in which every prompt token attends to the whole prompt, 1,000 decode steps
-    # instead of 999 (the prefill gives the first token), (1 - a^k) / (1 - a) tokens per step,
-    # and a check that reads every sequence's KV cache k + 1 times (a plain step of (k + 1) B).
+    # The wrong answers graded in test_grading.py (the visible checks catch them too, #46): a
+    # prefill in which every prompt token attends to the whole prompt with 1,000 decode steps
+    # instead of 999, and (1 - a^k) / (1 - a) tokens per step with a check that reads every
+    # sequence's KV cache k + 1 times (a plain step of (k + 1) B).
     wrong_answers={
         "request": (
             "matmul_params = LLAMA3_70B_PARAMS - LLAMA3_70B_EMBEDDING_PARAMS\n"
@@ -65,7 +71,111 @@ SPEC = AssignmentSpec(
         "test_request": "ttft_s",
         "test_speculative": "spec_tokens_per_step",
     },
-    pinned_expressions=4,  # Part 1's hidden tests pin four calls of decode_step_time_s
+    mistakes=(
+        _slip(
+            "decode_step_time_s",
+            "the FLOPs' time and the reads' time added, not the longer of the two",
+            ("np.maximum(compute_s, memory_s)", "compute_s + memory_s"),
+        ),
+        _slip(
+            "decode_step_time_s",
+            "P for P_mm: the embedding read and multiplied too",
+            ("matmul_params = LLAMA3_70B_PARAMS - LLAMA3_70B_EMBEDDING_PARAMS", f"{P_MM} = {P}"),
+        ),
+        _slip(
+            "decode_step_time_s",
+            "Python's max, which an array of batches cannot take",
+            ("np.maximum(compute_s, memory_s)", "max(compute_s, memory_s)"),
+        ),
+        _slip(
+            "decode_step_time_s",
+            "one KV cache read for the whole batch",
+            ("+ batch * context * LLAMA3", "+ context * LLAMA3"),
+        ),
+        _slip(
+            "cost_per_mtok",
+            "one chip's rent for the 8",
+            ("N_CHIPS * USD_PER_CHIP_HOUR", "USD_PER_CHIP_HOUR"),
+        ),
+        _slip(
+            "cost_per_mtok",
+            "the step's rent not shared by its tokens",
+            ("/ SECONDS_PER_HOUR / batch * 1e6", "/ SECONDS_PER_HOUR * 1e6"),
+        ),
+        _slip(
+            "cost_per_mtok",
+            "an hourly price charged per second",
+            ("/ SECONDS_PER_HOUR / batch", "/ batch"),
+        ),
+        _slip(
+            "max_batch",
+            "the HBM the matmul weights leave, the embedding not held",
+            (
+                "LLAMA3_70B_PARAMS * BF16_BYTES\n",
+                "(LLAMA3_70B_PARAMS - LLAMA3_70B_EMBEDDING_PARAMS) * BF16_BYTES\n",
+            ),
+        ),
+        _slip(
+            "max_batch",
+            "a batch rounded, not floored: the last sequence does not fit",
+            ("int(kv_room_bytes // (", "round(kv_room_bytes / ("),
+        ),
+        _slip(
+            "max_batch",
+            "one chip's HBM for the 8",
+            ("N_CHIPS * H100_HBM_BYTES - ", "H100_HBM_BYTES - "),
+        ),
+        _slip(
+            "request",
+            "a decode loop one step long: 1,000 steps, the prefill's token counted twice",
+            ("range(999)", "range(1000)"),
+        ),
+        _slip(
+            "request",
+            "the prefill without the causal halving: every token attends to the whole prompt",
+            ("(2000 - 1) / 2", "2000"),
+        ),
+        _slip(
+            "request",
+            "a decode loop one step short",
+            ("range(999)", "range(998)"),
+        ),
+        _slip(
+            "request",
+            "each step at the context it will reach, one token on",
+            ("2000 + i) for", "2001 + i) for"),
+        ),
+        _slip(
+            "speculative",
+            "a geometric sum off by one: k terms, the step's own token or the last draft left out",
+            ("range(DRAFT_TOKENS + 1)", "range(DRAFT_TOKENS)"),
+        ),
+        _slip(
+            "speculative",
+            "the draft steps left out of the time",
+            ("/ (drafts_s + check_step_time_s", "/ (check_step_time_s"),
+        ),
+        _slip(
+            "speculative",
+            "attention's FLOPs not multiplied by the k + 1 positions",
+            (
+                "flops_s = (DRAFT_TOKENS + 1) * batch * per_token",
+                "flops_s = batch * ((DRAFT_TOKENS + 1) * 2 * matmul_params"
+                " + LLAMA3_70B_ATTENTION_FLOPS_PER_CONTEXT_TOKEN * context)",
+            ),
+        ),
+        _slip(
+            "speculative",
+            "the last batch that still pays, not the first that does not",
+            (
+                "while spec_speedup(spec_break_even_batch, 256) > 1:\n"
+                "    spec_break_even_batch += 1\n",
+                "while spec_speedup(spec_break_even_batch + 1, 256) > 1:\n"
+                "    spec_break_even_batch += 1\n",
+            ),
+        ),
+    ),
+    pinned_expressions=6,  # five calls of decode_step_time_s (Part 1), one of spec_speedup (5)
     leaky_examples=(
         "a lone sequence pays 23.1 USD per million tokens",
         "at 8k context 185 sequences fit",

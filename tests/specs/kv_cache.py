@@ -1,6 +1,11 @@
 """The KV-cache exercise (solutions/kv_cache/kv_cache.ipynb) as the grading tests see it."""
 
-from llmmath_course.simulate import AssignmentSpec
+from llmmath_course.simulate import AssignmentSpec, slip
+
+
+def _slip(cell: str, what: str, *edits: tuple[str, str]):  # type: ignore[no-untyped-def]
+    return slip("kv_cache", cell, what, *edits)
+
 
 SPEC = AssignmentSpec(
     assignment="kv_cache",
@@ -31,12 +36,11 @@ SPEC = AssignmentSpec(
         "max_batch_128k_fp8": 25.0,
         "tokens_per_s_128k_fp8": 1072.5802840422543,
     },
-    # Mistakes the visible checks cannot see without giving the value away (they check what
-    # defines each answer with the student's own values: the MHA cache and the weights left in
-    # the HBM fail there now): a cache function that ignores bytes_per_element (always bf16),
-    # a step that reads and multiplies all the parameters held, not P - VD, and a prefill in
-    # which every prompt token attends to the whole prompt. Part 5 builds on Part 1's function,
-    # so the first mistake carries into it, as it would for a student.
+    # The wrong answers graded in test_grading.py (the visible checks catch them too, #46): a
+    # cache function that ignores bytes_per_element (always bf16), a step that reads and
+    # multiplies all the parameters held, not P - VD, and a prefill in which every prompt token
+    # attends to the whole prompt. Part 5 builds on Part 1's function, so the first mistake
+    # carries into it, as it would for a student.
     wrong_answers={
         "kv_bytes_per_token": (
             "def kv_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_element):\n"
@@ -77,11 +81,138 @@ SPEC = AssignmentSpec(
     },
     wrong_fails={
         "test_kv_bytes_per_token": "kv_bytes_per_token",
-        "test_bandwidth": "step_time_128k_s",
+        "test_bandwidth": "step_time_s",
         "test_prefix": "prefill_s",
         "test_fp8": "max_batch_128k_fp8_kv",
     },
-    pinned_expressions=2,  # Part 1's hidden tests pin two calls of kv_bytes_per_token
+    mistakes=(
+        _slip(
+            "kv_bytes_per_token",
+            "an MHA cache: a key and a value per query head",
+            (
+                "LLAMA31_405B_LAYERS, LLAMA31_405B_KV_HEADS,",
+                "LLAMA31_405B_LAYERS, LLAMA31_405B_QUERY_HEADS,",
+            ),
+        ),
+        _slip(
+            "kv_bytes_per_token",
+            "keys only, the values left out",
+            ("return 2 * n_layers", "return n_layers"),
+        ),
+        _slip(
+            "kv_bytes_per_token",
+            "one layer's cache",
+            ("return 2 * n_layers * n_kv_heads", "return 2 * n_kv_heads"),
+        ),
+        _slip(
+            "capacity",
+            "the HBM the matmul weights leave, the embedding not held",
+            (
+                "LLAMA31_405B_PARAMS * BF16_BYTES\n",
+                "(LLAMA31_405B_PARAMS - LLAMA31_405B_EMBEDDING_PARAMS) * BF16_BYTES\n",
+            ),
+        ),
+        _slip(
+            "capacity",
+            "batches rounded, not floored",
+            ("int(kv_budget_bytes // (131_072", "round(kv_budget_bytes / (131_072"),
+            ("int(kv_budget_bytes // (16", "round(kv_budget_bytes / (16"),
+        ),
+        _slip(
+            "capacity",
+            "the whole HBM for the caches, the weights forgotten",
+            (
+                "N_CHIPS_405B * H100_HBM_BYTES - LLAMA31_405B_PARAMS * BF16_BYTES",
+                "N_CHIPS_405B * H100_HBM_BYTES",
+            ),
+        ),
+        _slip(
+            "bandwidth",
+            "a step with no FLOPs term: the reads alone",
+            (
+                "return max(compute_s, read_bytes / (n * H100_HBM_BYTES_PER_S))",
+                "return read_bytes / (n * H100_HBM_BYTES_PER_S)",
+            ),
+        ),
+        _slip(
+            "bandwidth",
+            "the FLOPs' and the reads' times added",
+            (
+                "return max(compute_s, read_bytes / (n * H100_HBM_BYTES_PER_S))",
+                "return compute_s + read_bytes / (n * H100_HBM_BYTES_PER_S)",
+            ),
+        ),
+        _slip(
+            "bandwidth",
+            "the crossover for one sequence, not 16",
+            (
+                "weight_bytes / (16 * kv_405b_bytes_per_token)",
+                "weight_bytes / kv_405b_bytes_per_token",
+            ),
+        ),
+        _slip(
+            "bandwidth",
+            "attention's FLOPs left out of the step",
+            (
+                "2 * matmul_params + LLAMA31_405B_ATTENTION_FLOPS_PER_CONTEXT_TOKEN * context",
+                "2 * matmul_params",
+            ),
+        ),
+        _slip(
+            "prefix",
+            "the prefix over one GPU's DRAM link",
+            (
+                "prefix_bytes / (N_CHIPS_70B * DRAM_TO_GPU_BYTES_PER_S)",
+                "prefix_bytes / DRAM_TO_GPU_BYTES_PER_S",
+            ),
+        ),
+        _slip(
+            "prefix",
+            "keeping on NVMe without the chips' wait for the reload",
+            ("(prefill_s - nvme_reload_s) * chips_usd_per_s", "prefill_s * chips_usd_per_s"),
+        ),
+        _slip(
+            "prefix",
+            "P for P_mm in the prefill: the embedding multiplied too",
+            (
+                "matmul_params_70b = LLAMA3_70B_PARAMS - LLAMA3_70B_EMBEDDING_PARAMS",
+                "matmul_params_70b = LLAMA3_70B_PARAMS",
+            ),
+        ),
+        _slip(
+            "fp8",
+            "bf16 weights read in the FP8 step",
+            (
+                "read_bytes = matmul_params_405b * FP8_BYTES",
+                "read_bytes = matmul_params_405b * BF16_BYTES",
+            ),
+        ),
+        _slip(
+            "fp8",
+            "the bf16 cache's batch for the FP8 one",
+            (
+                "* BF16_BYTES) // sequence_fp8_bytes)",
+                "* BF16_BYTES) // (2 * sequence_fp8_bytes))",
+            ),
+        ),
+        _slip(
+            "fp8",
+            "the server's tokens per second at Part 2's bf16 batch",
+            (
+                "tokens_per_s_128k_fp8 = max_batch_128k_fp8 /",
+                "tokens_per_s_128k_fp8 = max_batch_128k /",
+            ),
+        ),
+        _slip(
+            "fp8",
+            "all the weights read, the embedding too",
+            (
+                "read_bytes = matmul_params_405b * FP8_BYTES",
+                "read_bytes = LLAMA31_405B_PARAMS * FP8_BYTES",
+            ),
+        ),
+    ),
+    pinned_expressions=4,  # two calls of kv_bytes_per_token (Part 1), two of step_time_s (3)
     leaky_examples=(
         "Llama-3.1-405B caches 5.161e+05 B per token",
         "16 sequences reach 5.671e+04 tokens",

@@ -1,7 +1,7 @@
 """The MoE exercise (solutions/moe/moe.ipynb) as the grading tests see it."""
 
 from llmmath.beyond import moe_balance
-from llmmath_course.simulate import AssignmentSpec, Mistake
+from llmmath_course.simulate import AssignmentSpec, Mistake, slip
 
 
 def _hot_experts() -> dict[str, float]:
@@ -39,11 +39,9 @@ SPEC = AssignmentSpec(
         "a2a_time_nvl72_s": 3.211264e-05,
         **_hot_experts(),
     },
-    # Mistakes the visible checks cannot see without giving the value away (they check what
-    # defines each answer with the learner's own values, so Parts 1 to 3 admit none that they
-    # miss here): forgetting that the results come back (dispatch without combine), and one
-    # copy for each of the 64 hottest experts instead of each copy to whichever expert's copies
-    # carry the most.
+    # The wrong answers graded in test_grading.py: the dispatch without the combine (the
+    # visible checks catch it, #46), and one copy for each of the 64 hottest experts instead of
+    # each copy to whichever expert's copies carry the most (they do not: wrong_unseen).
     wrong_answers={
         "all_to_all": (
             "a2a_bytes_per_gpu = (8192 / 64) * DEEPSEEK_TOP_K * DEEPSEEK_D_MODEL * BF16_BYTES\n"
@@ -77,8 +75,26 @@ SPEC = AssignmentSpec(
         "test_all_to_all": "a2a_bytes_per_gpu",
         "test_hot_experts": "slowdown_ep64_copies",
     },
+    # The visible checks cannot see the copies handed to the 64 hottest experts instead of,
+    # one at a time, to the expert whose copies carry the most load each.
+    wrong_unseen=("hot_experts",),
     pinned_expressions=3,  # Part 2's hidden tests pin three calls of expected_experts_touched
     mistakes=(
+        slip(
+            "moe",
+            "all_to_all",
+            "the bytes in fp32, 4 per number",
+            ("* DEEPSEEK_D_MODEL * BF16_BYTES", "* DEEPSEEK_D_MODEL * 4"),
+        ),
+        slip(
+            "moe",
+            "hot_experts",
+            "the loads scaled to sum to 1, not to a mean of 1",
+            (
+                "loads = weights * DEEPSEEK_EXPERTS / weights.sum()",
+                "loads = weights / weights.sum()",
+            ),
+        ),
         Mistake(
             "expected_experts_touched",
             "def expected_experts_touched(batch, n_experts, experts_per_token):\n"
@@ -118,7 +134,7 @@ SPEC = AssignmentSpec(
             "sparsity_experts = MIXTRAL_EXPERTS / MIXTRAL_TOP_K\n"
             "sparsity_params = mixtral_total_params / mixtral_active_params\n",
             "an expert of two matrices, not three",
-            False,
+            True,
         ),
         Mistake(
             "expected_experts_touched",

@@ -2,7 +2,7 @@
 tests see it."""
 
 from llmmath.beyond import serving_systems
-from llmmath_course.simulate import AssignmentSpec, Mistake
+from llmmath_course.simulate import AssignmentSpec, Mistake, slip
 
 
 def _fleet_pools() -> dict[str, float]:
@@ -41,8 +41,7 @@ SPEC = AssignmentSpec(
         "markup": 6.455576993752297,
         **_fleet_pools(),
     },
-    # Mistakes the visible checks cannot see without giving the value away (they check what
-    # defines each answer with the learner's own values, so Parts 1, 3, 4 and 6 admit none):
+    # The wrong answer graded in test_grading.py (the visible checks catch it too, #46):
     # training FLOPs counted on every parameter, the input embedding's lookups too.
     wrong_answers={
         "training_run": (
@@ -59,6 +58,24 @@ SPEC = AssignmentSpec(
     # chinchilla_loss(...) twice in Part 1, tokens_for_loss(...) twice in Part 3.
     pinned_expressions=4,
     mistakes=(
+        slip(
+            "overtraining_pricing",
+            "chinchilla_loss",
+            "the data term with alpha, the exponent of the parameter term",
+            ("CHINCHILLA_B / tokens**CHINCHILLA_BETA", "CHINCHILLA_B / tokens**CHINCHILLA_ALPHA"),
+        ),
+        slip(
+            "overtraining_pricing",
+            "tokens_for_loss",
+            "the power beta, not 1 / beta",
+            ("** (1 / CHINCHILLA_BETA)", "**CHINCHILLA_BETA"),
+        ),
+        slip(
+            "overtraining_pricing",
+            "lifetime",
+            "lifetime inference at 6N a token, as if it trained",
+            ("INFERENCE_FLOPS_PER_PARAM_TOKEN * params", "TRAINING_FLOPS_PER_PARAM_TOKEN * params"),
+        ),
         Mistake(
             "chinchilla_loss",
             "def chinchilla_loss(params, tokens):\n"
@@ -101,7 +118,7 @@ SPEC = AssignmentSpec(
             "training_cost_usd = N_CHIPS * training_seconds / SECONDS_PER_HOUR"
             " * USD_PER_CHIP_HOUR\n",
             "2ND, the forward pass alone",
-            False,
+            True,
         ),
         Mistake(
             "training_run",
@@ -166,7 +183,7 @@ SPEC = AssignmentSpec(
             ") / 1e6\n"
             "markup = daily_revenue_usd / daily_cost_usd\n",
             "a node's rent at a GPU's price",
-            False,
+            True,
         ),
         Mistake(
             "fleet_day",

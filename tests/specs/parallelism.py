@@ -1,7 +1,7 @@
 """The parallelism exercise (solutions/parallelism/parallelism.ipynb) seen by the grading tests."""
 
 from llmmath.beyond import serving_systems
-from llmmath_course.simulate import AssignmentSpec, Mistake
+from llmmath_course.simulate import AssignmentSpec, Mistake, slip
 
 
 def _tp_latency() -> dict[str, float]:
@@ -46,11 +46,10 @@ SPEC = AssignmentSpec(
         "extra_compute_fraction": 0.3333333333333333,
         **_tp_latency(),
     },
-    # Mistakes the visible checks cannot see without giving the value away (they check what
-    # defines each answer with the learner's own values, so Parts 1 and 3 admit none): leaving
-    # out the TP split of the model state, thinking a pipeline divides
-    # the KV cache per GPU by its stages as tensor parallelism does, and counting one
-    # all-reduce per layer where tensor parallelism does two (after attention, after the MLP).
+    # The wrong answers graded in test_grading.py (the visible checks catch them too, #46):
+    # the whole model per GPU under TP4, a pipeline thought to divide the KV cache per GPU by
+    # its stages as tensor parallelism does, and one all-reduce per layer where tensor
+    # parallelism does two (after attention, after the MLP).
     wrong_answers={
         "model_state": (
             "TP, DP = 4, 128\n"
@@ -92,6 +91,12 @@ SPEC = AssignmentSpec(
     },
     pinned_expressions=3,  # Part 1's hidden tests pin three bubble_fraction calls
     mistakes=(
+        slip(
+            "parallelism",
+            "bubble_fraction",
+            "the idle time over the busy time, not over the whole step",
+            ("(microbatches + stages - 1)", "microbatches"),
+        ),
         Mistake(
             "bubble_fraction",
             "def bubble_fraction(stages, microbatches):\n    return (stages - 1) / microbatches\n",
@@ -232,7 +237,7 @@ SPEC = AssignmentSpec(
             "reversible_bytes = (IN_FLIGHT * TOKENS * 2 * d + TOKENS * a) / TP\n"
             "extra_compute_fraction = 2 / 8\n",
             "the extra FLOPs over the new total",
-            False,
+            True,
         ),
         Mistake(
             "tp_latency",

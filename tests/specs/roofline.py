@@ -25,10 +25,9 @@ SPEC = AssignmentSpec(
         "gemma_12b_int4_tokens_per_s": 15.298784028167388,
         "missing_27b_int8_bytes": 3008663808.0,
     },
-    # Mistakes the visible checks cannot see without giving the value away (they check what
-    # defines each answer with the learner's own values, so Parts 1, 2 and 4 admit none):
-    # solving the intensity exactly for C / W instead of taking it as about B, and giving the
-    # model all of a laptop's memory.
+    # The wrong answers graded in test_grading.py: the exact meeting point where the question
+    # asks for the approximation C / W (the visible checks miss it: wrong_unseen), and the
+    # model given all of a laptop's memory (they catch it, #46).
     wrong_answers={
         "critical_batch": (
             "d, f = LLAMA3_70B_D_MODEL, LLAMA3_70B_D_FF\n"
@@ -45,6 +44,9 @@ SPEC = AssignmentSpec(
         "test_critical_batch": "critical_batch_h100",
         "test_focus": "missing_27b_int8_bytes",
     },
+    # The question asks for the approximation C / W; the exact meeting point, about 5% larger,
+    # passes the visible checks (they check that it is where the matmul meets the ridge).
+    wrong_unseen=("critical_batch",),
     pinned_expressions=3,  # Part 1's hidden tests pin three intensities of matmul calls
     mistakes=(
         Mistake(
@@ -152,7 +154,7 @@ SPEC = AssignmentSpec(
             "usable_bytes = LAPTOP_MEMORY_BYTES * LAPTOP_USABLE_FRACTION\n"
             "missing_27b_int8_bytes = GEMMA3_27B_PARAMS * INT8_BYTES - usable_bytes\n",
             "a byte per int4 weight",
-            False,
+            True,
         ),
         Mistake(
             "focus",
@@ -160,7 +162,7 @@ SPEC = AssignmentSpec(
             "usable_bytes = LAPTOP_MEMORY_BYTES * LAPTOP_USABLE_FRACTION\n"
             "missing_27b_int8_bytes = usable_bytes - GEMMA3_27B_PARAMS * INT8_BYTES\n",
             "the spare bytes' sign flipped",
-            False,
+            True,
         ),
     ),
     leaky_examples=(
