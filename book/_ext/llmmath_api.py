@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -31,7 +32,10 @@ from typing import Any
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
+from sphinx.ext.autodoc import DataDocumenter
 from sphinx.util.docutils import SphinxDirective
+
+from llmmath.core.contracts import MAX_REAL
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Read by ``llmmath.display.pages.source`` in the kernels the book build starts.
@@ -57,17 +61,19 @@ def _display(package: str, shared: tuple[str, ...]) -> tuple[str, ...]:
     return (package, *(f"{package}.{name}" for name in (*shared, *rest)))
 
 
-#: The addresses released exercises import, one-line re-exports of the core's modules: their
-#: contents are documented where they are defined (``core.serving``, ``core.deployment``).
+#: The addresses released exercises import, one-line re-exports of the core's modules: listed
+#: with the chapters (an exercise's reader looks them up), their contents documented where they
+#: are defined (``core.serving``, ``core.deployment``), which their docstrings link to (#45).
 EXERCISE_ADDRESSES = ("serving", "deployment")
 
 
 def _chapter_modules() -> tuple[str, ...]:
     """The modules at the package's top: the chapters' (found, so a new one needs no line here),
-    less the addresses kept for released exercises."""
+    then the addresses kept for released exercises."""
     top = (ROOT / "src" / "llmmath").glob("*.py")
     names = sorted(p.stem for p in top if p.stem != "__init__")
-    return tuple(name for name in names if name not in EXERCISE_ADDRESSES)
+    chapters = tuple(name for name in names if name not in EXERCISE_ADDRESSES)
+    return (*chapters, *(name for name in EXERCISE_ADDRESSES if name in names))
 
 
 #: Page (book/api/<name>.rst) -> the modules it documents, in reading order: one page per layer
@@ -81,7 +87,7 @@ LAYERS: dict[str, Layer] = {
             "core.models", "core.dtypes", "core.roofline", "core.measure", "core.collectives",
             "core.placement", "core.deployment", "core.chip_prices", "core.serving",
             "core.capacity", "core.training", "core.training_memory", "core.hf_config",
-            "core.hf_quant", "core.hf_hybrid",
+            "core.hf_quant", "core.hf_hybrid", "core.expert_dispatch", "core.setting",
         ),
     ),
     "chapters": Layer("The chapters' models", _chapter_modules()),
@@ -104,7 +110,10 @@ LAYERS: dict[str, Layer] = {
     ),
     "tools": Layer(
         "The command line",
-        ("cli", "cli.command", "cli.commands", "cli.training", "cli.formatting"),
+        (
+            "cli", "cli.command", "cli.commands", "cli.inputs", "cli.search", "cli.training",
+            "cli.formatting",
+        ),
     ),
 }  # fmt: skip
 
@@ -119,7 +128,12 @@ class LayerDirective(SphinxDirective):
         if name not in LAYERS:
             raise self.error(f"llmmath-layer: no layer {name!r}; known: {sorted(LAYERS)}")
         self.env.note_dependency(__file__)  # a changed extension rewrites the API pages
-        lines: list[str] = []
+        lines: list[str] = [
+            f"Every number a function accepts is also at most {_plain(MAX_REAL)} "
+            "(``llmmath.core.contracts.MAX_REAL``, a bound against overflow): the entries "
+            "below leave it out.",
+            "",
+        ]
         for module in LAYERS[name].modules:
             title = f"llmmath.{module}"
             lines += [title, "-" * len(title), ""]
@@ -203,11 +217,25 @@ def _escape(text: str) -> str:
     return text
 
 
+def _plain(number: float) -> str:
+    """A bound as a reader writes it: 1,000,000 or 10^30, never 1e+30."""
+    if number >= 1e16:
+        return (
+            f"10^{math.log10(number):.0f}" if math.log10(number).is_integer() else f"{number:.3g}"
+        )
+    return f"{number:,.0f}" if float(number).is_integer() else f"{number:g}"
+
+
+E_NOTATION = re.compile(r"\b\d+(?:\.\d+)?e[+-]?\d+\b")
+
+
 def constraint_text(constraint: Any) -> str:
-    """What a contract accepts, in the words of its error message."""
+    """What a contract accepts, in the words of its error message, less the overflow bound
+    every number has (said once at the top of each page) and with no e-notation (#45)."""
     kind = getattr(constraint, "kind", "")
-    allowed = str(constraint.allowed)
+    allowed = str(constraint.allowed).replace(f" and <= {MAX_REAL:g}", "")
     text = f"{kind}, {allowed}" if isinstance(kind, str) and kind and "number" in kind else allowed
+    text = E_NOTATION.sub(lambda m: _plain(float(m.group())), text)
     return _escape(text)
 
 
@@ -476,11 +504,68 @@ def resolve_short_reference(app: Sphinx, env: Any, node: Any, contnode: nodes.No
     return None
 
 
+#: A constant's value longer than this is summarized (an array of 5,000 numbers printed whole).
+LONGEST_VALUE = 80
+
+
+def summarize_value(value: Any) -> str | None:
+    """A short description of a long constant's value, or None to show it as it is."""
+    if len(repr(value)) <= LONGEST_VALUE:
+        return None
+    size, dtype = getattr(value, "size", None), getattr(value, "dtype", None)
+    if size is not None and dtype is not None and size:
+        flat = value.ravel()
+        return f"array of {size:,} {dtype} from {flat[0]:,.6g} to {flat[-1]:,.6g}"
+    if isinstance(value, dict | list | tuple | set | frozenset):
+        return f"{type(value).__name__} of {len(value):,} items"
+    return f"{type(value).__name__} ({len(repr(value)):,} characters long)"
+
+
+class SummarizedData(DataDocumenter):  # type: ignore[misc]
+    """Module constants as autodoc shows them, but a long value summarized (#45)."""
+
+    priority = DataDocumenter.priority + 1
+
+    def should_suppress_value_header(self) -> bool:
+        return bool(super().should_suppress_value_header()) or (
+            summarize_value(self.object) is not None
+        )
+
+    def add_directive_header(self, sig: str) -> None:
+        super().add_directive_header(sig)
+        summary = summarize_value(self.object)
+        if summary is not None and not self.options.get("no-value"):
+            self.add_line(f"   :value: {summary}", self.get_sourcename())
+
+
+ARRAY_DEFAULT = re.compile(r"array\(\[([^\]]*)\](?:, dtype=\w+)?\)")
+
+
+def summarize_signature(
+    app: Sphinx,
+    what: str,
+    name: str,
+    obj: Any,
+    options: Any,
+    signature: str | None,
+    return_annotation: str | None,
+) -> tuple[str | None, str | None] | None:
+    """A default that is an array shows as its size, not its 5,000 numbers (#45)."""
+    if not signature or "array([" not in signature:
+        return None
+    short = ARRAY_DEFAULT.sub(
+        lambda m: f"<an array of {m.group(1).count(',') + 1:,} values>", signature
+    )
+    return short, return_annotation
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     os.environ[LINKS_ENV] = "1"  # the lesson kernels inherit it (llmmath.display.pages.source)
     app.setup_extension("sphinx.ext.autodoc")
     app.add_directive("llmmath-layer", LayerDirective)
+    app.add_autodocumenter(SummarizedData, override=True)
     app.connect("autodoc-process-docstring", add_fields)
     app.connect("autodoc-skip-member", keep_public_callables)
+    app.connect("autodoc-process-signature", summarize_signature)
     app.connect("missing-reference", resolve_short_reference)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -26,7 +26,7 @@ API = HTML / "book" / "api"
 def public_modules() -> list[str]:
     found = [m.name for m in pkgutil.walk_packages(llmmath.__path__, "llmmath.")]
     shown = (n.removeprefix("llmmath.") for n in found if "._" not in n)
-    return sorted(n for n in shown if n not in llmmath_api.EXERCISE_ADDRESSES)
+    return sorted(shown)
 
 
 def test_every_public_module_is_on_exactly_one_page() -> None:
@@ -113,7 +113,10 @@ def test_every_contracted_callable_has_parameters_and_its_constraints() -> None:
         for parameter, constraint in spec.constraints.items():
             assert "Parameters" in text, f"{name}: no Parameters"
             assert f"{parameter} – " in text or f"{parameter} –" in text, f"{name}: {parameter}"
+            # The words of its error message, less the overflow bound the page says once.
             words = " ".join(str(constraint.allowed).split())
+            words = words.replace(f" and <= {llmmath_api.MAX_REAL:g}", "")
+            words = llmmath_api.E_NOTATION.sub(lambda m: llmmath_api._plain(float(m[0])), words)
             assert words in text, f"{name}: {parameter} lacks {words!r}"
 
 
@@ -151,3 +154,29 @@ def test_every_source_a_lesson_shows_is_linked() -> None:
             if is_source:
                 page = (HTML / f"{doc}.html").read_text()
                 assert f"#{name}" in page, f"{doc} shows {name}'s code without a link to it"
+
+
+def test_the_reference_reads_as_prose() -> None:
+    """#45: no parameter repeats the overflow bound ("<= 1e+30", said once per page), no
+    constant prints a long array whole, no bound is in e-notation; and the addresses the
+    released exercises import (llmmath.serving, llmmath.deployment) are listed."""
+    for page in sorted(API.glob("*.html")):
+        text = unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+        bound = re.findall(r"accepts: [^.]*?1e\+30", text)  # (an example's error may say it)
+        assert not bound, f"{page.name} repeats the overflow bound: {bound[:2]}"
+        assert "array([" not in text, f"{page.name} prints an array whole"
+        long_values = [v for v in re.findall(r"= (.{300,}?)\n", text)]
+        assert not long_values, f"{page.name}: {long_values[0][:80]}..."
+    chapters = (API / "chapters.html").read_text()
+    for address in llmmath_api.EXERCISE_ADDRESSES:
+        assert f'id="module-llmmath.{address}"' in chapters, address
+
+
+def test_a_long_constant_is_summarized() -> None:
+    import numpy as np
+
+    assert llmmath_api.summarize_value(np.linspace(1.0, 2.0, 5000)) == (
+        "array of 5,000 float64 from 1 to 2"
+    )
+    assert llmmath_api.summarize_value((1, 2)) is None
+    assert llmmath_api.summarize_value(tuple(range(100))) == "tuple of 100 items"

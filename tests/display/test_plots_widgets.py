@@ -1005,3 +1005,15 @@ def test_every_static_stop_has_a_frame_that_draws(name: str) -> None:
             drawn |= set(state.items())
     stops = {(c.name, s) for c in spec.static_controls() for s in c.stops}
     assert stops <= drawn, sorted(stops - drawn, key=str)
+
+
+def test_the_price_sheet_says_its_assumptions_in_words() -> None:
+    """#45 item 7: the price-sheet explorer printed its assumed ranges as Python tuples
+    ("(2.0, 6.0) USD/chip-hour"); no raw tuple and no e-notation in any sheet's panel."""
+    from llmmath import pricing
+
+    for name in pricing.list_price_sheets():
+        text = widgets.overtraining_pricing.price_sheet_html(name)
+        assert not re.search(r"\(\d[\d.]*, \d", text), (name, text)
+        assert not re.search(r"\b\d+(?:\.\d+)?e[+-]?\d+\b", text), (name, text)
+        assert "2 to 6 USD/chip-hour" in text

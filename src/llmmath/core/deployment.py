@@ -102,9 +102,10 @@ class Deployment:
     #: How an EP layout's all-to-all carries a token to its experts: ``"per_expert"``, one copy
     #: per routed expert (the default), or ``"node_limited"``, one copy per scale-up domain it
     #: reaches, forwarded over NVLink inside it, at most as many domains as the model's
-    #: group-limited routing allows (DeepSeek-V3; :func:`llmmath.beyond.moe_dispatch.
-    #: node_limited_all_to_all`). ``dispatch_dtype``: the format tokens are sent to their
-    #: experts in (DeepSeek's fp8); the combine comes back in ``activation_dtype``.
+    #: group-limited routing allows (DeepSeek-V3;
+    #: :func:`llmmath.core.expert_dispatch.node_limited_all_to_all`). ``dispatch_dtype``: the
+    #: format tokens are sent to their experts in (DeepSeek's fp8); the combine comes back in
+    #: ``activation_dtype``.
     expert_dispatch: str = "per_expert"
     dispatch_dtype: str | None = None
 

@@ -141,7 +141,9 @@ def serving_explorer(deployment: Deployment | None = None) -> w.VBox:
 
 # ---- a dated price sheet, read -----------------------------------------------------------
 def _fmt(value: float, unit: str) -> str:
-    return f"{value:.2g} {unit}"
+    """Two significant figures with thousands separators (3,100 B, not 3.1e+03 B)."""
+    rounded = float(f"{value:.2g}")
+    return f"{rounded:,.0f} {unit}" if rounded >= 10 else f"{rounded:g} {unit}"
 
 
 def price_sheet_html(model: str, assumptions: pricing.Assumptions | None = None) -> str:
@@ -185,10 +187,19 @@ def price_sheet_html(model: str, assumptions: pricing.Assumptions | None = None)
         for k, v in rows
     )
     note = (
-        f"<small>Assumed: {a.chip}, {a.usd_per_chip_hour} USD/chip-hour, prefill MFU {a.mfu}, "
-        f"price / cost {a.markup}, long prompts {a.context_gap_tokens} tokens longer.</small>"
+        f"<small>Assumed: {a.chip}, {_span(a.usd_per_chip_hour, '{:g}')} USD/chip-hour, "
+        f"prefill MFU {_span(a.mfu, '{:.0%}')}, price / cost {_span(a.markup, '{:g}x')}, "
+        f"long prompts {_span(a.context_gap_tokens, '{:,.0f}')} tokens longer.</small>"
     )
     return f"<table>{body}</table>{note}"
+
+
+def _span(value: float | tuple[float, float], fmt: str) -> str:
+    """An assumption as prose: one value, or a range "2 to 6" (never a raw tuple, #45)."""
+    if isinstance(value, tuple):
+        low, high = value
+        return f"{fmt.format(low)} to {fmt.format(high)}"
+    return fmt.format(value)
 
 
 class PriceSheetView:
