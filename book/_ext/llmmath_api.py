@@ -97,7 +97,7 @@ LAYERS: dict[str, Layer] = {
             "beyond", "beyond.focus", "beyond.serving_modes", "beyond.paged_kv",
             "beyond.speculative", "beyond.number_formats", "beyond.rack_physics",
             "beyond.moe_balance", "beyond.moe_dispatch", "beyond.serving_systems",
-            "beyond.layout_search", "validation", "validation.published",
+            "beyond.layout_search", "beyond.queueing", "validation", "validation.published",
         ),
     ),
     "figures": Layer(
