@@ -250,6 +250,24 @@ def lab_command(root: Path, learner: Path, port: int, extra: list[str]) -> list[
     return command + extra
 
 
+def running_server(root: Path) -> str | None:
+    """The URL (with its token) of a Jupyter server already serving ``root``, from the runtime
+    files every server writes (``jpserver-<pid>.json``) whose process still runs; else None."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    for info_file in sorted(Path(jupyter_runtime_dir()).glob("jpserver-*.json")):
+        try:
+            info = json.loads(info_file.read_text())
+            serves = Path(info["root_dir"]).resolve() == root.resolve()
+            os.kill(int(info["pid"]), 0)  # raises if no such process
+        except (OSError, ValueError, KeyError):
+            continue  # a stale file of a server that ended, or not a server's
+        if serves:
+            token = info.get("token", "")
+            return f"{info['url'].rstrip('/')}/lab" + (f"?token={token}" if token else "")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the course folder")
@@ -269,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print(f"start page: {(learner / 'START.md').relative_to(root)}")
     if args.prepare_only:
+        return 0
+    running = running_server(root)
+    if running:  # a second make lab would start another server on the next port
+        print(f"JupyterLab is already running on this course: open {running}")
         return 0
     command = lab_command(root, learner, args.port, args.extra)
     # Kernels inherit it: a lesson's exercise link opens the learner's copy (llmmath.display.pages).
