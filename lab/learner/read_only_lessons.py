@@ -24,12 +24,37 @@ from jupytext.async_contentsmanager import AsyncTextFileContentsManager
 from tornado.web import HTTPError
 
 READ_ONLY = ("lessons/", "book/")
+#: The course's own files beside its pages: Lab may open them, never rename, move or delete them
+#: (the learner's work lives in my-work/, which is none of these).
+COURSE_FILES = (
+    *READ_ONLY,
+    "exercises/",
+    "solutions/",
+    "src/",
+    "tests/",
+    "scripts/",
+    "lab/",
+    "grading/",
+    "hub/",
+    "_toc.yml",
+    "_config.yml",
+    "Makefile",
+    "pyproject.toml",
+    "nbgrader_config.py",
+    "requirements.in",
+    "requirements.lock",
+    "README.md",
+    "CONTRIBUTING.md",
+)
 HUB_ENV = "LLMMATH_HUB"  # "1" on the hub's students' servers and their kernels
 
 
-def course_page(path: str, root: Path) -> tuple[Path, str] | None:
+def course_page(
+    path: str, root: Path, protected: tuple[str, ...] = READ_ONLY
+) -> tuple[Path, str] | None:
     """``(the course's root, the page relative to it)`` when ``path`` (relative to the server's
-    ``root``) is one of the course's read-only pages, else None."""
+    ``root``) is one of the course's read-only pages (or, with ``protected=COURSE_FILES``, any
+    of its files or folders, the folders themselves included), else None."""
     page = path.strip("/")
     course = root
     if os.environ.get(HUB_ENV) == "1":
@@ -37,7 +62,8 @@ def course_page(path: str, root: Path) -> tuple[Path, str] | None:
         course = root / folder
         if folder in ("", ".", "..") or not (course / "_toc.yml").is_file():
             return None
-    return (course, page) if page.startswith(READ_ONLY) else None
+    inside = page.startswith(protected) or f"{page}/" in protected
+    return (course, page) if inside else None
 
 
 def with_language_info(notebook: dict) -> None:
@@ -76,6 +102,25 @@ class ReadOnlyLessons(AsyncTextFileContentsManager):
             if page:
                 with_links(model["content"], page[1], page[0])
         return model
+
+    def refuse_moving(self, *paths):
+        """A course file is renamed, moved or deleted nowhere (File > Rename, drag and drop,
+        Move to Trash): the same guard as a save, for the folders that hold them too."""
+        for path in paths:
+            if course_page(path, Path(self.root_dir), COURSE_FILES):
+                raise HTTPError(
+                    403,
+                    f"{path} is one of the course's files, kept as it is here: copy it into "
+                    "my-work/ to change it",
+                )
+
+    async def rename_file(self, old_path, new_path):
+        self.refuse_moving(old_path, new_path)
+        return await super().rename_file(old_path, new_path)
+
+    async def delete_file(self, path):
+        self.refuse_moving(path)
+        return await super().delete_file(path)
 
     async def save(self, model, path=""):
         if course_page(path, Path(self.root_dir)):
