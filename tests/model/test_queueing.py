@@ -14,6 +14,7 @@ import pytest
 
 from llmmath.beyond import queueing
 from llmmath.beyond.queueing import (
+    deployment_step_time,
     erlang_c,
     md1_mean_wait_s,
     mg1_mean_wait_s,
@@ -22,6 +23,9 @@ from llmmath.beyond.queueing import (
     mmc_wait_quantile_s,
     simulate_batcher,
 )
+from llmmath.core.deployment import Deployment
+from llmmath.core.placement import DoesNotFitError
+from llmmath.core.serving import decode_step, prefill
 
 #: The textbook setting: Poisson arrivals at 0.5/s, a 1 s mean service, so ρ = 0.5.
 RATE_PER_S, SERVICE_S = 0.5, 1.0
@@ -213,3 +217,31 @@ def test_a_step_time_that_is_not_a_time_is_refused() -> None:
         simulate_batcher(1.0, 10, 1, 1, constant_step(-0.1), 1, 1)
     with pytest.raises(TypeError, match="step_time_s must be a callable"):
         simulate_batcher(1.0, 10, 1, 1, 0.1, 1, 1)  # type: ignore[arg-type]
+
+
+# ---- a deployment's step times -----------------------------------------------------------------
+def test_a_deployments_step_table_is_the_serving_floors() -> None:
+    """Llama-3-8B on one H100 at 2,500 tokens cached: a decode-only step is decode_step's, a
+    prefill-only one prefill's, and a mixed one the longer of the two."""
+    dep = Deployment("Llama-3-8B", "H100")
+    table = deployment_step_time(dep, 2500.0, 64, 2048)
+    decode_s = float(decode_step(dep, 32.0, 2500.0).time_s)
+    prefill_s = float(prefill(dep, 1000.0).time_s)
+    assert table(32, 0) == pytest.approx(decode_s, rel=1e-12)
+    assert table(0, 1000) == pytest.approx(prefill_s, rel=1e-12)
+    assert table(32, 1000) == pytest.approx(max(decode_s, prefill_s), rel=1e-12)
+    # a cap whose KV caches do not fit is refused as such
+    with pytest.raises(DoesNotFitError):
+        deployment_step_time(dep, 2500.0, 4096, 8192)
+
+
+def test_a_deployment_under_load_pays_at_least_its_decode_floor() -> None:
+    """2,000-token prompts, 200-token answers at 4 requests/s: every output token after the
+    first takes at least the one-sequence decode step, the first at least the prompt's
+    prefill."""
+    dep = Deployment("Llama-3-8B", "H100")
+    table = deployment_step_time(dep, 2200.0, 64, 2048)
+    run = simulate_batcher(4.0, 500, 2000, 200, table, 64, 2048, seed=1)
+    assert run.completed == 500
+    assert run.p50_tpot_s >= table(1, 0)
+    assert run.p50_ttft_s >= float(prefill(dep, 2000.0).time_s)

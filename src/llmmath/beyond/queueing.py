@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from llmmath.core._checks import FloatArray, as_floats, as_output
-from llmmath.core._constraints import AnyOf, Count, Function, Real
+from llmmath.core._constraints import AnyOf, Count, Function, OneOf, Real
 from llmmath.core.contracts import (
     AMOUNT,
     NOT_A_NUMBER,
@@ -37,6 +37,8 @@ from llmmath.core.contracts import (
     contract,
     each,
 )
+from llmmath.core.deployment import Deployment
+from llmmath.core.serving import OVERLAP_RULES, decode_step, prefill
 
 IntArray = NDArray[np.int64]
 #: A latency over the finished requests: NaN where none finished (or, for TPOT, none had a
@@ -457,8 +459,55 @@ def _percentiles(values: FloatArray) -> tuple[float, float]:
     return float(p50), float(p99)
 
 
+# ---- a deployment's steps, for the simulation ------------------------------------------------
+@dataclass(frozen=True)
+@checked(decode_s=RESULT, prefill_s=RESULT, broadcast=False)
+class StepTable:
+    """A deployment's step times by what the step holds, looked up (the simulation calls it
+    once a step): ``table(decoding_sequences, prefill_tokens)`` is the longer of the decode
+    step of that batch and the prefill of that many prompt tokens, a floor (a step that does
+    both can be no shorter than either alone)."""
+
+    #: The decode step of 0, 1, ... max_running_sequences sequences, at the context given.
+    decode_s: FloatArray
+    #: The prefill of 0, 1, ... max_batched_tokens prompt tokens.
+    prefill_s: FloatArray
+
+    def __call__(self, batch: int, prefill_tokens: int) -> float:
+        return max(float(self.decode_s[batch]), float(self.prefill_s[prefill_tokens]))
+
+
+@contract(
+    context_tokens=Real(low=1.0, low_open=False, scalar=True),
+    max_running_sequences=Count(high=65_536),
+    max_batched_tokens=Count(high=1_048_576),
+    overlap=OneOf(OVERLAP_RULES),
+)
+def deployment_step_time(
+    deployment: Deployment,
+    context_tokens: float,
+    max_running_sequences: int,
+    max_batched_tokens: int,
+    *,
+    overlap: str = "perfect",
+) -> StepTable:
+    """The step-time function :func:`simulate_batcher` takes, from the package's
+    :func:`~llmmath.core.serving.decode_step` (every sequence at ``context_tokens`` cached)
+    and :func:`~llmmath.core.serving.prefill` (a chunk priced as a prompt of its length: its
+    attention to earlier chunks is not counted), tabulated once over every batch and chunk the
+    caps allow. Floors, as those are. A cap whose KV caches do not fit raises
+    :class:`~llmmath.core.placement.DoesNotFitError`."""
+    batches = np.arange(1, max_running_sequences + 1, dtype=np.float64)
+    chunks = np.arange(1, max_batched_tokens + 1, dtype=np.float64)
+    decode = decode_step(deployment, batches, context_tokens, overlap=overlap).time_s
+    chunk = prefill(deployment, chunks, overlap=overlap).time_s
+    return StepTable(np.concatenate(([0.0], decode)), np.concatenate(([0.0], chunk)))
+
+
 __all__ = [
     "BatcherLatency",
+    "StepTable",
+    "deployment_step_time",
     "erlang_c",
     "md1_mean_wait_s",
     "mg1_mean_wait_s",
