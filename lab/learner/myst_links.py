@@ -85,6 +85,8 @@ def _braced(text: str, start: int) -> str:
 
 
 def _plain(value: str) -> str:
+    """A field as text: LaTeX's ``\\url{x}`` as a Markdown autolink ``<x>``, braces dropped."""
+    value = re.sub(r"\\url\{([^{}]*)\}", r"<\1>", value)
     return re.sub(r"\s+", " ", value.replace("{", "").replace("}", "").replace("\\&", "&")).strip()
 
 

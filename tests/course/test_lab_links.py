@@ -63,3 +63,10 @@ def test_the_references_page_lists_every_entry_of_the_bibliography() -> None:
 def test_an_unknown_key_or_label_is_left_for_the_book_build_to_refuse() -> None:
     text = "{cite}`nosuchkey2099` and {ref}`no-such-label`"
     assert myst_links.rewrite(text, "lessons/roofline.md", ROOT) == text
+
+
+def test_the_references_page_shows_no_raw_latex() -> None:
+    """A ``\\url{...}`` in references.bib is served as a link, not as raw LaTeX (#46 item 5)."""
+    served = myst_links.reference_list(ROOT)
+    assert "\\url" not in served, served  # (\\_ is Markdown's escaped _, $...$ maths)
+    assert "<https://kipp.ly/transformer-inference-arithmetic/>" in served
