@@ -282,19 +282,27 @@ class Jail:
         return inside
 
     def command(self, argv: list[str]) -> list[str]:
-        """The kernel's command line, jailed: joins its cgroups, then bwrap, setpriv, prlimit."""
+        """The kernel's command line, jailed: joins its cgroups, then bwrap, setpriv, prlimit.
+
+        bwrap's ``--die-with-parent`` covers the sandbox once bwrap runs, but a grading worker
+        killed while its kernel was still starting (a ``kill -9`` of ``regrade`` at the wrong
+        moment) left bwrap orphaned for good. So the command asks for SIGKILL on its parent's
+        death first (``setpriv --pdeathsig``), then checks that parent is still the worker
+        that launched it, and only then starts bwrap: no window is left.
+        """
         jailed = [
             *bwrap_args(self.work, self.limits), "--",
             *_drop_privileges(), *_rlimits(self.limits, bool(self.cgroups)), *argv,
         ]  # fmt: skip
-        if not self.cgroups:
-            return jailed
+        worker = os.getpid()
+        guard = f'[ "$PPID" = {worker} ] || exit 112; exec "$@"'
+        guarded = ["setpriv", "--pdeathsig", "KILL", "--", "/bin/sh", "-c", guard, "sandbox"]
         # Join the cgroups before bwrap starts: every process of the sandbox is born inside.
-        join = "; ".join(
-            f"echo $$ > {shlex.quote(str(path / 'cgroup.procs'))} || exit 111"
+        join = "".join(
+            f"echo $$ > {shlex.quote(str(path / 'cgroup.procs'))} || exit 111; "
             for path in self.cgroups
         )
-        return ["/bin/sh", "-c", f'{join}; exec "$@"', "sandbox", *jailed]
+        return ["/bin/sh", "-c", f'{join}exec "$@"', "sandbox", *guarded, *jailed]
 
     def peak_memory(self) -> int | None:
         """The most memory the kernel's cgroup held (bytes), where the cgroup says."""
