@@ -23,6 +23,7 @@ output tokens, ``C`` of them decoding at once) on one deployment, prefill includ
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,22 +142,11 @@ def best_layouts(
     target = float(latency_s)
     T = float(check_context(deployment.model, context))
     layouts, refused = serving_layouts(deployment)
-    priced = deployment.usd_per_chip_hour is not None or (
-        deployment.chip.name in list_example_prices()
-    )
+    priced = _priced(deployment)
     met: list[Candidate] = []
     slow: list[Candidate] = []
     full: list[Layout] = []
-    for layout in layouts:
-        try:
-            dep = dataclasses.replace(deployment, layout=layout)
-        except DoesNotFitError:
-            full.append(layout)
-            continue
-        most = min(float(max_batch(dep, T)), MAX_SEARCH_BATCH)
-        if most < 1:
-            full.append(layout)
-            continue
+    for layout, dep, most in _placed(deployment, layouts, T, full):
         batch = largest_batch_within(dep, target, T, most, overlap=overlap)
         step = decode_step(dep, max(batch, 1.0), T, overlap=overlap)
         cost = float(step.cost_per_million_tokens_usd()) if priced else None
@@ -164,6 +154,32 @@ def best_layouts(
     met.sort(key=lambda c: (-float(c.step.tokens_per_s_per_chip), float(c.step.time_s)))
     slow.sort(key=lambda c: float(c.step.time_s))
     return SearchResult(target, met, slow, full, refused)
+
+
+def _priced(deployment: Deployment) -> bool:
+    """Whether the search can price a step: a rent given, or an example price for the chip."""
+    return deployment.usd_per_chip_hour is not None or (
+        deployment.chip.name in list_example_prices()
+    )
+
+
+def _placed(
+    deployment: Deployment, layouts: list[Layout], context: float, full: list[Layout]
+) -> Iterator[tuple[Layout, Deployment, float]]:
+    """Each layout that holds its weights and at least one sequence at ``context``, as the
+    deployment on it and the most sequences it holds (capped at ``MAX_SEARCH_BATCH``); the
+    layouts that do not are appended to ``full``."""
+    for layout in layouts:
+        try:
+            dep = dataclasses.replace(deployment, layout=layout)
+        except DoesNotFitError:
+            full.append(layout)
+            continue
+        most = min(float(max_batch(dep, context)), MAX_SEARCH_BATCH)
+        if most < 1:
+            full.append(layout)
+            continue
+        yield layout, dep, most
 
 
 @contract(
@@ -190,22 +206,11 @@ def best_workload_layouts(
     target, I, O = float(latency_s), float(input_tokens), float(output_tokens)  # noqa: E741
     final = float(check_context(deployment.model, I + O))
     layouts, refused = serving_layouts(deployment)
-    priced = deployment.usd_per_chip_hour is not None or (
-        deployment.chip.name in list_example_prices()
-    )
+    priced = _priced(deployment)
     met: list[Candidate] = []
     slow: list[Candidate] = []
     full: list[Layout] = []
-    for layout in layouts:
-        try:
-            dep = dataclasses.replace(deployment, layout=layout)
-        except DoesNotFitError:
-            full.append(layout)
-            continue
-        most = min(float(max_batch(dep, final)), MAX_SEARCH_BATCH)
-        if most < 1:
-            full.append(layout)
-            continue
+    for layout, dep, most in _placed(deployment, layouts, final, full):
 
         def at(concurrency: float, dep: Deployment = dep) -> WorkloadView:
             return workload(dep, I, O, concurrency, overlap=overlap)
