@@ -879,6 +879,25 @@ CLAIMS = [
             and float(ns.spilled.all_to_all_s) > float(ns.spilled.compute_s)
         ),
     ),
+    # ---- over-training and pricing: a price ratio read as a batch is dense-only (issue 42) ----
+    Claim(
+        "overtraining_pricing.md",
+        "for an {ref}`MoE <glossary-moe>` it is $B^* \\cdot E/k$ (the MoE chapter's",
+        # The exact batch where one expert layer's FLOPs meet its reads is B* x E/k.
+        lambda ns: (
+            ns.sheet_moe_x == "32"
+            and math.isclose(
+                moe.compute_bound_batch("DeepSeek-V3", "H100", scope="expert_layer"),
+                moe.compute_bound_batch_rule("DeepSeek-V3", "H100", definition="experts"),
+                rel_tol=0.01,
+            )
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "the same ratio says about {eval}`cy3_moe` sequences",
+        lambda ns: ns.cy3_moe == format(300 * 32 / 5, ",.0f") and ns.cy3_dense == "60",
+    ),
     # ---- over-training and pricing: DeepSeek's day read back (issue 32, items 5 and 7) ----
     Claim(
         "overtraining_pricing.md",
@@ -1701,6 +1720,8 @@ ISSUE_42_GONE = {
     "overtraining_pricing.md": (
         # 2,306 tokens per parameter is 25x the fit's own 91 at that loss, not "115x Chinchilla"
         '{eval}`heavy_tpp_x` times "Chinchilla\'s" 20',
+        # a price ratio read as 1/r of the critical batch holds for a dense model only
+        "says decode runs at about $1/r$ of its critical batch",
     ),
     "roofline.md": (
         # max is a bound; the sum is not one (a poor kernel is slower), nor Williams et al.'s
