@@ -158,6 +158,9 @@ def bwrap_args(work: Path, limits: Limits | None) -> list[str]:
             args += ["--ro-bind", str(path), str(path)]
     for etc in ETC:
         args += ["--ro-bind-try", etc, etc]
+    # The private /tmp first: a Python tree below /tmp (a checkout cloned there) is bound over it.
+    tmp = limits.tmp_bytes if limits else 1 << 20
+    args += ["--size", str(tmp), "--perms", "1777", "--tmpfs", "/tmp"]
     made: set[str] = set()
     for tree in _python_trees():
         # bwrap makes missing parents 0700 (root's): the grader account could not pass them.
@@ -168,8 +171,6 @@ def bwrap_args(work: Path, limits: Limits | None) -> list[str]:
                 args += ["--perms", "0755", "--dir", folder]
         args += ["--ro-bind", tree, tree]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    tmp = limits.tmp_bytes if limits else 1 << 20
-    args += ["--size", str(tmp), "--perms", "1777", "--tmpfs", "/tmp"]
     if work != Path("/"):
         home = work / "home"
         args += ["--bind", str(work), str(work), "--chdir", str(home)]
