@@ -736,7 +736,12 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
         pause=in_page(learner.page),
     )
     assert len(colours) == 2 and colours[0] == colours[1], f"link colours {colours}"
-    said = link.evaluate("a => a.closest('.jp-MarkdownCell').innerText")
+    said = wait_until(  # a late re-render detaches the link from its cell: read again
+        lambda: link.evaluate("a => a.closest('.jp-MarkdownCell')?.innerText ?? ''"),
+        "the exercise link's cell, read (the link attached to a cell)",
+        10,
+        pause=in_page(learner.page),
+    )
     assert "make lab" not in said and "your own copy" in said, said
     scroll_to(link)  # jupyterlab-myst may re-render the cell as {eval}s resolve
     learner.shot("exercise-link")
