@@ -742,6 +742,11 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             lab.keyboard.press("Escape")
             assert (clone / "lessons" / "batching.md").read_bytes() == pulled, "a save wrote it"
             # The exercise link: the student's own copy, through llmmath/my-work (not `make lab`).
+            # The link is the lesson's last {eval}: Run All has to reach it first (under a loaded
+            # suite that is minutes after the first numbers show): wait for the kernel to finish.
+            idle.wait_for(timeout=ms(600))
+            failed = [s for s in stderr.all_inner_texts() if "Error" in s or "Traceback" in s]
+            assert not failed, f"the lesson failed on the hub: {failed}"
             # Looked up afresh (shown_in_panel): the tab's document found before the save's
             # dialog can be replaced while JupyterLab restores its layout (failed once in CI).
             link = shown_in_panel(lab, ".jp-MarkdownCell a", "the batching exercise", 120)

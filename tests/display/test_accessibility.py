@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page
 from site_support import HTML, ROOT, built_pages, serve, typeset
-from wait_support import in_page, ms, poll
+from wait_support import in_page, ms, poll, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -238,8 +238,13 @@ def test_an_explorer_speaks_and_shows_focus(browser: Browser, base_url: str) -> 
     button.focus()
     page.keyboard.press("ArrowRight")
     said = poll(lambda: region.text_content(), 10, pause=in_page(page))
-    assert said and said in (
-        page.locator("img.widget-image:visible").first.get_attribute("alt") or ""
+    assert said, "the live region announced nothing"
+    # The visible frame switches after the announcement is written: wait for it to match.
+    wait_until(
+        lambda: said in (page.locator("img.widget-image:visible").first.get_attribute("alt") or ""),
+        f"the visible frame's alt to hold what the live region said ({said!r})",
+        10,
+        pause=in_page(page),
     )
     page.close()
 
