@@ -747,13 +747,11 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             idle.wait_for(timeout=ms(600))
             failed = [s for s in stderr.all_inner_texts() if "Error" in s or "Traceback" in s]
             assert not failed, f"the lesson failed on the hub: {failed}"
-            # Looked up afresh (shown_in_panel): the tab's document found before the save's
-            # dialog can be replaced while JupyterLab restores its layout (failed once in CI).
-            link = shown_in_panel(lab, ".jp-MarkdownCell a", "the batching exercise", 120)
-            href = link.get_attribute("href") or ""
+            link = panel(lab).locator(".jp-MarkdownCell a", has_text="the batching exercise")
+            href = link.first.get_attribute("href") or ""
             assert href.endswith(f"/user/{student}/llmmath/my-work/llmmath/batching"), href
-            assert "make lab" not in link.locator("xpath=..").inner_text()
-            link.click()  # jupyterlab-myst's link: this tab, or a new one
+            assert "make lab" not in link.first.locator("xpath=..").inner_text()
+            link.first.click()  # jupyterlab-myst's link: this tab, or a new one
             copy = "llmmath/my-work/batching/batching.ipynb"
             opened = wait_until(
                 lambda: [p for p in lab.context.pages if f"/lab/tree/{copy}" in p.url],
