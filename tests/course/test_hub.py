@@ -31,7 +31,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tarfile
 import tempfile
@@ -48,6 +47,7 @@ from typing import Any
 import nbformat
 import pytest
 from grading_support import ROOT, load_specs, submission_from_release
+from port_support import free_port_block
 from wait_support import in_page, ms, seconds, wait_until
 
 from llmmath_course.hub.accounts import RUNUSER, add_user, processes_of, remove_user
@@ -66,24 +66,6 @@ pytestmark = [
         os.geteuid() != 0, reason="needs root to create OS users (CI runs make test as root)"
     ),
 ]
-
-
-def free_port_block(size: int = 4) -> int:
-    """The first port of ``size`` consecutive free loopback ports."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + size > 65535:
-            continue
-        try:
-            for offset in range(size):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no block of free ports")
 
 
 def unique(prefix: str) -> str:
@@ -652,6 +634,26 @@ def shown_in_panel(
             ) from error
 
 
+def prompt_of(cell: Any) -> str:
+    """A code cell's prompt as JupyterLab shows it: "[ ]:" not run, "[*]:" running, "[3]:"."""
+    return str(cell.locator(".jp-InputPrompt").first.inner_text()).strip()
+
+
+def run_cell(tab: Any, cell: Any) -> None:
+    """Run one cell as a student does: select it by its prompt (the prose may hold links), then
+    Shift+Enter. A Markdown cell run so is rendered again, its {eval}s asked of the kernel."""
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputPrompt").first.click()
+    wait_until(
+        lambda: "jp-mod-selected" in (cell.get_attribute("class") or ""),
+        "the cell selected after a click on its prompt",
+        60,
+        seen=lambda: cell.get_attribute("class"),
+        pause=in_page(tab),
+    )
+    tab.keyboard.press("Shift+Enter")
+
+
 def launch(page: Any, book: str, text: str, name: str) -> Any:
     """On the built book's ``book`` page, open the launch menu and click the ``text`` button,
     as a student does; the tab it opens (the link has target=_blank), once JupyterLab shows the
@@ -724,12 +726,29 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             told = note.inner_text()
             assert "read-only" in told and "my-work/" in told, told
             lab.screenshot(path=str(tmp_path / "launch-lesson.png"))
-            # It runs on the hub (llmmath from the hub's config/python) and shows the book's
-            # numbers: "{eval}`one_ms` ms in all", as the lesson computes it.
-            lab.click(".lm-MenuBar-itemLabel:text-is('Run')")
-            lab.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+            # It runs on the hub: the student's kernel, with the hub's Python, runs the whole
+            # lesson without an error (headless: the browser's share of a loaded machine went to
+            # rendering every explorer, 500 s of a suite's run, for what the kernel alone shows).
+            ran = hub.home(student) / "batching-ran.ipynb"  # beside the clone, not in it
+            hub.as_user(student, PYTHON, "-m", "jupytext", "--to", "ipynb", "--execute",
+                        "--output", str(ran), "lessons/batching.md", cwd=clone)  # fmt: skip
+            errors = [o for c in nbformat.read(ran, as_version=4).cells
+                      for o in c.get("outputs", []) if o.get("output_type") == "error"]  # fmt: skip
+            ran.unlink()
+            assert not errors, f"the lesson failed on the hub: {errors[0]['ename']}"
+            # In the browser, the kernel computes the book's numbers for the prose: the first
+            # cell run, "{eval}`one_ms` ms in all" shows the number the lesson computes.
+            run_cell(lab, panel(lab).locator(".jp-CodeCell").first)
+            wait_until(
+                lambda: prompt_of(panel(lab).locator(".jp-CodeCell").first) == "[1]:",
+                "the lesson's first cell run ([1]: in its prompt)",
+                180,
+                seen=lambda: prompt_of(panel(lab).locator(".jp-CodeCell").first),
+                pause=in_page(lab),
+            )
             in_all = f"{lesson('batching.md').one_ms} ms in all"
-            prose.filter(has_text=in_all).wait_for(timeout=ms(300))
+            run_cell(lab, panel(lab).locator(".jp-MarkdownCell", has_text="ms of matmul").first)
+            prose.filter(has_text=in_all).wait_for(timeout=ms(120))
             stderr = panel(lab).locator("[data-mime-type='application/vnd.jupyter.stderr']")
             failed = [s for s in stderr.all_inner_texts() if "Error" in s or "Traceback" in s]
             assert not failed, f"the lesson failed on the hub: {failed}"
@@ -741,13 +760,11 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             lab.screenshot(path=str(tmp_path / "launch-lesson-readonly.png"))
             lab.keyboard.press("Escape")
             assert (clone / "lessons" / "batching.md").read_bytes() == pulled, "a save wrote it"
-            # The exercise link: the student's own copy, through llmmath/my-work (not `make lab`).
-            # The link is the lesson's last {eval}: Run All has to reach it first (under a loaded
-            # suite that is minutes after the first numbers show): wait for the kernel to finish.
-            idle.wait_for(timeout=ms(600))
-            failed = [s for s in stderr.all_inner_texts() if "Error" in s or "Traceback" in s]
-            assert not failed, f"the lesson failed on the hub: {failed}"
+            # The exercise link, the lesson's last {eval}: the student's own copy, through
+            # llmmath/my-work (not `make lab`).
+            run_cell(lab, panel(lab).locator(".jp-MarkdownCell", has_text="autograded parts").last)
             link = panel(lab).locator(".jp-MarkdownCell a", has_text="the batching exercise")
+            link.first.wait_for(timeout=ms(120))
             href = link.first.get_attribute("href") or ""
             assert href.endswith(f"/user/{student}/llmmath/my-work/llmmath/batching"), href
             assert "make lab" not in link.first.locator("xpath=..").inner_text()

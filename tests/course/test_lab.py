@@ -51,6 +51,7 @@ from grading_support import (
 from playwright.sync_api import Browser, Locator, Page
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from port_support import free_port
 from site_support import HTML, is_local
 from wait_support import in_page, ms, seconds, wait_until
 
@@ -93,12 +94,6 @@ WRONG = {
 
 
 # ---- the server -------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def port_is_free(port: int) -> bool:
     """Nothing listens on ``port`` and a new server could (closed connections may linger in
     TIME_WAIT; servers set SO_REUSEADDR for that, as this does)."""
