@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wait_support import ms
 
 from llmmath_course.hub.backup import backup
 from llmmath_course.hub.running import _keep_log
@@ -276,12 +277,12 @@ def formgrader_submission(page: Any, hub: Any, student: str) -> Any:
     base = f"{hub.url}/services/formgrader/formgrader"
     page.goto(f"{base}/manage_students/{student}/{ASSIGNMENT}")
     link = page.locator("a[href*='/formgrader/submissions/']").first
-    link.wait_for(timeout=120_000)
+    link.wait_for(timeout=ms(120))
     with page.expect_response(lambda r: "/formgrader/submissions/" in r.url and r.ok) as answer:
         link.click()
     # Loaded: every image has loaded or failed, so any onerror has had its turn. (Not
     # wait_for_function: Playwright evaluates its string with eval, which the page refuses.)
-    page.wait_for_load_state("load", timeout=120_000)
+    page.wait_for_load_state("load", timeout=ms(120))
     return answer.value
 
 
@@ -303,11 +304,11 @@ def test_a_submissions_script_never_runs_in_the_formgrader_tab(attacked_class: A
         response = formgrader_submission(page, hub, attacker)
         policy = response.headers.get("content-security-policy", "")
         assert "script-src 'nonce-" in policy and "'unsafe-inline'" not in policy, policy
-        page.locator("input.score").first.wait_for(timeout=120_000)  # the page's scripts ran
+        page.locator("input.score").first.wait_for(timeout=ms(120))  # the page's scripts ran
         assert page.evaluate("typeof submission_id") == "string", "nbgrader's inline script"
         # nbgrader's inline onclick (show the student's name), allowed by its hash.
         page.locator("span.glyphicon-eye-open.name-hidden").click()
-        page.locator("span.glyphicon-eye-close.name-shown").wait_for(timeout=60_000)
+        page.locator("span.glyphicon-eye-close.name-shown").wait_for(timeout=ms(60))
         assert page.evaluate("window.__pwned === undefined"), page.evaluate("window.__pwned")
         assert page.locator("[onerror]").count() == 0, "the payload's markup reached the page"
         assert "pwned-output" in page.content() or "pwned-answer" in page.content(), (
@@ -336,7 +337,8 @@ def test_a_submissions_script_never_runs_in_the_formgrader_tab(attacked_class: A
 def test_the_formgraders_feedback_buttons_obey_the_release_gate(attacked_class: Any) -> None:
     """Review is open (the reflections wait for hand grading): the formgrader's per-student
     Generate Feedback and Release Feedback buttons, clicked by the instructor, are refused with
-    the gate's message, release nothing, and are logged; so are the per-assignment ones."""
+    the gate's message, release nothing, and are logged; so are the per-assignment ones. Once
+    review is done, the per-student buttons work, logged."""
     from site_support import chromium
     from test_hub import ASSIGNMENT, COURSE, login
 
@@ -348,15 +350,15 @@ def test_the_formgraders_feedback_buttons_obey_the_release_gate(attacked_class: 
         page.goto(f"{base}/manage_submissions/{ASSIGNMENT}")
         row = page.locator(f"tr:has(td.student-id:text-is('{student}'))")
         for button in ("generate-feedback", "release-feedback"):
-            row.locator(f"td.{button} a").wait_for(timeout=120_000)
+            row.locator(f"td.{button} a").wait_for(timeout=ms(120))
             row.locator(f"td.{button} a").click()
             modal = page.locator("#error-modal")
-            modal.wait_for(timeout=120_000)
+            modal.wait_for(timeout=ms(120))
             text = modal.inner_text()
             assert "refused: review is not done" in text, text
             assert f"to grade by hand: {student}" in text, text
             modal.locator("button").first.click()
-            modal.wait_for(state="detached", timeout=60_000)
+            modal.wait_for(state="detached", timeout=ms(60))
         # The per-assignment buttons (Manage Assignments) go through the same gate.
         for action in ("generate_feedback", "release_feedback"):
             answer = page.evaluate(
@@ -368,16 +370,54 @@ def test_the_formgraders_feedback_buttons_obey_the_release_gate(attacked_class: 
                 f"{base}/api/assignment/{ASSIGNMENT}/{action}",
             )
             assert '"success": false' in answer and "review is not done" in answer, answer
+        assert not list((hub.course / "feedback").glob(f"*/{ASSIGNMENT}")), "feedback generated"
+        released = hub.exchange / COURSE / "feedback"
+        assert not released.exists() or not any(released.iterdir()), "feedback was released"
+        # Review done (each reflection scored by hand, each flag reviewed): the same buttons
+        # go through, and are logged too.
+        finish_review(hub)
+        page.reload()
+        for button, done in (("generate-feedback", "generated"), ("release-feedback", "released")):
+            row.locator(f"td.{button} a").wait_for(timeout=ms(120))
+            row.locator(f"td.{button} a").click()
+            modal = page.locator("#success-modal")
+            modal.wait_for(timeout=ms(120))
+            assert f"Successfully {done} feedback" in modal.inner_text(), modal.inner_text()
+            modal.locator("button").first.click()
+            modal.wait_for(state="detached", timeout=ms(60))
         page.close()
-    assert not list((hub.course / "feedback").glob(f"*/{ASSIGNMENT}")), "feedback was generated"
-    assert not (hub.exchange / COURSE / "feedback").exists() or not any(
-        (hub.exchange / COURSE / "feedback").iterdir()
-    ), "feedback was released"
+    assert released.is_dir() and any(released.iterdir()), "the released feedback is missing"
     log = (hub.course / "feedback" / f".releases-{ASSIGNMENT}.log").read_text()
     for line in (
         f"REFUSED formgrader generate feedback for {student}",
         f"REFUSED formgrader release feedback for {student}",
         "REFUSED formgrader generate feedback for every student",
         "REFUSED formgrader release feedback for every student",
+        f"formgrader generate feedback for {student}: review done",
+        f"formgrader release feedback for {student}: review done",
     ):
         assert line in log, log
+
+
+def finish_review(hub: Any) -> None:
+    """As the instructor: every hand-graded cell scored (as the formgrader saves a score), then
+    every open flag reviewed (instructor.py review)."""
+    from test_hub import ASSIGNMENT, COURSE, NOTEBOOK, PYTHON, SPEC
+
+    score = (
+        "from nbgrader.api import Gradebook\n"
+        f"with Gradebook('sqlite:///{hub.course / 'gradebook.db'}', {COURSE!r}) as gb:\n"
+        f"    for student in {hub.students!r}:\n"
+        f"        for cell in {list(SPEC.manual_cells)!r}:\n"
+        f"            grade = gb.find_grade(cell, {NOTEBOOK!r}, {ASSIGNMENT!r}, student)\n"
+        "            grade.manual_score = 0\n"
+        "            grade.needs_manual_grade = False\n"
+        "    gb.db.commit()\n"
+    )
+    hub.as_user(hub.instructor, PYTHON, "-c", score, cwd=hub.course)
+    review = [PYTHON, "scripts/instructor.py", "review", ASSIGNMENT]
+    listed = hub.as_user(hub.instructor, *review, cwd=hub.course)
+    flagged = sorted({line.split()[1].rstrip(":") for line in listed.splitlines()
+                      if line.startswith("OPEN")})  # fmt: skip
+    if flagged:
+        hub.as_user(hub.instructor, *review, *flagged, cwd=hub.course)
