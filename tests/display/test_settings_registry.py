@@ -249,3 +249,19 @@ def test_the_line_a_page_shows_is_the_registrys_setting(page: str, name: str, en
     # numbers and the other places that show them cannot drift apart.
     assert getattr(lesson(page), name) == REGISTRY[entry].setting
     assert lesson("batching.md").lone_tp[8] == REGISTRY[2].setting
+
+
+def test_workload_charges_the_mtp_draft_as_the_lesson_does() -> None:
+    # The batching lesson's MTP step on the frontier setting (DeepSeek-V3 on 16 H100 as EP16,
+    # 1,024 sequences at 2,048 tokens) charges the draft's own KV read; `llmmath workload
+    # --mtp` times its decode step with layout_search.workload, which must charge the same.
+    from llmmath.beyond.layout_search import workload
+
+    ns = lesson("batching.md")
+    lesson_step = ns.mtp_big
+    assert float(lesson_step.draft_kv_share) > 0  # the lesson charges it
+    # Requests whose mean context is the lesson's T: I + O / 2 = 2,048.
+    view = workload(FRONTIER, 1548, 1000, 1024, mtp_acceptance=ns.mtp["acceptance_low"])
+    assert ns.T == 1548 + 1000 / 2 and ns.frontier == FRONTIER
+    assert view.mtp_tokens_per_step == pytest.approx(float(lesson_step.tokens_per_step), rel=1e-12)
+    assert view.decode_step_s == pytest.approx(float(lesson_step.time_s), rel=1e-12)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from llmmath.beyond.speculative import mtp_draft_share, speculative_step
+from llmmath.beyond.speculative import mtp_draft_kv_share, mtp_draft_share, speculative_step
 from llmmath.core._constraints import Count, Instance, OneOf, Optional, Real
 from llmmath.core.capacity import max_batch, step_critical_batch
 from llmmath.core.chip_prices import list_example_prices
@@ -414,7 +414,9 @@ def workload(
     ``concurrency`` decoding at once (default: the most whose KV caches fit at the final
     context ``I + O``). Prompt tokens found in the prefix cache (``cache_hit_fraction``) are
     not recomputed. ``mtp_acceptance``: one multi-token-prediction draft per step accepted
-    with that probability (:func:`llmmath.beyond.speculative.speculative_step`). Floors under the
+    with that probability (:func:`llmmath.beyond.speculative.speculative_step`), the draft
+    charged its share of the weight read and of the KV read (its one layer's cache, as the
+    batching lesson charges it). Floors under the
     deployment's efficiency knobs, the steps' parts added up under ``overlap`` (see
     :class:`WorkloadView`)."""
     dep = deployment
@@ -439,7 +441,17 @@ def workload(
                 "mtp_acceptance: a speculative step is timed at the floor only "
                 f"(overlap='perfect'); got overlap={overlap!r}"
             )
-        spec = speculative_step(dep, C, mean, 1, mtp_acceptance, mtp_draft_share(dep.model))
+        # The MTP module's own layer reads its weights and its KV cache per draft token, as
+        # the batching lesson's speculation section charges it (mtp_draft_kv_share).
+        spec = speculative_step(
+            dep,
+            C,
+            mean,
+            1,
+            mtp_acceptance,
+            mtp_draft_share(dep.model),
+            draft_kv_share=mtp_draft_kv_share(dep.model),
+        )
         tokens_per_step, step_s = float(spec.tokens_per_step), float(spec.time_s)
     computed = max(I * (1.0 - cache_hit_fraction), 1.0)
     per_pass = max(1.0, float(np.ceil(float(step_critical_batch(dep)) / computed)))
