@@ -9,6 +9,7 @@ reviewer) sees at once whether its letter is taken.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -106,3 +107,33 @@ def test_the_reader_finds_symbols_in_the_maths() -> None:
     assert {"B", "W", "C"} <= set().union(
         *(symbols_in(m) for m in maths(ROOT / "lessons/roofline.md"))
     )
+
+
+#: The exercises whose maths uses the notation page's symbols throughout (#42: the
+#: over-training exercise wrote the Chinchilla paper's N, D, T, E, A, B and mapped them to the
+#: page; it now writes the page's P, P_mm, D_train, D_inf and the fit's L_inf, A_P, A_D, gamma_P,
+#: gamma_D). batching and kv_cache still write A for the attention FLOPs per token of context
+#: (the page's phi(T) / T) and kv_cache C_8 for the fp8 peak: not yet renamed.
+EXERCISES_ON_THE_PAGE = ("moe", "overtraining_pricing", "parallelism", "roofline")
+
+
+def exercise_maths(assignment: str) -> list[str]:
+    notebook = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
+    markdown = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    text = INLINE_CODE.sub("", "\n".join(markdown))
+    return [next(g for g in m.groups() if g) for m in MATH.finditer(text)]
+
+
+@pytest.mark.parametrize("assignment", EXERCISES_ON_THE_PAGE)
+def test_an_exercise_writes_the_notation_pages_symbols(assignment: str) -> None:
+    defined = {s for row in notation_rows() for s in row}
+    used = set().union(*(symbols_in(m) for m in exercise_maths(assignment)))
+    missing = sorted(used - defined)
+    assert not missing, (
+        f"solutions/{assignment}/{assignment}.ipynb writes symbols book/notation.md does not "
+        f"define: {missing}; use the page's (or add a row there)"
+    )
+    if assignment == "overtraining_pricing":  # renamed, not mapped: the paper's letters gone
+        maths = " ".join(exercise_maths(assignment))
+        assert "\\alpha" not in maths and "\\beta" not in maths
+        assert {"P", "P_\\text{mm}", "D_\\text{train}", "D_\\text{inf}"} <= used

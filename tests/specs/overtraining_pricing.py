@@ -61,28 +61,31 @@ SPEC = AssignmentSpec(
         slip(
             "overtraining_pricing",
             "chinchilla_loss",
-            "the data term with alpha, the exponent of the parameter term",
-            ("CHINCHILLA_B / tokens**CHINCHILLA_BETA", "CHINCHILLA_B / tokens**CHINCHILLA_ALPHA"),
+            "the data term with gamma_P, the exponent of the parameter term",
+            (
+                "CHINCHILLA_A_D / tokens**CHINCHILLA_GAMMA_D",
+                "CHINCHILLA_A_D / tokens**CHINCHILLA_GAMMA_P",
+            ),
         ),
         slip(
             "overtraining_pricing",
             "tokens_for_loss",
-            "the power beta, not 1 / beta",
-            ("** (1 / CHINCHILLA_BETA)", "**CHINCHILLA_BETA"),
+            "the power gamma_D, not 1 / gamma_D",
+            ("** (1 / CHINCHILLA_GAMMA_D)", "**CHINCHILLA_GAMMA_D"),
         ),
         slip(
             "overtraining_pricing",
             "lifetime",
-            "lifetime inference at 6N a token, as if it trained",
+            "lifetime inference at 6P a token, as if it trained",
             ("INFERENCE_FLOPS_PER_PARAM_TOKEN * params", "TRAINING_FLOPS_PER_PARAM_TOKEN * params"),
         ),
         Mistake(
             "chinchilla_loss",
             "def chinchilla_loss(params, tokens):\n"
             "    return (\n"
-            "        CHINCHILLA_E\n"
-            "        + CHINCHILLA_A / params**CHINCHILLA_BETA\n"
-            "        + CHINCHILLA_B / tokens**CHINCHILLA_ALPHA\n"
+            "        CHINCHILLA_L_INF\n"
+            "        + CHINCHILLA_A_P / params**CHINCHILLA_GAMMA_D\n"
+            "        + CHINCHILLA_A_D / tokens**CHINCHILLA_GAMMA_P\n"
             "    )\n",
             "the exponents swapped",
             True,
@@ -91,11 +94,11 @@ SPEC = AssignmentSpec(
             "chinchilla_loss",
             "def chinchilla_loss(params, tokens):\n"
             "    return (\n"
-            "        CHINCHILLA_E\n"
-            "        + CHINCHILLA_B / params**CHINCHILLA_ALPHA\n"
-            "        + CHINCHILLA_A / tokens**CHINCHILLA_BETA\n"
+            "        CHINCHILLA_L_INF\n"
+            "        + CHINCHILLA_A_D / params**CHINCHILLA_GAMMA_P\n"
+            "        + CHINCHILLA_A_P / tokens**CHINCHILLA_GAMMA_D\n"
             "    )\n",
-            "A and B swapped",
+            "A_P and A_D swapped",
             True,
         ),
         Mistake(
@@ -117,7 +120,7 @@ SPEC = AssignmentSpec(
             "training_days = training_seconds / SECONDS_PER_DAY\n"
             "training_cost_usd = N_CHIPS * training_seconds / SECONDS_PER_HOUR"
             " * USD_PER_CHIP_HOUR\n",
-            "2ND, the forward pass alone",
+            "2 P_mm D_train, the forward pass alone",
             True,
         ),
         Mistake(
@@ -134,8 +137,9 @@ SPEC = AssignmentSpec(
             "tokens_for_loss",
             "import math\n"
             "def tokens_for_loss(params, target_loss):\n"
-            "    room = target_loss - CHINCHILLA_E - CHINCHILLA_A / params**CHINCHILLA_ALPHA\n"
-            "    return (CHINCHILLA_B / room) ** (1 / CHINCHILLA_BETA)\n",
+            "    room = target_loss - CHINCHILLA_L_INF"
+            " - CHINCHILLA_A_P / params**CHINCHILLA_GAMMA_P\n"
+            "    return (CHINCHILLA_A_D / room) ** (1 / CHINCHILLA_GAMMA_D)\n",
             "no math.inf when the loss is out of reach",
             True,
         ),
@@ -143,11 +147,12 @@ SPEC = AssignmentSpec(
             "tokens_for_loss",
             "import math\n"
             "def tokens_for_loss(params, target_loss):\n"
-            "    room = target_loss - CHINCHILLA_E - CHINCHILLA_A / params**CHINCHILLA_ALPHA\n"
+            "    room = target_loss - CHINCHILLA_L_INF"
+            " - CHINCHILLA_A_P / params**CHINCHILLA_GAMMA_P\n"
             "    if room <= 0:\n"
             "        return math.inf\n"
-            "    return (CHINCHILLA_B / room) ** CHINCHILLA_BETA\n",
-            "the power beta, not 1 / beta",
+            "    return (CHINCHILLA_A_D / room) ** CHINCHILLA_GAMMA_D\n",
+            "the power gamma_D, not 1 / gamma_D",
             True,
         ),
         Mistake(
@@ -169,7 +174,7 @@ SPEC = AssignmentSpec(
             "total_flops_a = lifetime_flops(MODEL_A_PARAMS)\n"
             "total_flops_b = lifetime_flops(MODEL_B_PARAMS)\n"
             'cheaper_model = "A" if total_flops_a < total_flops_b else "B"\n',
-            "6N FLOPs per served token",
+            "6P FLOPs per served token",
             True,
         ),
         Mistake(
