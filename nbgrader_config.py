@@ -72,13 +72,13 @@ if (_plugins / "llmmath_nbgrader.py").exists():
         CheckHiddenTests,
         KeepRootRelease,
         OwnerCheckedCollect,
+        SandboxedExecute,
         SplitHiddenTests,
     )
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
         CheckCellMetadata,
-        Execute,
         IgnorePattern,
         LimitOutput,
         SaveAutoGrades,
@@ -89,10 +89,12 @@ if (_plugins / "llmmath_nbgrader.py").exists():
     c.HTMLExporter.filters = {"csp_sha256": "llmmath_csp.csp_sha256"}
     # An exchange root that exists keeps its mode (nbgrader would make it 777 at each release).
     c.ExchangeFactory.release_assignment = KeepRootRelease
-    # nbgrader 0.9.6's list, with the hidden tests split off before Execute and checked after.
+    # nbgrader 0.9.6's list, with the hidden tests split off before Execute and checked after,
+    # and Execute's kernels in the grading sandbox (SandboxedExecute): the formgrader's Autograde
+    # button and `nbgrader autograde` read this list too, not only scripts/instructor.py.
     c.Autograde.autograde_preprocessors = [
         SplitHiddenTests,
-        Execute,
+        SandboxedExecute,
         CheckHiddenTests,
         IgnorePattern,
         ClearMetadataPreprocessor,

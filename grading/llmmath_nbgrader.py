@@ -30,6 +30,15 @@ it), which scores the cell 0 as a failure in the kernel would. A student who wan
 hidden test must report the right value, which takes knowing it. The cell's source is put back
 as it was, so feedback, the formgrader and ``ClearHiddenTests`` see nothing new.
 
+``SandboxedExecute`` (for nbgrader's ``Execute`` in ``c.Autograde.autograde_preprocessors``):
+every kernel that runs a submission from this course's config runs in the grading sandbox
+(``llmmath_course.instructor.sandbox``: bubblewrap, an account that owns nothing, no course
+root, no network, capped memory and output), whoever starts it: ``scripts/instructor.py`` (which
+swaps in its own limits, or fork kernels when asked), ``nbgrader autograde`` run by hand, and the
+formgrader's per-student Autograde button, which calls nbgrader's API with this config. With
+nbgrader's own ``Execute`` there, that button ran a hostile submission as the instructor, in the
+course root, where it could read ``solutions/``. Where the sandbox cannot run it refuses to grade.
+
 Inside a hidden block, ``math.*`` and ``abs`` are evaluated here; every other name, attribute
 or call is read from the kernel. Statements other than ``assert`` (the ``set_mode`` line) still
 run in the kernel, so they must never hold an expected value.
@@ -51,7 +60,7 @@ from typing import Any
 from nbformat import NotebookNode
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from nbgrader.utils import check_directory
 
 REFUSED_COLUMNS = ("submission", "student", "problem")
@@ -336,3 +345,38 @@ class CheckHiddenTests(NbGraderPreprocessor):  # type: ignore[misc]
                 traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"],
             )
         )
+
+
+# ---- every submission's kernel in the grading sandbox ------------------------------------------
+def _sandbox_module() -> Any:
+    """``llmmath_course.instructor.sandbox``: installed (the repository's venv), on PYTHONPATH (the
+    hub's formgrader), or in the course root's ``scripts/`` (the hub's course copy)."""
+    import importlib
+    import sys
+
+    try:
+        return importlib.import_module("llmmath_course.instructor.sandbox")
+    except ImportError:
+        scripts = Path(__file__).resolve().parent.parent / "scripts"
+        if (scripts / "llmmath_course").is_dir() and str(scripts) not in sys.path:
+            sys.path.insert(0, str(scripts))
+    try:
+        return importlib.import_module("llmmath_course.instructor.sandbox")
+    except ImportError as error:
+        raise RuntimeError(
+            "the grading sandbox (llmmath_course.instructor.sandbox) is not importable here, so "
+            "no submission is run: install the course tooling or copy scripts/llmmath_course "
+            f"beside this course's scripts/ ({error})"
+        ) from error
+
+
+class SandboxedExecute(Execute):  # type: ignore[misc]
+    """nbgrader's ``Execute`` with each kernel in the grading sandbox, at its default limits.
+
+    Built on use (``__new__``), so that loading the config never imports the sandbox: a config
+    read for ``generate_assignment`` needs none of it, and grading without it is refused."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        sandbox = _sandbox_module()
+        sandbox.check_sandbox()
+        return sandbox.sandbox_execute_class(sandbox.Limits())(*args, **kwargs)

@@ -66,16 +66,26 @@ def test_a_forked_kernel_gets_only_its_own_arguments() -> None:
 
 # ---- what the fork kernels rely on in nbgrader and jupyter_client ------------------------------
 def test_nbgrader_autogrades_with_a_replaceable_execute_step() -> None:
-    """autograde swaps nbgrader's ``Execute`` for ``ForkExecute`` in the course's
-    ``Autograde.autograde_preprocessors`` (a configurable setting), and ``ForkExecute`` sets
-    nbclient's ``kernel_manager_class``."""
+    """The course's ``Autograde.autograde_preprocessors`` (a configurable setting) hold one
+    Execute step, the sandboxed one, which every autograde from the course's config runs (the
+    formgrader's button too); instructor.py swaps it for its own limits, ``ForkExecute`` or
+    nbgrader's ``Execute``, each setting nbclient's ``kernel_manager_class``."""
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
+    from llmmath_course.instructor.autograde import grading_config
+
     steps = list(Autograde(config=course_config(ROOT)).autograde_preprocessors)
-    assert Execute in steps, f"nbgrader's autograde steps no longer hold Execute: {steps}"
+    runs = [s for s in steps if isinstance(s, type) and issubclass(s, Execute)]
+    assert [s.__name__ for s in runs] == ["SandboxedExecute"], steps
+    assert Execute not in steps, "nbgrader's own Execute would run submissions unsandboxed"
     assert "kernel_manager_class" in Execute.class_trait_names()
     assert "CheckHiddenTests" in [getattr(s, "__name__", "") for s in steps]
+    for kernels, name in (("sandbox", "SandboxExecute"), ("fork", "ForkExecute")):
+        swapped = grading_config(ROOT, None, kernels)["Autograde"]["autograde_preprocessors"]
+        assert [s.__name__ for s in swapped if issubclass(s, Execute)] == [name], swapped
+    fresh = grading_config(ROOT, None, "fresh")["Autograde"]["autograde_preprocessors"]
+    assert Execute in fresh and runs[0] not in fresh, fresh
 
 
 def test_jupyter_client_provisioner_uses_only_what_a_forked_process_has() -> None:

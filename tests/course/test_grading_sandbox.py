@@ -223,6 +223,36 @@ def test_reading_the_solutions_during_grading_is_refused(graded: dict[str, Any])
     assert graded["scores"]["reads_solutions"] == 0.0  # what the release alone earns
 
 
+def test_the_formgraders_autograde_button_grades_in_the_sandbox_too(
+    graded: dict[str, Any],
+) -> None:
+    """The formgrader's per-student Autograde button calls nbgrader's API with the course's
+    config, not instructor.py: the solutions reader, handed in again under another name and
+    autograded that way, is still refused and scores 0."""
+    root = graded["root"]
+    student = "via_formgrader"
+    folder = root / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True)
+    source = root / "submitted" / "reads_solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    (folder / f"{NOTEBOOK}.ipynb").write_bytes(source.read_bytes())
+    button = f"""
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config.loader import PyFileConfigLoader
+config = PyFileConfigLoader("nbgrader_config.py", path=".").load_config()
+api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+result = api.autograde({ASSIGNMENT!r}, {student!r})
+assert result["success"], result
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", button], cwd=root, env=graded["env"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = attack_output(root, student)
+    assert "ATTACK blocked: FileNotFoundError" in printed, printed
+    assert scores(root)[student] == 0.0
+
+
 def test_copying_solutions_and_gradebook_to_tmp_is_refused(graded: dict[str, Any]) -> None:
     printed = attack_output(graded["root"], "exfiltrates")
     assert printed.count("ATTACK blocked: FileNotFoundError") == 2, printed

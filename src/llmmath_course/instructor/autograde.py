@@ -71,8 +71,9 @@ def grading_config(
     root: Path, timeout: int | None, kernels: str, limits: Limits | None = None
 ) -> dict[str, dict[str, Any]]:
     """The config a worker's API gets on top of the course's: the cell timeout, and the
-    autograde steps with ``SandboxExecute`` (``kernels="sandbox"``) or ``ForkExecute``
-    (``kernels="fork"``) for nbgrader's ``Execute``."""
+    autograde steps with the course's Execute step (the sandboxed one, or nbgrader's own in an
+    older config) replaced by ``SandboxExecute`` at these limits (``kernels="sandbox"``),
+    ``ForkExecute`` (``"fork"``) or nbgrader's own ``Execute`` (``"fresh"``)."""
     from nbgrader.preprocessors import Execute
 
     from llmmath_course.instructor.forkkernel import fork_execute_class
@@ -83,19 +84,20 @@ def grading_config(
     if timeout:
         overrides["Execute"] = {"timeout": timeout}
     steps = require_hidden_checks(root)
-    if kernels != "fresh":
-        if Execute not in steps:  # an nbgrader whose steps changed: say so, never run unjailed
-            raise RuntimeError(
-                f"nbgrader's Execute is not among the autograde steps {steps}: "
-                f"the {kernels} kernels cannot replace it"
-            )
-        execute = (
-            sandbox_execute_class(limits or Limits())
-            if kernels == "sandbox"
-            else fork_execute_class()
+    runs = [step for step in steps if isinstance(step, type) and issubclass(step, Execute)]
+    if len(runs) != 1:  # an nbgrader whose steps changed: say so, never run unjailed
+        raise RuntimeError(
+            f"the autograde steps {steps} hold {len(runs)} Execute steps, not one: "
+            f"the {kernels} kernels cannot replace it"
         )
-        steps = [execute if step is Execute else step for step in steps]
-        overrides["Autograde"] = {"autograde_preprocessors": steps}
+    if kernels == "sandbox":
+        execute = sandbox_execute_class(limits or Limits())
+    elif kernels == "fork":
+        execute = fork_execute_class()
+    else:
+        execute = Execute  # nbgrader's own, unsandboxed: asked for by name
+    steps = [execute if step is runs[0] else step for step in steps]
+    overrides["Autograde"] = {"autograde_preprocessors": steps}
     return overrides
 
 

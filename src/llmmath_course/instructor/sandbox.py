@@ -121,14 +121,17 @@ def grader_ids() -> tuple[int, int]:
     try:
         entry = pwd.getpwnam(GRADER)
     except KeyError:
-        subprocess.run(
+        made = subprocess.run(
             [
                 "useradd", "--system", "--user-group", "--no-create-home",
                 "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", GRADER,
             ],
-            check=True, capture_output=True,
+            check=False, capture_output=True, text=True,
         )  # fmt: skip
-        entry = pwd.getpwnam(GRADER)
+        try:  # made here, or by another grading process that raced this one (useradd exit 9)
+            entry = pwd.getpwnam(GRADER)
+        except KeyError:
+            raise SandboxUnavailableError(f"no {GRADER} account: {made.stderr.strip()}") from None
     return entry.pw_uid, entry.pw_gid
 
 
