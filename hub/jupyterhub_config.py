@@ -22,6 +22,7 @@ the folders and passes them in ``LLMMATH_HUB_*`` variables:
 """
 
 import os
+import pwd
 import signal
 from pathlib import Path
 
@@ -88,6 +89,12 @@ class LimitedSpawner(LocalProcessSpawner):
             self.log.warning("No memory cgroup for %s: its limit is not enforced", self.user.name)
         return await super().start()
 
+    def get_env(self):
+        env = super().get_env()
+        if self.user.name == instructor and grading_cgroup:  # their terminal's `grade`
+            env["LLMMATH_GRADING_CGROUP"] = grading_cgroup
+        return env
+
 
 def memory_cgroup(user, limit):
     """The cgroup.procs file of ``user``'s memory cgroup, made and capped at ``limit`` bytes:
@@ -110,6 +117,31 @@ def memory_cgroup(user, limit):
     except OSError:
         return None
 
+
+def delegated_grading_cgroup(user):
+    """A memory cgroup folder ``user`` may create cgroups in, or None: each kernel the
+    instructor grades (in a terminal, or the formgrader's Autograde button) gets a cgroup of its
+    own there, with its own memory cap (llmmath_course.instructor.sandbox reads the folder from
+    LLMMATH_GRADING_CGROUP). cgroup v1 only: there a user may move their own processes into a
+    cgroup whose cgroup.procs they may write, and the cgroups they make are theirs. (v2 would
+    also need write access to the common ancestor's cgroup.procs, which a hub does not hand a
+    user; without one the sandbox caps a kernel's address space instead, as the guide says.)
+    A sibling of the instructor's server's cgroup, not inside it: the server's cap stays its own."""
+    v1 = Path("/sys/fs/cgroup/memory")
+    if (Path("/sys/fs/cgroup") / "cgroup.controllers").exists() or not v1.is_dir():
+        return None
+    try:
+        entry = pwd.getpwnam(user)
+        group = v1 / "llmmath-hub" / f"grading-{user}"
+        group.mkdir(parents=True, exist_ok=True)
+        for path in [group, *group.iterdir()]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        return str(group)
+    except (OSError, KeyError):
+        return None
+
+
+grading_cgroup = delegated_grading_cgroup(instructor)
 
 # One OS user per student: the hub (root) starts each server as that user.
 c.JupyterHub.spawner_class = LimitedSpawner
@@ -182,6 +214,8 @@ c.JupyterHub.services = [
             # Its guard, llmmath_formgrader_ext (CSP, the release gate on the feedback buttons),
             # and the course tooling that guard asks whether review is done.
             "PYTHONPATH": str(config / "python"),
+            # The Autograde button's kernels: each in a cgroup of its own, made here.
+            **({"LLMMATH_GRADING_CGROUP": grading_cgroup} if grading_cgroup else {}),
         },
         "oauth_no_confirm": True,
         # The hub gives up (and exits) if the service does not answer in time: 30 s by

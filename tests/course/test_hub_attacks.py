@@ -421,3 +421,47 @@ def finish_review(hub: Any) -> None:
                       if line.startswith("OPEN")})  # fmt: skip
     if flagged:
         hub.as_user(hub.instructor, *review, *flagged, cwd=hub.course)
+
+
+def test_the_instructors_grading_kernels_get_cgroups_of_their_own(attacked_class: Any) -> None:
+    """On the hub the instructor grades as themself, not root: the hub hands them a memory
+    cgroup folder of their own to grade in (LLMMATH_GRADING_CGROUP, in the formgrader's
+    environment and in their terminal's), a sibling of their server's. A kernel jailed there
+    by the course's sandbox gets a cgroup of its own: 1 GiB asked of a 256 MiB jail is killed
+    in it and named, their server untouched, and the cgroup is gone after."""
+    from test_hub import PYTHON
+
+    from llmmath_course.hub.accounts import processes_of
+    from llmmath_course.hub.running import GRADING_CGROUPS
+
+    hub, _ = attacked_class
+    if (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+        pytest.skip("cgroup v2: no delegated grading cgroup (the guide says what stands in)")
+    delegated = GRADING_CGROUPS / f"grading-{hub.instructor}"
+    assert delegated.stat().st_uid == hub.home(hub.instructor).stat().st_uid, "not theirs"
+    environments = [
+        (proc / "environ").read_bytes().split(b"\0")
+        for proc in processes_of([hub.instructor])
+        if b"jupyterhub-singleuser" in (proc / "cmdline").read_bytes()
+    ]
+    assert environments, "no formgrader or server of the instructor's is running"
+    for environ in environments:
+        assert f"LLMMATH_GRADING_CGROUP={delegated}".encode() in environ
+    jailed = (
+        "import subprocess, sys\n"
+        "sys.path.insert(0, 'scripts')  # the course tooling beside instructor.py\n"
+        "from llmmath_course.instructor.sandbox import Jail, Limits\n"
+        "jail = Jail(Limits(memory_bytes=256 << 20))\n"
+        "print('CGROUPS', *jail.cgroups)\n"
+        "eat = [sys.executable, '-c', 'x = bytearray(1 << 30)']\n"
+        "done = subprocess.run(jail.command(eat), capture_output=True)\n"
+        "print('RC', done.returncode, 'OOM', jail.out_of_memory())\n"
+        "jail.close()\n"
+        "print('LEFT', *[p for p in jail.cgroups if p.exists()])\n"
+    )
+    said = hub.as_user(hub.instructor, PYTHON, "-c", jailed, cwd=hub.course)
+    lines = {line.split()[0]: line.split()[1:] for line in said.splitlines() if line.strip()}
+    assert len(lines["CGROUPS"]) == 1, said
+    assert Path(lines["CGROUPS"][0]).parent == delegated, said
+    assert lines["RC"] == ["137", "OOM", "True"], said
+    assert lines["LEFT"] == [], said

@@ -47,8 +47,9 @@ def remove_user(name: str) -> None:
             os.kill(int(proc.name), signal.SIGKILL)
     subprocess.run(["userdel", "--remove", name], capture_output=True)
     for cgroup in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory")):  # its memory cgroup
-        with suppress(OSError):  # (hub/jupyterhub_config.py) once its processes are gone
-            (cgroup / "llmmath-hub" / name).rmdir()
+        for folder in (name, f"grading-{name}"):  # and the instructor's delegated one (empty
+            with suppress(OSError):  # once grading is over), both hub/jupyterhub_config.py's
+                (cgroup / "llmmath-hub" / folder).rmdir()
 
 
 def accounts(students: str, prefix: str, instructor: str | None) -> tuple[str, list[str]]:

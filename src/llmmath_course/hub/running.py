@@ -29,6 +29,8 @@ SLOW_STOP_S = 20
 # What each student's server and its kernels and terminals may use together (a cgroup, see
 # hub/jupyterhub_config.py); a server alone takes about 100 MB, a kernel 60-100 MB.
 MEM_LIMIT = "1G"
+# Where the hub makes the instructor's delegated grading cgroup (cgroup v1; jupyterhub_config.py).
+GRADING_CGROUPS = Path("/sys/fs/cgroup/memory/llmmath-hub")
 
 
 @dataclass
@@ -61,6 +63,9 @@ class Hub:
         }
         if role == "student":  # as on their server: the course's submit (configs.write_configs)
             env["PYTHONPATH"] = str(self.state / "config" / "python")
+        grading = GRADING_CGROUPS / f"grading-{user}"
+        if role == "grader" and grading.is_dir():  # as the hub gives the instructor's terminal
+            env["LLMMATH_GRADING_CGROUP"] = str(grading)
         result = subprocess.run(
             [RUNUSER, "-u", user, "--", *argv],
             cwd=cwd or self.home(user), env=env, capture_output=True, text=True, timeout=900,
