@@ -131,6 +131,7 @@ check: $(VENV)/.installed
 bench: setup
 	$(BIN)/python scripts/bench.py
 	$(BIN)/python scripts/bench_contracts.py --json
+	$(BIN)/python scripts/bench_plan.py
 	@if [ -f _build/html/index.html ]; then $(BIN)/python scripts/bench_pages.py _build/html \
 		--out bench-pages.json; else echo "no built book: run make book for the page timings"; fi
 

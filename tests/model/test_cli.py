@@ -423,8 +423,8 @@ def test_a_package_error_names_the_option() -> None:
 
 def test_every_option_says_what_it_does_and_its_default() -> None:
     parser = cli.build_parser()
-    assert parser.flags and set(parser.flags) == {"serve", "fit", "best", "workload", "train",
-                                                  "chips", "models"}  # fmt: skip
+    assert parser.flags and set(parser.flags) == {"serve", "fit", "best", "workload", "plan",
+                                                  "train", "chips", "models"}  # fmt: skip
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name, sub in subs.choices.items():
         formatter = sub._get_formatter()

@@ -25,8 +25,10 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from llmmath import __version__
-from llmmath.beyond import layout_search, serving_systems
+from llmmath.beyond import layout_search, planning, serving_systems
+from llmmath.beyond.plan_workers import MODES
 from llmmath.cli import commands as cli_commands
+from llmmath.cli import plan as cli_plan
 from llmmath.cli import search as cli_search
 from llmmath.cli import training as cli_training
 from llmmath.cli.formatting import (
@@ -59,7 +61,7 @@ from llmmath.cli.inputs import (
 from llmmath.core import hardware
 from llmmath.core.chip_prices import example_price, list_example_prices
 from llmmath.core.deployment import Deployment
-from llmmath.core.dtypes import BYTES_PER_ELEMENT
+from llmmath.core.dtypes import BYTES_PER_ELEMENT, WeightFormat
 from llmmath.core.models import ModelConfig, list_models
 from llmmath.core.placement import DoesNotFitError
 from llmmath.core.serving import OVERLAP_RULES
@@ -157,6 +159,27 @@ def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
             raise InputError(f"--calibrate must be > 0 output tokens/s per chip; got {measured}")
         view, efficiency = layout_search.calibrate(view, measured)
     return cli_training.workload_report(view, args.overlap, measured, efficiency, at_floor, chunk)
+
+
+def _plan(
+    args: argparse.Namespace, model: ModelConfig, checkpoint: WeightFormat | None
+) -> tuple[Report, list[str]]:
+    chips = cli_plan.parse_chips(args.chips)
+    cli_plan.check_plot_path(args.plot)
+    # The template: the model, formats and knobs on the first chip type, spread over the most
+    # chips searched (the search replaces chips, counts and layouts).
+    max_chips = parse_number(args.max_chips, "--max-chips", whole=True, low=1)
+    args.cluster = f"{next(iter(chips))}x{max_chips:.0f}"
+    dep, placed = build_deployment(args, model, checkpoint)
+    stream, targets = cli_plan.read_stream(args, dep)
+    mode = args.mode
+    plans = planning.plan(dep, chips, stream, targets, modes=mode)
+    report = cli_plan.plan_report(dep, plans, stream, targets, mode)
+    if args.plot:
+        cli_plan.frontier_plot(dep, plans, stream, targets, args.plot)
+        report.data["plot"] = args.plot
+        report.add(f"frontier drawn to {args.plot}")
+    return report, placed
 
 
 def _train(args: argparse.Namespace, model: ModelConfig) -> tuple[Report, list[str]]:
@@ -266,6 +289,8 @@ EPILOG = f"""examples:
   llmmath fit path/to/config.json H200x8
   llmmath best Mixtral-8x7B H100x8 --latency 30ms
   llmmath train Llama-3.1-405B H100x8192 --layout tp8,pp16,dp64,zero1,emb --tokens 15.6T
+  llmmath plan Llama-3-70B --chips H100,B200=5 --rate 20 --input 2000 --output 500 \\
+      --ttft 2s@p99 --tpot 50ms@p99 --dtype fp8
 
 MODEL is a preset (llmmath models), a Hugging Face config.json or its folder, or
 file.toml[:NAME] in the package's format; CHIPxN a chip preset (llmmath chips) or
@@ -273,6 +298,49 @@ one from --chip-file, and a count. Numbers take suffixes:
 {NUMBERS}.
 Every time is a floor, not a promise.
 Exit status: 0 answered, 1 the weights do not fit, 2 bad input."""
+
+
+def _plan_parser(plan: argparse.ArgumentParser) -> None:
+    plan.add_argument("model", help="preset name, config.json (or its folder), or file.toml[:NAME]")
+    plan.add_argument("--chips", required=True, help="chip types to compare, comma-separated, "
+                      "each at its example price (data/chip_prices.toml) or CHIP=USD per "
+                      "chip-hour, e.g. H100,B200=5")  # fmt: skip
+    plan.add_argument("--chip-file", help="TOML file of extra chips, shaped like "
+                      "data/hardware.toml (default: the presets only)")  # fmt: skip
+    plan.add_argument("--rate", required=True, help="requests per second arriving (Poisson)")
+    plan.add_argument("--input", default="2000", help="prompt tokens per request: a length, or "
+                      "a file of lengths each request draws one from")  # fmt: skip
+    plan.add_argument("--output", default="500", help="output tokens per request: a length, or "
+                      "a file of lengths")  # fmt: skip
+    plan.add_argument("--ttft", default="2s@p99", help="time to first token at a percentile "
+                      "(p50 or p99), e.g. 2s@p99")  # fmt: skip
+    plan.add_argument("--tpot", default="50ms@p99", help="time per output token at a "
+                      "percentile, e.g. 50ms@p99")  # fmt: skip
+    plan.add_argument("--cache-hit", default="0", help="share of prompt tokens found in the "
+                      "prefix cache, in [0, 1)")  # fmt: skip
+    plan.add_argument("--max-running", default="256", help="most sequences a worker runs at "
+                      "once (vLLM's max_num_seqs)")  # fmt: skip
+    plan.add_argument("--max-batched-tokens",
+                      default=f"{serving_systems.default_prefill_chunk():.0f}",
+                      help="tokens a step (vLLM's max_num_batched_tokens)")  # fmt: skip
+    plan.add_argument("--no-chunked-prefill", action="store_true", help="prefill each prompt "
+                      "whole in one step (default: chunked into the step's budget)")  # fmt: skip
+    plan.add_argument("--mode", choices=("both", *MODES), default="both",
+                      help="aggregated (prefill and decode on the same workers), "
+                      "disaggregated (separate pools), or both")  # fmt: skip
+    plan.add_argument("--max-chips", default="64", help="most chips per chip type (a power of "
+                      "two; workers of 1, 2, 4, ... chips)")  # fmt: skip
+    plan.add_argument("--requests", default="1000", help="requests the queueing simulation runs")
+    plan.add_argument("--seed", default="0", help="the simulation's seed")
+    plan.add_argument("--plot", help="draw the throughput-per-chip vs speed-per-user frontier "
+                      "with the chosen points to FILE.png or FILE.svg (default: none)")  # fmt: skip
+    plan.add_argument("--json", action="store_true", help=_JSON)
+    _serving_options(plan, layout=False, timed=False)
+    _dispatch_options(plan)
+    plan.add_argument("--attention-dtype", default="bf16",
+                      help="the format attention's QK^T and AV compute in")  # fmt: skip
+    plan.add_argument("--efficiency", default="1.0", help="share of peak FLOP/s[,of HBM "
+                      "bandwidth], each in (0, 1]; one value sets both")  # fmt: skip
 
 
 def build_parser() -> _Parser:
@@ -339,6 +407,8 @@ def build_parser() -> _Parser:
                       "this probability (default: none)")  # fmt: skip
     work.add_argument("--calibrate", help="measured output tok/s per chip: fit the efficiency "
                       "that gives it (default: none, the floor)")  # fmt: skip
+    _plan_parser(command("plan", "the cheapest chips and layout for a stream of requests within "
+                         "TTFT and TPOT targets, queueing counted"))  # fmt: skip
     train = command("train", "days, chip-hours, memory, bubble, communication")
     _common(train)
     train.add_argument("--tokens", required=True, help="training tokens, e.g. 15e12 or 15T")
@@ -378,6 +448,9 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
     model, notes, checkpoint = resolve_model(args.model)
     if args.command == "train":
         report, placed = _train(args, model)
+        return report, [*notes, *placed]
+    if args.command == "plan":
+        report, placed = _plan(args, model, checkpoint)
         return report, [*notes, *placed]
     commands = {"serve": _serve, "fit": _fit, "best": _best, "workload": _workload}
     dep, placed = build_deployment(args, model, checkpoint)

@@ -83,6 +83,14 @@ def load_chip_file(path: str | None) -> list[str]:
 def weight_format(args: argparse.Namespace, checkpoint: WeightFormat | None) -> WeightFormat:
     """Each part's format: the dtype options where given (embeddings bf16 unless
     ``--embedding-dtype``), else the checkpoint's ``quantization_config``, else bf16."""
+    for flag, text in (
+        ("--dtype", args.dtype),
+        ("--expert-dtype", args.expert_dtype),
+        ("--embedding-dtype", args.embedding_dtype),
+        ("--kv-dtype", getattr(args, "kv_dtype", None)),
+    ):
+        if text is not None and not text.strip():  # empty: refused, not read as the default
+            parse_dtype(text, flag)
     flags = (args.dtype, args.expert_dtype, args.embedding_dtype)
     if checkpoint is not None and flags == (None, None, None):
         return checkpoint

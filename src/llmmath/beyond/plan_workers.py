@@ -1,0 +1,333 @@
+"""The pieces of :mod:`llmmath.beyond.planning`: what it is asked (:class:`Targets`, a
+:class:`Stream` of requests and its engine), what it answers with (:class:`Pool`,
+:class:`Refusal`), and one worker's walls and its search over copies. See that module for the
+search, the walls and the queueing model."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from llmmath.beyond.layout_search import serving_layouts
+from llmmath.beyond.queueing import BatcherLatency
+from llmmath.core._constraints import Count, Instance, OneOf, Optional, Real
+from llmmath.core.capacity import max_batch
+from llmmath.core.collectives import point_to_point_time_s
+from llmmath.core.contracts import FLAG, NOTE, SCALAR_POSITIVE, checked, each
+from llmmath.core.deployment import DEPLOYMENT, Deployment
+from llmmath.core.hardware import get_chip
+from llmmath.core.placement import DoesNotFitError, Layout
+from llmmath.core.serving import decode_step, prefill
+
+WALLS = ("HBM", "compute", "bandwidth", "network", "queueing")
+#: The percentiles the simulation reports (:class:`~llmmath.beyond.queueing.BatcherLatency`).
+PERCENTILES = ("p50", "p99")
+MODES = ("aggregated", "disaggregated")
+ROLES = ("serve", "prefill", "decode")
+#: A step's parts, as the wall each names when it is the largest.
+_PART_WALLS = ("compute", "bandwidth", "network")
+
+
+@dataclass(frozen=True)
+@checked(
+    **each(SCALAR_POSITIVE, "ttft_s tpot_s"),
+    **each(OneOf(PERCENTILES, "percentile"), "ttft_percentile tpot_percentile"),
+)
+class Targets:
+    """Time to first token and time per output token, each at a percentile ("p50" or "p99",
+    the two the simulation reports)."""
+
+    ttft_s: float
+    tpot_s: float
+    ttft_percentile: str = "p99"
+    tpot_percentile: str = "p99"
+
+    def ttft_of(self, latency: BatcherLatency) -> float:
+        return float(getattr(latency, f"{self.ttft_percentile}_ttft_s"))
+
+    def tpot_of(self, latency: BatcherLatency) -> float:
+        return float(getattr(latency, f"{self.tpot_percentile}_tpot_s"))
+
+    def queueing_of(self, latency: BatcherLatency) -> float:
+        return float(getattr(latency, f"{self.ttft_percentile}_queueing_s"))
+
+
+TARGETS = Instance(Targets, example=lambda: Targets(2.0, 0.05))
+
+
+@dataclass(frozen=True)
+@checked(
+    **each(Real(low=1.0, low_open=False, ndarray=True), "input_tokens output_tokens"),
+    rate_per_s=SCALAR_POSITIVE,
+    cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
+    chunked_prefill=FLAG,
+    **each(Count(), "max_running_sequences max_batched_tokens max_chips n_requests"),
+    seed=Count(low=0),
+)
+class Stream:
+    """The requests and the engine: ``rate_per_s`` Poisson arrivals whose prompt and answer
+    lengths are drawn from ``input_tokens`` and ``output_tokens`` (one value: every request),
+    a share of each prompt found in the prefix cache, the engine's caps (vLLM's
+    ``max_num_seqs`` and ``max_num_batched_tokens``; without chunked prefill a prompt is
+    prefilled whole in one step: the budget is raised to the longest prompt), the most chips
+    searched, and the simulation's requests and seed."""
+
+    rate_per_s: float
+    input_tokens: NDArray[np.float64]
+    output_tokens: NDArray[np.float64]
+    cache_hit_fraction: float = 0.0
+    max_running_sequences: int = 256
+    max_batched_tokens: int = 8192
+    chunked_prefill: bool = True
+    max_chips: int = 64
+    n_requests: int = 1000
+    seed: int = 0
+
+    @property
+    def mean_input(self) -> float:
+        return float(np.mean(self.input_tokens))
+
+    @property
+    def mean_output(self) -> float:
+        return float(np.mean(self.output_tokens))
+
+    @property
+    def computed_inputs(self) -> NDArray[np.float64]:
+        """Prompt tokens each request computes: those not found in the prefix cache."""
+        return np.maximum(np.ceil(self.input_tokens * (1.0 - self.cache_hit_fraction)), 1.0)
+
+    @property
+    def budget(self) -> int:
+        """Tokens a step (the budget the simulation runs with)."""
+        if self.chunked_prefill:
+            return self.max_batched_tokens
+        return max(self.max_batched_tokens, int(self.computed_inputs.max()))
+
+
+def _stream_example() -> Stream:
+    return Stream(1.0, np.array([100.0]), np.array([50.0]), n_requests=20)
+
+
+STREAM = Instance(Stream, example=_stream_example)
+
+
+@dataclass(frozen=True)
+@checked(
+    role=OneOf(ROLES, "role"),
+    deployment=DEPLOYMENT,
+    workers=Count(),
+    latency=Optional(Instance(BatcherLatency)),
+)
+class Pool:
+    """``workers`` copies of one worker (``deployment``, DP 1) in one role, and what the
+    simulation of one of them gave (None where it was not simulated)."""
+
+    role: str
+    deployment: Deployment
+    workers: int
+    latency: BatcherLatency | None = None
+
+    @property
+    def n_chips(self) -> int:
+        return self.workers * self.deployment.n_chips
+
+    def describe(self) -> str:
+        return f"{self.workers} x {self.deployment.layout} ({self.n_chips} chips)"
+
+
+@dataclass(frozen=True)
+@checked(
+    mode=OneOf(MODES, "mode"),
+    role=OneOf(ROLES, "role"),
+    layout=Instance(Layout, example=Layout),
+    wall=OneOf((*WALLS, "costlier"), "wall"),
+    why=NOTE,
+)
+class Refusal:
+    """A worker that cannot serve the stream within the targets (``wall``, and ``why`` in
+    words), or that was not simulated because its floor needs more chips than the cheapest
+    configuration found (``costlier``)."""
+
+    mode: str
+    role: str
+    layout: Layout
+    wall: str
+    why: str
+
+
+def _refusal(mode: str, role: str, worker: Deployment, wall: str) -> Refusal:
+    """A refusal from ``"wall: why"``."""
+    name, _, why = wall.partition(": ")
+    assert worker.layout is not None  # every worker searched has its layout
+    return Refusal(mode, role, worker.layout, name, why)
+
+
+# ---- one worker's walls -----------------------------------------------------------------------
+def _part_wall(compute_s: float, memory_s: float, network_s: float) -> str:
+    """The wall a too-slow step meets: its largest part."""
+    return _PART_WALLS[int(np.argmax([compute_s, memory_s, network_s]))]
+
+
+def _workers(template: Deployment, chip: str, price: float, max_chips: int) -> list[Deployment]:
+    """Every worker layout (DP 1) on 1, 2, 4, ... ``max_chips`` chips the model allows, as
+    deployments (those whose weights do not fit too: ``allow_overflow``, refused later)."""
+    sizes = [2**i for i in range(int(math.log2(max_chips)) + 1)]
+    found = []
+    for size in sizes:
+        shell = dataclasses.replace(
+            template, chip=get_chip(chip), n_chips=size, layout=None, usd_per_chip_hour=price,
+            allow_overflow=True,
+        )  # fmt: skip
+        layouts, _ = serving_layouts(shell)
+        found += [dataclasses.replace(shell, layout=lay) for lay in layouts if lay.dp == 1]
+    return found
+
+
+def _fits(worker: Deployment, stream: Stream) -> str | None:
+    """Why the worker's HBM cannot hold the weights and one whole request, or None."""
+    try:
+        dep = dataclasses.replace(worker, allow_overflow=False)
+    except DoesNotFitError as error:
+        return str(error)
+    longest = float(stream.input_tokens.max() + stream.output_tokens.max())
+    longest = min(longest, float(dep.model.max_context))
+    if float(max_batch(dep, longest)) < 1:
+        return f"one request of {longest:,.0f} tokens: its KV cache does not fit beside the weights"
+    return None
+
+
+def _percentile_length(lengths: NDArray[np.float64], percentile: str) -> float:
+    """The length at ``percentile`` ("p99") of the lengths drawn from."""
+    return float(np.percentile(lengths, float(percentile[1:])))
+
+
+def _transfer_s(worker: Deployment, stream: Stream, percentile: str) -> float:
+    """The prompt's KV cache from a prefill worker to a decode worker over the scale-out
+    network, each of the worker's chips sending its share at once (a floor)."""
+    tokens = _percentile_length(stream.input_tokens, percentile)
+    kv = tokens * float(worker.model.kv_bytes_per_token(worker.kv_dtype)) / worker.n_chips
+    return float(point_to_point_time_s(kv, worker.chip, across_domains=True))
+
+
+def _prefill_wall(worker: Deployment, stream: Stream, targets: Targets, extra_s: float) -> str:
+    """A wall where one prompt alone (at the TTFT percentile's length) misses the TTFT target."""
+    prompt = _percentile_length(stream.computed_inputs, targets.ttft_percentile)
+    fill = prefill(worker, prompt, 1, allow_overflow=True)
+    if float(fill.time_s) + extra_s <= targets.ttft_s:
+        return ""
+    wall = _part_wall(float(fill.compute_s), float(fill.memory_s), float(fill.communication_s))
+    if extra_s > float(fill.time_s):
+        wall = "network"
+    return (
+        f"{wall}: one {prompt:,.0f}-token prompt alone takes {float(fill.time_s) + extra_s:.3g} s"
+        f" to its first token{' (KV transfer included)' * (extra_s > 0)}, over the TTFT "
+        f"target {targets.ttft_s:.3g} s"
+    )
+
+
+def _decode_wall(worker: Deployment, stream: Stream, targets: Targets) -> str:
+    """A wall where one sequence's decode step misses the TPOT target."""
+    context = stream.mean_input + stream.mean_output / 2.0
+    step = decode_step(worker, 1, context)
+    if float(step.time_s) <= targets.tpot_s:
+        return ""
+    network = float(step.communication_s) + float(step.pp_s)
+    wall = _part_wall(float(step.compute_s), float(step.memory_s), network)
+    return (
+        f"{wall}: one sequence's decode step takes {float(step.time_s) * 1e3:.3g} ms, over the "
+        f"TPOT target {targets.tpot_s * 1e3:.3g} ms"
+    )
+
+
+def _cap(worker: Deployment, stream: Stream) -> int:
+    """The most sequences a worker runs: the engine's cap, or the KV caches that fit at the
+    mean request's final context."""
+    final = min(stream.mean_input + stream.mean_output, float(worker.model.max_context))
+    fit = float(max_batch(worker, final))
+    return int(max(1, min(stream.max_running_sequences, math.floor(fit))))
+
+
+# ---- the search over copies of one worker -------------------------------------------------------
+@dataclass
+class _Search:
+    """A worker's search state: the fewest copies its floor rate allows, the most the chips
+    allow, and the simulation of ``k`` copies (cached)."""
+
+    worker: Deployment
+    fewest: int
+    most: int
+    simulate: Callable[[int], BatcherLatency]
+    meets: Callable[[BatcherLatency], bool]
+    runs: dict[int, BatcherLatency] = dataclasses.field(default_factory=dict)
+
+    def at(self, copies: int) -> BatcherLatency:
+        if copies not in self.runs:
+            self.runs[copies] = self.simulate(copies)
+        return self.runs[copies]
+
+    def fewest_meeting(self, upto: int) -> int | None:
+        """The fewest copies in [fewest, upto] whose simulation meets the targets (the
+        latencies fall as copies are added), or None."""
+        if upto < self.fewest or not self.meets(self.at(upto)):
+            return None
+        lo, hi = self.fewest - 1, upto  # hi meets; lo does not (or is below the range)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if self.meets(self.at(mid)) else (mid, hi)
+        return hi
+
+
+def _cheapest(
+    searches: list[_Search],
+    refuse: Callable[[_Search, str, str], None],
+    what: Callable[[BatcherLatency], str],
+) -> tuple[_Search, int] | None:
+    """The search and copies with the fewest chips meeting the targets; the others refused
+    (queueing where they miss at every copy the chips allow, else costlier)."""
+    best: tuple[_Search, int] | None = None
+    best_chips = math.inf
+    for search in sorted(searches, key=lambda s: s.fewest * s.worker.n_chips):
+        size = search.worker.n_chips
+        if search.fewest * size >= best_chips:
+            refuse(search, "costlier", f"its floor needs >= {search.fewest * size} chips, the "
+                   f"cheapest found {int(best_chips)}")  # fmt: skip
+            continue
+        upto = search.most if best is None else min(search.most, int(best_chips - 1) // size)
+        copies = search.fewest_meeting(upto)
+        if copies is not None:
+            if best is not None:
+                refuse(best[0], "costlier", f"needs {best[1] * best[0].worker.n_chips} chips")
+            best, best_chips = (search, copies), copies * size
+            continue
+        if upto == search.most:
+            last = search.at(upto)
+            refuse(search, "queueing", f"{what(last)} with {upto} copies ({upto * size} chips)")
+        else:
+            refuse(search, "costlier", f"misses the targets below {int(best_chips)} chips")
+    return best
+
+
+def _missed(targets: Targets) -> Callable[[BatcherLatency], str]:
+    def what(latency: BatcherLatency) -> str:
+        ttft, tpot = targets.ttft_of(latency), targets.tpot_of(latency)
+        missed = []
+        if not ttft <= targets.ttft_s:
+            missed.append(f"{targets.ttft_percentile} TTFT {ttft:.3g} s")
+        if not tpot <= targets.tpot_s:
+            missed.append(f"{targets.tpot_percentile} TPOT {tpot * 1e3:.3g} ms")
+        return " and ".join(missed) + " over the targets"
+
+    return what
+
+
+def _bound_wall(bound: str) -> str:
+    return {"compute": "compute", "memory": "bandwidth", "network": "network"}[bound]
+
+
+__all__ = ["MODES", "PERCENTILES", "ROLES", "STREAM", "TARGETS", "WALLS", "Pool", "Refusal",
+           "Stream", "Targets"]  # fmt: skip
