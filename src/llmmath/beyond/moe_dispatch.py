@@ -31,11 +31,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from llmmath.core import collectives
-from llmmath.core._constraints import Count, Optional
 from llmmath.core.contracts import RESULT, checked, contract, each
-from llmmath.core.dtypes import DTYPE, bytes_per_element
+from llmmath.core.dtypes import bytes_per_element
 from llmmath.core.expert_dispatch import (
     NodeLimitedDispatch,
+    _node_limited_contract,
     domains_reached,
     node_limited_all_to_all,
 )
@@ -43,15 +43,6 @@ from llmmath.core.hardware import Chip
 from llmmath.core.models import ModelConfig
 from llmmath.core.racks import DOMAIN, ScaleUpDomain, get_domain
 from llmmath.moe import ExpertLayerStep, _experts_divide, _moe_model, expert_parallel_step
-
-#: The rules :func:`node_limited_step` shares with :func:`node_limited_all_to_all` (which lives
-#: in :mod:`llmmath.core.expert_dispatch`, so the core's decode step can count it).
-_node_limited_contract = contract(
-    chip=DOMAIN,
-    max_domains=Optional(Count(high=1 << 16)),
-    **each(DTYPE, "dispatch_dtype combine_dtype"),
-    where=_experts_divide,
-)
 
 
 @_node_limited_contract

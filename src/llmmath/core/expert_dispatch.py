@@ -98,12 +98,16 @@ class NodeLimitedDispatch:
     all_to_all_s: FloatArray
 
 
-@contract(
+#: The inputs' rules, shared with :func:`llmmath.beyond.moe_dispatch.node_limited_step`.
+_node_limited_contract = contract(
     chip=DOMAIN,
     max_domains=Optional(Count(high=1 << 16)),
     **each(DTYPE, "dispatch_dtype combine_dtype"),
     where=_experts_divide,
 )
+
+
+@_node_limited_contract
 def node_limited_all_to_all(
     model: str | ModelConfig,
     batch: ArrayLike,
