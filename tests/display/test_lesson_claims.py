@@ -1671,6 +1671,36 @@ CLAIMS += [
 ]
 
 
+def _plan_question() -> dict[str, Any]:
+    """book/cli.md's practitioner's question, ``llmmath plan ... --json``, by chip type."""
+    import contextlib
+    import io
+    import json
+
+    from llmmath.cli import command as cli
+
+    argv = ["plan", "Llama-3-70B", "--chips", "H100,B200", "--rate", "20", "--input", "2000",
+            "--output", "500", "--ttft", "2s@p99", "--tpot", "50ms@p99", "--dtype", "fp8",
+            "--json"]  # fmt: skip
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(argv) == 0
+    return {chip["chip"]: chip for chip in json.loads(out.getvalue())["chips"]}
+
+
+#: The command line's page: plan's worked question (#44).
+CLAIMS += [
+    Claim(
+        "book/cli.md",
+        "H100s (disaggregated, prefill and decode pools",
+        lambda _: (
+            (h100 := _plan_question()["H100"])["best"]["mode"] == "aggregated"
+            and [p["role"] for p in h100["disaggregated"]["pools"]] == ["prefill", "decode"]
+        ),
+    ),
+]
+
+
 def _page_text(page: str) -> str:
     """A lesson by its name, another page by its path from the root ("book/cli.md")."""
     path = ROOT / page if "/" in page else ROOT / "lessons" / page

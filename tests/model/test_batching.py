@@ -156,7 +156,7 @@ def test_step_cost_uses_the_example_price_or_the_one_given(llama: Deployment) ->
 
 
 def test_example_prices_carry_a_source_and_date() -> None:
-    assert set(batching.list_example_prices()) == {"H100", "TPU-v5e"}
+    assert set(batching.list_example_prices()) == {"H100", "TPU-v5e", "B200"}
     for chip in batching.list_example_prices():
         price = batching.example_price(chip)
         assert price.usd_per_chip_hour > 0 and price.source and price.source_date
@@ -166,8 +166,8 @@ def test_example_prices_carry_a_source_and_date() -> None:
 
 
 def test_a_chip_without_an_example_price_asks_for_one() -> None:
-    step = batching.decode_step(Deployment("Llama-3-8B", "B200"), 1, 0)
-    with pytest.raises(ValueError, match=r"no example price for chip 'B200'.*usd_per_chip_hour"):
+    step = batching.decode_step(Deployment("Llama-3-8B", "H200"), 1, 0)
+    with pytest.raises(ValueError, match=r"no example price for chip 'H200'.*usd_per_chip_hour"):
         step.cost_per_million_tokens_usd()
     assert float(step.cost_per_million_tokens_usd(5.0)) > 0
 

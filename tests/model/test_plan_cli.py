@@ -67,6 +67,24 @@ def test_plan_answers_with_the_package_s_search(capsys: pytest.CaptureFixture[st
     assert {r["wall"] for r in chip["refused"]} <= {*WALLS, "costlier"}
 
 
+def test_the_book_s_worked_question_reads_as_the_page_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """book/cli.md's prose: on H100 the cheapest is aggregated, and the disaggregated
+    alternative (a prefill and a decode pool) needs more chips; B200 has an answer too."""
+    question = ["plan", "Llama-3-70B", "--chips", "H100,B200", "--rate", "20", "--input",
+                "2000", "--output", "500", "--ttft", "2s@p99", "--tpot", "50ms@p99",
+                "--dtype", "fp8", "--json"]  # fmt: skip
+    code, out, err = run(capsys, *question)
+    assert code == 0, err
+    h100, b200 = json.loads(out)["chips"]
+    assert h100["best"]["mode"] == "aggregated"
+    other = h100["disaggregated"]
+    assert [p["role"] for p in other["pools"]] == ["prefill", "decode"]
+    assert other["n_chips"] > h100["best"]["n_chips"]
+    assert b200["best"] is not None
+
+
 def test_plan_text_names_the_walls_and_the_setting(capsys: pytest.CaptureFixture[str]) -> None:
     argv = with_flag("--tpot", "4ms@p99")  # one chip's decode step is slower: bandwidth wall
     code, out, err = run(capsys, *argv)
@@ -120,7 +138,7 @@ def test_the_documented_default_cache_hit_is_accepted(capsys: pytest.CaptureFixt
         ("--chips", "", "--chips"),
         ("--chips", "H100,", "--chips"),
         ("--chips", "H100,H100", "twice"),
-        ("--chips", "B200", "B200 has no example price"),
+        ("--chips", "H200", "H200 has no example price"),
         ("--chips", "H100=0", "--chips H100="),
         ("--chips", "H100=cheap", "--chips H100="),
         ("--input", "", "--input is empty"),

@@ -306,7 +306,11 @@ def _cheapest(
             continue
         if upto == search.most:
             last = search.at(upto)
-            refuse(search, "queueing", f"{what(last)} with {upto} copies ({upto * size} chips)")
+            refuse(
+                search,
+                "queueing",
+                f"{what(last)} with {upto} cop{'y' if upto == 1 else 'ies'} ({upto * size} chips)",
+            )
         else:
             refuse(search, "costlier", f"misses the targets below {int(best_chips)} chips")
     return best

@@ -245,9 +245,8 @@ def _aggregated_search(
     if fewest > most:
         wall = "compute" if view.prefill_chip_share > 0.5 else _bound_wall(view.decode_bound)
         return (
-            f"{wall}: {most} copies at {cap} sequences each serve at most "
-            f"{most * view.requests_per_s:.3g} requests/s at the floor, under the "
-            f"{stream.rate_per_s:g} asked",
+            f"{wall}: {_copies(most)} of {cap} sequences serve <= "
+            f"{most * view.requests_per_s:.3g} req/s at the floor, under {stream.rate_per_s:g}",
             None,
         )
     context = stream.mean_input + stream.mean_output / 2.0
@@ -311,8 +310,8 @@ def _decode_pool(
         if not wall and fewest > most:
             parts = (float(step.compute_s), float(step.memory_s), float(step.communication_s))
             wall = (
-                f"{_part_wall(*parts)}: {most} decode copies at {cap} sequences serve at most "
-                f"{most * per_worker:.3g} requests/s at the floor"
+                f"{_part_wall(*parts)}: {_copies(most)} decoding {cap} sequences serve <= "
+                f"{most * per_worker:.3g} req/s at the floor, under {stream.rate_per_s:g}"
             )
         if wall:
             refused.append(_refusal("disaggregated", "decode", worker, wall))
@@ -362,8 +361,9 @@ def _prefill_pool(
             wall = f"costlier: no room beside the decode pool's chips within {stream.max_chips}"
         elif not wall and fewest > most:
             wall = (
-                f"compute: {most} prefill copies beside the decode pool serve at most "
-                f"{most / view.prefill_s_per_request:.3g} requests/s at the floor"
+                f"compute: {_copies(most)} prefilling beside the decode pool serve <= "
+                f"{most / view.prefill_s_per_request:.3g} req/s at the floor, under "
+                f"{stream.rate_per_s:g}"
             )
         if wall:
             refused.append(_refusal("disaggregated", "prefill", worker, wall))
@@ -400,6 +400,10 @@ def _cheapest_of(
         refused.append(_refusal(mode, role, search.worker, f"{wall}: {why}"))
 
     return _cheapest(searches, refuse, _missed(targets))
+
+
+def _copies(n: int) -> str:
+    return f"{n} cop{'y' if n == 1 else 'ies'}"
 
 
 def _once(build: Callable[[], StepTable]) -> Callable[[], StepTable]:

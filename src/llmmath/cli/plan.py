@@ -401,7 +401,7 @@ def _one_per_worker(refused: list[Refusal]) -> list[Refusal]:
     return rows
 
 
-def _short(text: str, width: int = 90) -> str:
+def _short(text: str, width: int = 76) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
