@@ -105,6 +105,26 @@ def test_lengths_from_a_file_are_drawn_from(
     assert data["input_lengths"] == 3 and data["input_tokens_mean"] == pytest.approx(1000.0)
 
 
+def test_a_chip_from_a_chip_file_with_its_price(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    chip_file = tmp_path / "chips.toml"
+    chip_file.write_text(
+        '[Half]\nfull_name = "a made-up chip with 40 GB"\n'
+        "peak_flop_per_s = { bf16 = 5e14 }\nhbm_bytes = 40e9\n"
+        "hbm_bandwidth_bytes_per_s = 2e12\nscale_up_bandwidth_bytes_per_s = 2e11\n"
+        "scale_up_domain_size = 4\nscale_out_bandwidth_bytes_per_s = 2.5e10\n"
+        "scale_up_latency_s = 1e-6\nscale_out_latency_s = 3e-6\n"
+        'latency_source = "test"\nsource = "test"\nsource_date = "2026-12"\n'
+    )
+    argv = with_flag("--chips", "H100,Half=1.5")
+    code, out, err = run(capsys, *argv, "--chip-file", str(chip_file), "--json")
+    assert code == 0, err
+    h100, half = json.loads(out)["chips"]
+    assert half["chip"] == "Half" and half["usd_per_chip_hour"] == 1.5
+    assert h100["usd_per_chip_hour"] == 2.0  # the H100's example price
+
+
 @pytest.mark.parametrize("suffix", ["png", "svg"])
 def test_plot_draws_the_frontier(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, suffix: str

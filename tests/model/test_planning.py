@@ -15,7 +15,9 @@ from llmmath.beyond import planning
 from llmmath.beyond.layout_search import workload
 from llmmath.beyond.plan_workers import Stream, Targets
 from llmmath.beyond.queueing import deployment_step_time, simulate_batcher
+from llmmath.core import hardware
 from llmmath.core.capacity import max_batch
+from llmmath.core.collectives import point_to_point_time_s
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.placement import Layout
@@ -122,6 +124,55 @@ def test_aggregated_wins_where_one_chip_serves_the_stream() -> None:
     # On one chip, disaggregation has no room at all.
     (alone,) = planning.plan(EIGHT_B, {"H100": 2.0}, dataclasses.replace(s, max_chips=1), targets)
     assert alone.by_mode["disaggregated"] is None and alone.best is not None
+
+
+def test_disaggregated_wins_where_long_prompts_stall_a_tight_tpot() -> None:
+    """Derived: aggregated serving needs more than 3 chips. One chip's decode step alone, and a
+    two-stage pipeline's token, are over the 3.5 ms TPOT target (a wall whatever the copies);
+    TP2 on 2 chips, simulated here, lets 7,000-token prompts into its steps and misses p99; 3
+    chips hold no other copies of one worker. Disaggregated, a prefill chip and a TP2 decode
+    worker meet both targets on 3."""
+    s = stream(2.0, 7000, 50, max_chips=8, n_requests=400)
+    targets = Targets(3.0, 0.0035)
+    context = 7025.0
+    assert float(decode_step(EIGHT_B, 1, context).time_s) > targets.tpot_s
+    pp2 = Deployment("Llama-3-8B", "H100", 2, layout=Layout(pp=2))
+    assert float(decode_step(pp2, 1, context).time_s) > targets.tpot_s
+    tp2 = Deployment("Llama-3-8B", "H100", 2, layout=Layout(tp=2))
+    cap = min(256, int(max_batch(tp2, 7050)))
+    table = deployment_step_time(tp2, context, cap, 8192)
+    assert simulate_batcher(2.0, 400, 7000, 50, table, cap, 8192).p99_tpot_s > targets.tpot_s
+    (chip_plan,) = planning.plan(EIGHT_B, {"H100": 2.0}, s, targets)
+    best, agg = chip_plan.best, chip_plan.by_mode["aggregated"]
+    assert best is not None and best.mode == "disaggregated" and best.n_chips == 3
+    assert agg is None or agg.n_chips > 3
+    assert best.ttft_s <= targets.ttft_s and best.tpot_s <= targets.tpot_s
+
+
+def test_a_kv_transfer_over_the_ttft_target_meets_the_network_wall(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chip whose scale-out network is slow (1 GB/s): the prompt's KV cache takes longer
+    to reach the decode pool than the TTFT target, though its prefill alone meets it."""
+    monkeypatch.setattr(hardware, "_CHIPS", dict(hardware._CHIPS))
+    slow = dataclasses.replace(
+        get_chip("H100"), name="SlowNet", scale_out_bandwidth_bytes_per_s=1e9
+    )
+    hardware.add_chip(slow)
+    dep = dataclasses.replace(EIGHT_B, chip=slow)
+    kv = 4000 * float(dep.model.kv_bytes_per_token("bf16"))  # one worker of one chip sends all
+    transfer = float(point_to_point_time_s(kv, slow, across_domains=True))
+    alone = float(prefill(dep, 4000, 1).time_s)
+    target = (alone + transfer) / 2.0
+    assert alone < target < transfer  # derived: prefill meets it, the transfer cannot
+    s = stream(0.5, 4000, 100, max_chips=1, n_requests=100)
+    (chip_plan,) = planning.plan(
+        dep, {"SlowNet": 2.0}, s, Targets(target, 1.0), modes="disaggregated"
+    )
+    prefill_walls = {
+        r.wall for r in chip_plan.refused if r.role == "prefill" and r.layout == Layout()
+    }
+    assert prefill_walls == {"network"}
 
 
 def test_costs_split_the_rent_at_the_stated_rate() -> None:

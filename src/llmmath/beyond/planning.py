@@ -73,7 +73,7 @@ from llmmath.core._constraints import Count, Instance, MappingOf, OneOf, Optiona
 from llmmath.core.chip_prices import cost_per_million_tokens_usd
 from llmmath.core.contracts import NAME, RESULT, SCALAR_POSITIVE, checked, contract, each
 from llmmath.core.deployment import DEPLOYMENT, Deployment
-from llmmath.core.hardware import _CHIPS
+from llmmath.core.hardware import list_chips
 from llmmath.core.serving import decode_step
 
 
@@ -144,7 +144,7 @@ class ChipPlan:
 @contract(
     deployment=DEPLOYMENT,
     chip_prices=MappingOf(
-        OneOf(lambda: _CHIPS, "chip"), SCALAR_POSITIVE, "chip", example=lambda: {"H100": 2.0}
+        OneOf(lambda: list_chips(), "chip"), SCALAR_POSITIVE, "chip", example=lambda: {"H100": 2.0}
     ),
     stream=STREAM,
     targets=TARGETS,
@@ -477,7 +477,7 @@ class Frontier:
 
 @contract(
     deployment=DEPLOYMENT,
-    chip=OneOf(lambda: _CHIPS, "chip"),
+    chip=OneOf(lambda: list_chips(), "chip"),
     usd_per_chip_hour=SCALAR_POSITIVE,
     stream=STREAM,
 )
