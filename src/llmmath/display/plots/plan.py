@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from llmmath.beyond.planning import Frontier
 from llmmath.display.plots.common import end_label, figure_and_axes, mark_curves, plain_axes
@@ -33,6 +34,10 @@ def frontier_figure(
         ax.annotate(label, (speed, rate), textcoords="offset points", xytext=(6, -12), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):  # log axes read in plain numbers: 20, 50, 100, 200
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("output tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per chip (prefill counted)")
     ax.set_title(title, fontsize=9)
