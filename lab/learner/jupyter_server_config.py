@@ -7,8 +7,10 @@ scripts/lab.py puts this folder on JUPYTER_CONFIG_PATH. With it:
   runs them, moves their controls and reads them, but neither autosave nor Ctrl-S rewrites
   them, so ``git status`` and ``git pull`` stay clean, and opening one does not mark it
   modified. File -> Save As puts a copy of their own in ``my-work/``;
-- their citations and cross-references are served as links a learner can follow
-  (``myst_links.py``: jupyterlab-myst alone shows them as "not found");
+- their citations and cross-references are served as links a learner can follow, to the
+  label (``myst_links.py``: jupyterlab-myst alone shows them as "not found"); a link to a book
+  page (the glossary, the notation) opens it read-only as a rendered page, at the label, with
+  no kernel (``labextensions/llmmath-learner``);
 - nbgrader's instructor tools are off: the formgrader server extension here, the Create
   Assignment panel and the Nbgrader menu in ``labconfig/page_config.json``. Validate stays,
   and when no visible check fails its dialog says so and that the hidden tests check the values

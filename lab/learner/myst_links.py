@@ -7,9 +7,11 @@ rewritten by :func:`rewrite`:
 
 - ``{cite}`key``` (and ``{cite:p}``) becomes "(Author, Year)", ``{cite:t}`` "Author (Year)",
   linked to the references page;
-- ``{ref}`label``` and ``{ref}`text <label>``` become a link to the page that holds the label
-  (which JupyterLab opens as a notebook), with the label's heading as its text, or plain text
-  on the page itself;
+- ``{ref}`label``` and ``{ref}`text <label>``` become a link to the label on the page that holds
+  it (``../book/glossary.md#glossary-decode``; ``#label`` on the page itself), with the label's
+  heading as its text. A lesson opens as a notebook; a book page opens read-only as a rendered
+  page, at the label, with no kernel (the learner's labextension,
+  ``labextensions/llmmath-learner``), where jupyterlab-myst gives the label's heading that id;
 - the references page's ``{bibliography}`` becomes the list of entries, which the book builds
   from the same file.
 
@@ -133,9 +135,8 @@ def _reference(body: str, page: str, root: Path) -> str:
     if known is None:
         return f"{{ref}}`{body}`"  # the book's build fails on it: leave it to say so
     target, title = known
-    if target == page:
-        return f"*{text or title}*"
-    return f"[{text or title}]({_relative(target, page)})"
+    where = "" if target == page else _relative(target, page)
+    return f"[{text or title}]({where}#{label})"
 
 
 def _relative(target: str, page: str) -> str:

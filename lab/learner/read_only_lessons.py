@@ -101,6 +101,10 @@ class ReadOnlyLessons(AsyncTextFileContentsManager):
             with_language_info(model["content"])
             if page:
                 with_links(model["content"], page[1], page[0])
+        elif page and page[1].endswith(".md") and isinstance(model.get("content"), str):
+            # read as text: a book page a lesson's link opens as a rendered page (Markdown
+            # Preview, labextensions/llmmath-learner) shows its links as a notebook would
+            model["content"] = myst_links.rewrite(model["content"], page[1], page[0])
         return model
 
     def refuse_moving(self, *paths):

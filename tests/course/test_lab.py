@@ -621,11 +621,47 @@ def test_a_learners_page_opens_unmodified(lab: Lab, browser: Browser, page: str)
     learner.close()
 
 
-def test_citations_and_references_resolve_and_a_reference_opens_its_page(
+#: Where the current tab shows the element of id ``label``: its page, whether the tab is a
+#: notebook, modified or read-only, and how far the element sits below the top of the tab's
+#: scrolled content (null until it is rendered).
+AT_LABEL = """label => {
+    const tab = jupyterapp.shell.currentWidget;
+    const element = tab?.node.querySelector(`[id="${label}"]`);
+    const scroller = tab?.node.querySelector(".jp-WindowedPanel-outer, .jp-MarkdownViewer");
+    const below = element && scroller
+        ? element.getBoundingClientRect().top - scroller.getBoundingClientRect().top : null;
+    return {
+        path: tab?.context?.path, notebook: !!tab?.node.classList.contains("jp-NotebookPanel"),
+        dirty: !!tab?.context?.model.dirty, writable: tab?.context?.contentsModel?.writable,
+        below: below === null ? null : Math.round(below),
+    };
+}"""
+#: "At the label": its element's top within this many pixels of the top of the tab's view.
+AT_TOP_PX = 60
+
+
+def open_at(learner: Learner, link: Locator, label: str, path: str) -> dict[str, Any]:
+    """Click ``link`` and wait until the tab showing ``path`` has ``#label`` at its top."""
+    link.click()
+
+    def where() -> dict[str, Any]:
+        return dict(learner.page.evaluate(AT_LABEL, label))
+
+    def at_top() -> bool:
+        now = where()
+        return now["path"] == path and now["below"] is not None and abs(now["below"]) < AT_TOP_PX
+
+    wait_until(at_top, f"{path} shown at #{label}", 60, where, pause=in_page(learner.page))
+    return where()
+
+
+def test_citations_and_references_resolve_and_a_glossary_link_opens_the_page_at_its_term(
     lab: Lab, browser: Browser
 ) -> None:
     """#36 item 2: jupyterlab-myst alone marks every {cite} and {ref} "Not Found"; served
-    through lab/learner/myst_links.py they are links, and the notation link opens that page."""
+    through lab/learner/myst_links.py they are links. #46 item 5: a glossary link opens the
+    glossary read-only, rendered, with no kernel, at the term (it opened as a notebook that
+    started a kernel of its own and was marked modified, at the page's top)."""
     learner = Learner(browser, lab, "links")
     learner.open("lessons/batching.md")
     learner.wait_for_kernel()
@@ -641,11 +677,37 @@ def test_citations_and_references_resolve_and_a_reference_opens_its_page(
     learner.shot("links")
     notation = learner.notebook.locator("a", has_text=re.compile("^Notation$")).first
     href = notation.get_attribute("href") or ""
-    assert "/files/book/notation.md" in href, f"the notation link goes to {href!r}"
-    notation.click()
-    heading = learner.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) h1", has_text="Notation")
-    heading.wait_for()
-    learner.shot("notation-opened")
+    assert "/files/book/notation.md" in href and href.endswith("#notation"), href
+    term = learner.notebook.locator(".jp-MarkdownCell a", has_text=re.compile("^GQA$")).first
+    href = term.get_attribute("href") or ""
+    assert "/files/book/glossary.md" in href and href.endswith("#glossary-gqa"), href
+    shown = open_at(learner, term, "glossary-gqa", "book/glossary.md")
+    learner.shot("glossary-at-term")
+    assert not shown["notebook"], "the glossary opened as a notebook"
+    assert not shown["dirty"], "the glossary opened marked modified"
+    assert shown["writable"] is False, "the glossary opened writable"
+    kernels = [s["path"] for s in lab.api("GET", "sessions")]
+    assert "book/glossary.md" not in kernels, f"the glossary started a kernel: {kernels}"
+    learner.close()
+
+
+def test_a_reference_to_a_label_on_its_own_page_jumps_there(lab: Lab, browser: Browser) -> None:
+    """#46 item 5: a {ref} to a label of the same lesson (parallelism's collectives, ten in the
+    course) was dead text in JupyterLab; it is a link that scrolls the lesson to the label."""
+    learner = Learner(browser, lab, "same-page")
+    learner.open("lessons/parallelism.md")
+    learner.wait_for_kernel()
+    learner.notebook.locator(".jp-MarkdownCell .myst").first.wait_for()
+    learner.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
+    link = learner.notebook.locator('.jp-MarkdownCell a[href="#collective-latency"]').filter(
+        has_text=re.compile(r"\w")  # not the heading's own "¶"
+    )
+    assert link.count() >= 1, "the reference to #collective-latency is not a link"
+    before = learner.page.evaluate(AT_LABEL, "collective-latency")
+    assert before["below"] is not None and before["below"] > AT_TOP_PX, before
+    shown = open_at(learner, link.first, "collective-latency", "lessons/parallelism.md")
+    learner.shot("same-page-label")
+    assert shown["notebook"] and not shown["dirty"], shown
     learner.close()
 
 

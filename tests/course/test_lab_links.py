@@ -29,12 +29,20 @@ def test_no_role_jupyterlab_cannot_resolve_is_left(page: Path) -> None:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_every_link_it_makes_opens_a_course_page(page: Path) -> None:
+def test_every_link_it_makes_opens_a_course_page_at_its_label(page: Path) -> None:
+    """Each reference links the page that holds its label, at the label (#46 item 5: a
+    glossary link opened the glossary at its top; a label on the page itself was plain text)."""
     name = f"{page.parent.name}/{page.name}"
     served = myst_links.rewrite(page.read_text(), name, ROOT)
-    before = set(re.findall(r"\]\(([^)]+\.md)\)", page.read_text()))
-    for target in set(re.findall(r"\]\(([^)#\s]+\.md)\)", served)) - before:
-        assert (page.parent / target).resolve().is_file(), f"{name} links to {target}"
+    before = set(re.findall(r"\]\(([^)\s]*#[\w-]+)\)", page.read_text()))
+    made = set(re.findall(r"\]\(([^)\s]*#[\w-]+)\)", served)) - before
+    assert made or not re.search(r"\{ref\}`", page.read_text()), f"{name}: no reference linked"
+    for link in made:
+        target, label = link.split("#")
+        holder = (page.parent / target).resolve() if target else page
+        assert holder.is_file(), f"{name} links to {target}"
+        at = myst_links.labels(ROOT)[label][0]
+        assert (ROOT / at).resolve() == holder, f"{name}: #{label} is on {at}, not {target}"
 
 
 def test_a_citation_and_a_reference_as_the_learner_reads_them() -> None:
@@ -45,10 +53,11 @@ def test_a_citation_and_a_reference_as_the_learner_reads_them() -> None:
     served = myst_links.rewrite(text, "lessons/batching.md", ROOT)
     assert served.startswith("Roofline ([Williams et al., 2009](../book/references.md)); ")
     assert "[Shazeer (2019)](../book/references.md) showed it" in served
-    assert "[Notation](../book/notation.md)" in served
-    assert "[the collectives](parallelism.md)" in served
+    assert "[Notation](../book/notation.md#notation)" in served
+    assert "[the collectives](parallelism.md#collectives)" in served
     title = myst_links.labels(ROOT)["batching"][1]
-    assert served.endswith(f"and *{title}*.")  # a label on the page itself reads as its title
+    # a label on the page itself: a link to it there, with its title (it was dead text)
+    assert served.endswith(f"and [{title}](#batching).")
 
 
 def test_the_references_page_lists_every_entry_of_the_bibliography() -> None:

@@ -72,3 +72,14 @@ def test_the_learner_s_own_files_move_and_go(contents: Any, tmp_path: Path) -> N
     assert (tmp_path / "my-work" / "notes2.md").read_text() == "mine"
     run(contents.delete_file("my-work/notes2.md"))
     assert not (tmp_path / "my-work" / "notes2.md").exists()
+
+
+def test_a_book_page_read_as_text_is_served_read_only_with_its_links() -> None:
+    """The rendered page a lesson's glossary link opens (#46 item 5) reads the page as text:
+    it is served not writable, its references as links at their labels, the file untouched."""
+    contents = read_only_lessons.ReadOnlyLessons(root_dir=str(ROOT))
+    model = run(contents.get("book/glossary.md", type="file", format="text"))
+    assert model["writable"] is False
+    assert "{ref}`" not in model["content"] and "{cite}`" not in model["content"]
+    assert "](notation.md#notation)" in model["content"]
+    assert "{ref}`notation`" in (ROOT / "book" / "glossary.md").read_text()

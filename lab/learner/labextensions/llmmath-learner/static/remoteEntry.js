@@ -14,6 +14,16 @@
  * jupyterlab-myst shows a Markdown value of {eval} (a lesson's link to its exercise) in a box of
  * its own that drops the page's link colour and breaks the line's spacing: LINK_CSS makes such
  * a link look like every other link of the page, in the line's flow.
+ *
+ * A lesson links the book's pages at a term (book/glossary.md#glossary-decode, served so by
+ * lab/learner/myst_links.py). JupyterLab opens a linked page with its default viewer, here
+ * Jupytext's notebook (lab/overrides.json: lessons open runnable), so a glossary link started
+ * a kernel the page never uses, marked the page modified when the kernel's language arrived,
+ * and showed its top: the link's #label is left to the viewer, and a notebook finds only the
+ * headings it names itself. A click on a link to a book page opens it here instead, as a
+ * rendered page (Markdown Preview, which jupyterlab-myst renders): no kernel, nothing to save
+ * (and the server refuses a save to a course page), scrolled to the element jupyterlab-myst
+ * gives the label's id.
  */
 (function () {
   "use strict";
@@ -32,6 +42,54 @@
     .myst-RenderedExpression .jp-RenderedMySTMarkdown > p { display: inline; margin: 0; padding: 0; }
   `;
 
+  // book/x.md in `make lab`; <course>/book/x.md on the hub, whose servers' root is the home
+  const BOOK_PAGE = /^(?:[^/]+\/)?book\/[^/]+\.md$/;
+  const RENDERED = "Markdown Preview";
+  const FIND_LABEL_MS = 60000; // a long page renders in a second or two; a busy machine, more
+
+  /** The {path, id} of the book page a plain click on a rendered Markdown link opens, else
+   * null. A local link's href is the file's download URL (<base>files/<path>?_xsrf=..#label),
+   * which rendermime's link handler opens in JupyterLab on a click of its own. */
+  function bookLink(app, event) {
+    if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) {
+      return null;
+    }
+    const anchor = event.target instanceof Element ? event.target.closest("a[href]") : null;
+    if (!anchor || !anchor.closest(".jp-MarkdownCell, .jp-MarkdownViewer, .myst")) return null;
+    const base = new URL(app.serviceManager.serverSettings.baseUrl, window.location.href);
+    const files = `${base.pathname.replace(/\/?$/, "/")}files/`;
+    if (anchor.origin !== base.origin || !anchor.pathname.startsWith(files)) return null;
+    const path = decodeURIComponent(anchor.pathname.slice(files.length));
+    return BOOK_PAGE.test(path) ? { path, id: anchor.hash } : null;
+  }
+
+  /** Scroll ``widget`` to the element with id ``label`` once its page has rendered it. */
+  function scrollToLabel(widget, label) {
+    const find = () => widget.node.querySelector(`[id="${CSS.escape(label)}"]`);
+    const found = find();
+    if (found) {
+      found.scrollIntoView({ block: "start" });
+      return;
+    }
+    const observer = new MutationObserver(() => {
+      const element = find();
+      if (element) {
+        observer.disconnect();
+        element.scrollIntoView({ block: "start" });
+      }
+    });
+    observer.observe(widget.node, { childList: true, subtree: true });
+    setTimeout(() => observer.disconnect(), FIND_LABEL_MS);
+  }
+
+  async function openBookPage(app, path, id) {
+    const widget = await app.commands.execute("docmanager:open", { path, factory: RENDERED });
+    if (!widget) return;
+    app.shell.activateById(widget.id);
+    const label = (id || "").replace(/^#/, "");
+    if (label) scrollToLabel(widget, label);
+  }
+
   function reword(message) {
     if (message.dataset.llmmathReworded) return;
     message.dataset.llmmathReworded = "true";
@@ -46,9 +104,21 @@
     id: `${NAME}:learner`,
     description:
       "Validate never calls values only the hidden tests check a success; a lesson's link to " +
-      "its exercise looks like a link.",
+      "its exercise looks like a link; a link to a book page opens it rendered, at its label.",
     autoStart: true,
-    activate: () => {
+    activate: (app) => {
+      // Capture: before the link's own click handler opens the page as a notebook.
+      document.addEventListener(
+        "click",
+        (event) => {
+          const link = bookLink(app, event);
+          if (!link) return;
+          event.preventDefault();
+          event.stopPropagation();
+          openBookPage(app, link.path, link.id).catch((error) => console.error(error));
+        },
+        true,
+      );
       const style = document.createElement("style");
       style.id = `${NAME}-links`;
       style.textContent = LINK_CSS;
