@@ -804,13 +804,16 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
     )  # fmt: skip
 
     def grading_a_third() -> list[str]:
-        """Two students journalled, and a kernel at work on a third student's notebook."""
+        """Two students journalled, and a kernel at work on a third student's notebook (a
+        process in its autograded/ folder, and a kernel among the run's processes)."""
         assert proc.poll() is None, "autograde ended before the kill"
         journalled = journal.read_text().splitlines()
         if len(journalled) < lines_before + 2:
             return []
         done = {line.split("\t")[0] for line in journalled}
         autograded = root / "autograded"
+        if not any(b"ipykernel" in c for c in descendants(proc.pid).values()):
+            return []
         return [s for s in late if s not in done and processes_in(autograded / s, wait_s=0)]
 
     wait_until(
@@ -820,9 +823,21 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
         seen=lambda: f"journal: {journal.read_text().splitlines()[lines_before:]}",
         every=0.1,
     )
+    # The run's processes, kernels included: a sandboxed kernel works in its jail
+    # (/tmp/llmg-*), not in the course, and bwrap gives it a session of its own, so neither
+    # the folder nor the process group finds it.
+    started = descendants(proc.pid)
+    kernels = [p for p, cmdline in started.items() if b"ipykernel" in cmdline]
+    assert kernels, f"no kernel among the run's processes: {list(started.values())}"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert not processes_in(root, wait_s=15), "a killed run left a kernel running"
+    assert not processes_in(root, wait_s=15), "a killed run left a process in the course"
+    wait_until(
+        lambda: not [p for p in started if Path(f"/proc/{p}").exists()] or None,
+        "every process of the killed run gone, its kernels too",
+        15,
+        seen=lambda: {p: c for p, c in started.items() if Path(f"/proc/{p}").exists()},
+    )
     partly = len(journal.read_text().splitlines()) - lines_before
     assert partly < len(late), "the kill came too late to test anything"
 
@@ -837,6 +852,28 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
     entries = [line.split("\t")[0] for line in journal.read_text().splitlines()]
     assert sorted(set(entries)) == sorted(after), "every student journalled"
     assert len(entries) == len(set(entries)), "no student graded twice"
+
+
+def descendants(pid: int) -> dict[int, bytes]:
+    """Every process below ``pid`` (children, theirs, ...), with its command line."""
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit():
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    found: dict[int, bytes] = {}
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        try:
+            found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        todo += children.get(child, [])
+    return found
 
 
 def processes_in(folder: Path, wait_s: float) -> list[int]:
