@@ -137,7 +137,8 @@ class Pool:
         return self.workers * self.deployment.n_chips
 
     def describe(self) -> str:
-        return f"{self.workers} x {self.deployment.layout} ({self.n_chips} chips)"
+        chips = f"{self.n_chips} chip{'s' * (self.n_chips != 1)}"
+        return f"{self.workers} x {self.deployment.layout} ({chips})"
 
 
 @dataclass(frozen=True)
@@ -192,8 +193,11 @@ def _fits(worker: Deployment, stream: Stream) -> str | None:
     """Why the worker's HBM cannot hold the weights and one whole request, or None."""
     try:
         dep = dataclasses.replace(worker, allow_overflow=False)
-    except DoesNotFitError as error:
-        return str(error)
+    except DoesNotFitError:
+        return (
+            f"the weights need {worker.weight_bytes_per_chip / 1e9:,.1f} GB a chip; "
+            f"{worker.usable_hbm_bytes_per_chip / 1e9:,.1f} GB are usable"
+        )
     longest = float(stream.input_tokens.max() + stream.output_tokens.max())
     longest = min(longest, float(dep.model.max_context))
     if float(max_batch(dep, longest)) < 1:

@@ -361,7 +361,8 @@ def _chip_section(report: Report, chip_plan: ChipPlan, stream: Stream) -> None:
             p, d = (pool.n_chips for pool in config.pools)
             ratio = f", P:D {p}:{d}, KV transfer {ms(config.transfer_s)} ms"
         mark = "  (chosen)" if config is best else ""
-        report.add(f"  {mode:<14} {_pools(config)}: {config.n_chips} chips{ratio}{mark}")
+        chips = f"{config.n_chips} chip{'s' * (config.n_chips != 1)}"
+        report.add(f"  {mode:<14} {_pools(config)}: {chips}{ratio}{mark}")
     if best is not None:
         line = _setting(best, stream)
         report.add(*textwrap.wrap(line, 84, initial_indent="  setting  ",
