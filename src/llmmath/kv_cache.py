@@ -11,6 +11,11 @@ which caches one compressed latent per layer
 * **Bandwidth wall.** A decode step reads the weights once and every KV cache once
   (:func:`llmmath.batching.decode_step`); the KV read overtakes the weight read at
   ``T* = P_read b_w / (B kv)``.
+* **Past the dense cache.** Sparse top-k attention (DeepSeek-V3.2) reads ``k`` tokens' KV
+  and every token's small index key but still holds every token
+  (:meth:`~llmmath.core.models.ModelConfig.kv_bytes_read`): the bandwidth wall moves, the
+  capacity wall does not. A hybrid's state layers cache nothing but a constant state: both
+  walls move (:func:`read_per_token_curves`).
 * **Memory tiers.** A cached prefix of ``S`` tokens (``S kv`` bytes) held ``t`` seconds and
   reused ``r`` times costs ``S kv t c_tier`` to keep plus, per reuse, the chips' rent while it
   streams back at the tier's bandwidth; recomputing it costs ``r`` prefills
@@ -30,6 +35,7 @@ every price is an EXAMPLE (``data/memory_tiers.toml``, each with its source and 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import overload
 
@@ -39,9 +45,10 @@ from numpy.typing import ArrayLike
 from llmmath import batching
 from llmmath.core import capacity
 from llmmath.core._checks import FloatArray, as_floats, as_output
-from llmmath.core._constraints import AnyOf, Optional, Real
+from llmmath.core._constraints import AnyOf, Optional, Real, SequenceOf
 from llmmath.core.contracts import (
     AMOUNT,
+    NAME,
     NOT_A_NUMBER,
     RESULT,
     SCALAR_POSITIVE,
@@ -52,7 +59,7 @@ from llmmath.core.contracts import (
 )
 from llmmath.core.deployment import Deployment
 from llmmath.core.dtypes import bytes_per_element
-from llmmath.core.models import ModelConfig, check_context, get_model
+from llmmath.core.models import MODEL, ModelConfig, check_context, get_model
 from llmmath.core.placement import DoesNotFitError
 from llmmath.memory_tiers import (
     RECOMPUTE,
@@ -97,7 +104,8 @@ def mha_kv_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") -> flo
 
     For a GQA, MQA or MLA model this is the WRONG answer that tools costing every model as MHA
     give; it is ``N / K`` times the GQA cache. Kept to show what GQA, MQA and MLA save.
-    (Every layer at its own head dim, each caching every token.)"""
+    (Every attention layer at its own head dim, each caching every token; a hybrid's state
+    layers cache none, a sparse model's index keys are left out.)"""
     spec = get_model(model)
     H_global = spec.global_head_dim or spec.head_dim
     dims = spec.n_local_layers * spec.head_dim + spec.n_global_layers * H_global
@@ -157,22 +165,31 @@ def max_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
 def kv_crossover_context(deployment: Deployment, batch: ArrayLike) -> float | FloatArray:
     """The context at which a decode step reads as many KV bytes as weight bytes:
     ``T* = P_read b_w / (B kv)`` (for an MoE, the experts ``B`` tokens touch). It may lie past
-    the model's ``max_context`` or past the context that fits: then the weights always win."""
+    the model's ``max_context`` or past the context that fits: then the weights always win.
+    A sparse-attention model reads ``kv`` a token up to its top ``k``, then only the index
+    keys: past ``k``, ``T* = k + (P_read b_w / B - read(k)) / (L index_key_bytes)``."""
     B = as_floats(batch)
     weights = batching.decode_step(deployment, B, 0, allow_overflow=True).bytes_read
-    return as_output(
-        np.asarray(weights / (B * deployment.model.kv_bytes_per_token(deployment.kv_dtype)))
-    )
+    spec, dtype = deployment.model, deployment.kv_dtype
+    dense = np.asarray(weights / (B * spec.kv_bytes_per_token(dtype)))
+    if not spec.index_topk:
+        return as_output(dense)
+    # Sparse: each token costs kv (its pick and its index key) up to k, then its index key.
+    k, index_key = float(spec.index_topk), float(spec.n_attention_layers * spec.index_key_bytes)
+    past_k = k + (weights / B - float(spec.kv_bytes_read(dtype, k))) / index_key
+    return as_output(np.where(dense <= k, dense, past_k))
 
 
 @contract()
 def kv_read_share(
     deployment: Deployment, batch: ArrayLike, context: ArrayLike
 ) -> float | FloatArray:
-    """The KV caches' share of the bytes a decode step reads: ``B T kv / (P_read b_w + B T kv)``
-    (capacity not checked, so a sweep may run past the wall)."""
+    """The KV caches' share of the bytes a decode step reads: ``B read(T) / (P_read b_w + B
+    read(T))``, ``read(T)`` what one sequence's attention reads (``T kv`` when dense,
+    :meth:`~llmmath.core.models.ModelConfig.kv_bytes_read`); capacity not checked, so a
+    sweep may run past the wall."""
     step = batching.decode_step(deployment, batch, context, allow_overflow=True)
-    kv = step.batch * step.context * deployment.model.kv_bytes_per_token(deployment.kv_dtype)
+    kv = step.batch * deployment.model.kv_bytes_read(deployment.kv_dtype, step.context)
     return as_output(np.asarray(kv / step.bytes_read))
 
 
@@ -268,6 +285,69 @@ def step_time_curve(
     )
 
 
+#: One preset of each attention design the read-per-token figure compares: dense GQA, MLA,
+#: sliding window, sparse top-k and a linear-attention hybrid.
+READ_MODELS = ("Llama-3-70B", "DeepSeek-V3", "Gemma-4-31B", "DeepSeek-V3.2", "Qwen3-Next-80B-A3B")
+#: Contexts of the read-per-token figure: 1,024 ... 1,048,576 tokens, log-spaced.
+READ_CONTEXTS = np.unique(np.round(np.logspace(10.0, 20.0, 121, base=2.0)))
+
+
+@contract()
+def attention_design(model: str | ModelConfig) -> str:
+    """What bounds a model's KV read: "sparse top-k" (an indexer picks k tokens), "hybrid"
+    (state layers beside full attention), "sliding window", or the heads' kind (GQA, MHA,
+    MQA, MLA) when every layer reads every cached token."""
+    spec = get_model(model)
+    if spec.index_topk:
+        return "sparse top-k"
+    if spec.n_state_layers:
+        return "hybrid"
+    return "sliding window" if spec.sliding_window else spec.attention_kind
+
+
+@dataclass(frozen=True)
+@checked(
+    broadcast=False,
+    **each(SequenceOf(NAME), "names designs"),
+    dtype=NAME,
+    **each(RESULT, "context read_bytes held_bytes max_context"),
+)
+class ReadPerTokenCurves:
+    """The bandwidth wall per sequence: bytes one decoded token reads from its cache
+    (``read_bytes``, one row per model) against the context, beside the bytes the cache holds
+    (``held_bytes``, the capacity wall's count); ``max_context`` is each model's longest."""
+
+    names: tuple[str, ...]
+    designs: tuple[str, ...]
+    dtype: str
+    context: FloatArray
+    read_bytes: FloatArray
+    held_bytes: FloatArray
+    max_context: FloatArray
+
+
+@contract(models=SequenceOf(MODEL), contexts=Real(low_open=False, ndarray=True))
+def read_per_token_curves(
+    models: Sequence[str | ModelConfig] = READ_MODELS,
+    dtype: str = "bf16",
+    contexts: FloatArray = READ_CONTEXTS,
+) -> ReadPerTokenCurves:
+    """:meth:`~llmmath.core.models.ModelConfig.kv_bytes_read` and the cache held,
+    ``T kv(T)``, of each model over ``contexts`` (past a model's ``max_context`` too: the
+    figure marks where each stops)."""
+    specs = [get_model(m) for m in models]
+    T = np.asarray(contexts, dtype=np.float64)
+    return ReadPerTokenCurves(
+        names=tuple(spec.name for spec in specs),
+        designs=tuple(attention_design(spec) for spec in specs),
+        dtype=dtype,
+        context=T,
+        read_bytes=np.array([np.asarray(spec.kv_bytes_read(dtype, T)) for spec in specs]),
+        held_bytes=np.array([T * np.asarray(spec.kv_bytes_per_token(dtype, T)) for spec in specs]),
+        max_context=np.array([float(spec.max_context) for spec in specs]),
+    )
+
+
 #: Hold times (s) and expected reuses of the "which tier?" map, log-spaced.
 MAP_HOLDS_S = np.logspace(-1, 7, 81)
 MAP_REUSES = np.logspace(-1, 3, 41)
@@ -296,7 +376,9 @@ __all__ = [
     "MemoryTier",
     "PrefixCache",
     "PromptCachePrice",
+    "ReadPerTokenCurves",
     "StepTimeCurve",
+    "attention_design",
     "best_cost_per_million_tokens_usd",
     "break_even_hold_s",
     "capacity_curve",
@@ -315,6 +397,7 @@ __all__ = [
     "mha_kv_bytes_per_token",
     "prefix_cache",
     "prompt_cache_usd_per_token_s",
+    "read_per_token_curves",
     "step_time_curve",
     "tier_map",
 ]

@@ -91,7 +91,8 @@ def deployments(draw: st.DrawFn) -> Deployment:
     """A preset (or a preset made sliding-window) on some chips, in some KV format, with
     some memory held back: the count must hold for all of them."""
     model = get_model(draw(st.sampled_from(list_models())))
-    if draw(st.booleans()) and not model.sliding_window and not model.mla_kv_lora_rank:
+    plain = not (model.sliding_window or model.mla_kv_lora_rank or model.n_state_layers)
+    if draw(st.booleans()) and plain:  # a window is not modelled with MLA or state layers
         window = draw(st.integers(1, model.max_context))
         every = draw(st.integers(0, 7))
         model = dataclasses.replace(

@@ -894,3 +894,34 @@ def test_train_counts_the_node_limited_all_to_all(capsys: pytest.CaptureFixture[
         padded, layout, "H100", 60e6, microbatches=32, activations="checkpointed",
     )  # fmt: skip
     assert ep_every["time_s"] == pytest.approx(float(step.communication["EP"].time_s), rel=1e-9)
+
+
+# ---- attention past the dense cache (#43) ---------------------------------------------------
+def test_serve_steps_a_sparse_model_at_its_sparse_read_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ("serve", "DeepSeek-V3.2", "H100x16", "--dtype", "fp8", "--context", "131072")
+    code, out, err = run(capsys, *argv, "--batch", "16")
+    assert code == 0, err
+    assert "sparse attention: a step reads 2,048 tokens' KV and every token's" in out
+    (long,) = as_json(capsys, *argv, "--batch", "16")["rows"]
+    (short,) = as_json(capsys, *argv[:-1], "1", "--batch", "16")["rows"]
+    # The memory time grows by 16 sequences' sparse read, 2,048 latents and every index key
+    # (fp8), over 16 chips' HBM bandwidth: not by 16 dense caches.
+    model, bandwidth = (
+        get_model("DeepSeek-V3.2"),
+        hardware.get_chip("H100").hbm_bandwidth_bytes_per_s,
+    )
+    sparse_read = model.kv_bytes_read("fp8", 131072) - model.kv_bytes_read("fp8", 1)
+    grown = long["memory_s"] - short["memory_s"]
+    assert grown == pytest.approx(16 * sparse_read / (16 * bandwidth), rel=1e-9)
+    dense_read = 131071 * model.kv_bytes_per_token("fp8")
+    assert grown < 0.3 * 16 * dense_read / (16 * bandwidth)
+
+
+def test_fit_names_a_hybrids_attention_layers_and_state(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "fit", "Qwen3-Next-80B-A3B", "H100x2", "--dtype", "fp8")
+    assert code == 0, err
+    assert "(12 of 48 layers attend) + 19.8 MB of state per sequence (hybrid)" in out

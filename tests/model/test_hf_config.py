@@ -208,6 +208,28 @@ def test_family_details_are_read() -> None:
     assert any("multi-token" in note for note in notes)
 
 
+def test_deepseek_v32_reads_as_the_preset() -> None:
+    """DeepSeek-V3.2's config.json is V3's plus model_type deepseek_v32 and the indexer's
+    three fields (index_topk 2048, index_n_heads 64, index_head_dim 128)."""
+    config = {
+        **_config("DeepSeek-V3"),
+        "model_type": "deepseek_v32",
+        "architectures": ["DeepseekV32ForCausalLM"],
+        "index_topk": 2048,
+        "index_n_heads": 64,
+        "index_head_dim": 128,
+    }
+    spec, notes = model_from_hf_config(config, "DeepSeek-V3.2")
+    preset = models.get_model("DeepSeek-V3.2")
+    for field in models.ModelConfig.__dataclass_fields__:
+        if field not in ("name", "source", "source_date", "max_context"):
+            assert getattr(spec, field) == getattr(preset, field), field
+    assert spec.index_key_bytes == 128 + 4  # fp8 keys, one fp32 scale per 128
+    assert any("sparse attention" in note for note in notes)
+    with pytest.raises(ValueError, match="index_topk"):
+        model_from_hf_config({**config, "index_topk": 0}, "no-k")
+
+
 def test_a_null_field_takes_the_family_default() -> None:
     # Hugging Face writes absent optional fields as null: K then defaults to N (MHA).
     spec, _ = model_from_hf_config({**_config("Llama-3-8B"), "num_key_value_heads": None}, "x")

@@ -223,6 +223,65 @@ def test_crossover_context_balances_the_reads() -> None:
     assert math.isclose(kv_cache.kv_read_share(LLAMA, 64, T), 0.5, rel_tol=1e-9)
 
 
+# ---- past the dense cache (#43): sparse top-k and hybrids -------------------------------------
+SPARSE = Deployment("DeepSeek-V3.2", "H100", 16, weight_dtype="fp8")
+
+
+@pytest.mark.parametrize("batch", [64, 256, 1024])
+def test_sparse_crossover_balances_the_reads(batch: int) -> None:
+    """Past k the read grows by the index keys alone: T* moves out, and the step agrees."""
+    T = float(kv_cache.kv_crossover_context(SPARSE, batch))
+    step = batching.decode_step(SPARSE, batch, min(T, 163840.0), allow_overflow=True)
+    if T <= 163840:
+        assert math.isclose(float(step.kv_read_s), float(step.weight_read_s), rel_tol=1e-9)
+        assert math.isclose(kv_cache.kv_read_share(SPARSE, batch, T), 0.5, rel_tol=1e-9)
+    dense = Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8")
+    assert float(kv_cache.kv_crossover_context(dense, batch)) < T
+
+
+def test_the_decode_step_reads_the_sparse_count_and_holds_the_dense_one() -> None:
+    v3 = Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8")
+    T = 131072.0
+    sparse, dense = (batching.decode_step(d, 8, T) for d in (SPARSE, v3))
+    kv_per_sequence = float(get_model("DeepSeek-V3.2").kv_bytes_read("bf16", T))
+    assert math.isclose(float(sparse.kv_read_s), 8 * kv_per_sequence / (16 * 3.35e12), rel_tol=1e-9)
+    assert float(sparse.kv_read_s) < float(dense.kv_read_s) / 5
+    # Capacity: every token's latent and index key is held, so fewer sequences fit.
+    assert capacity.max_batch(SPARSE, T) < capacity.max_batch(v3, T)
+    held = T * get_model("DeepSeek-V3.2").kv_bytes_per_token("bf16")
+    assert math.isclose(float(SPARSE.kv_bytes_held(np.array(1.0), np.array(T))), held)
+
+
+def test_read_per_token_curves_come_from_the_model() -> None:
+    curves = kv_cache.read_per_token_curves()
+    assert curves.designs == ("GQA", "MLA", "sliding window", "sparse top-k", "hybrid")
+    assert curves.context[0] == 1024 and curves.context[-1] == 1 << 20
+    for i, name in enumerate(curves.names):
+        spec = get_model(name)
+        assert np.allclose(curves.read_bytes[i], spec.kv_bytes_read("bf16", curves.context))
+        assert curves.max_context[i] == spec.max_context
+    # Dense kinds read what they hold; the sparse one holds more than it reads past k.
+    sparse = curves.designs.index("sparse top-k")
+    for i in range(len(curves.names)):
+        past_k = curves.context > 2048
+        if i == sparse:
+            assert np.all(curves.read_bytes[i][past_k] < curves.held_bytes[i][past_k])
+        else:
+            assert np.allclose(curves.read_bytes[i], curves.held_bytes[i], rtol=1e-12)
+    # Each row rises with the context; the hybrid's and the sparse one's stay below GQA's.
+    assert np.all(np.diff(curves.read_bytes, axis=1) > 0)
+    gqa = curves.designs.index("GQA")
+    for kind in ("hybrid", "sparse top-k"):
+        assert np.all(curves.read_bytes[curves.designs.index(kind)] < curves.read_bytes[gqa])
+
+
+def test_attention_design_names_what_bounds_the_read() -> None:
+    assert kv_cache.attention_design("Llama-3-70B") == "GQA"
+    assert kv_cache.attention_design("Gemma-4-31B") == "sliding window"
+    assert kv_cache.attention_design("DeepSeek-V3.2") == "sparse top-k"
+    assert kv_cache.attention_design("Qwen3-Next-80B-A3B") == "hybrid"
+
+
 def test_long_context_tokens_cost_more() -> None:
     big = Deployment("Llama-3.1-405B", "H100", 16)
     cost = np.asarray(kv_cache.best_cost_per_million_tokens_usd(big, [8192, 32768, 131072]))

@@ -494,3 +494,110 @@ def test_kv_shared_layers_keep_queries_and_drop_keys_values_and_cache() -> None:
     assert plain.attention_params - shared.attention_params == 6 * 2 * D * K * H
     assert shared.kv_elements_per_token() == plain.kv_elements_per_token() // 4  # 2 of 8
     assert shared.attention_flops_per_token(1000) == plain.attention_flops_per_token(1000)
+
+
+# ---- sparse attention (#43): the indexer picks k tokens, every token stays cached ----------
+def _sparse(**fields: object) -> models.ModelConfig:
+    """A DeepSeek-V3.2-like toy: MLA in 4 layers, an indexer that picks 16 tokens."""
+    shape: dict[str, object] = dict(
+        name="sparse", n_layers=4, d_model=256, d_ff=512, n_heads=8, n_kv_heads=8, head_dim=32,
+        vocab_size=1000, max_context=1 << 20, mla_kv_lora_rank=64, mla_q_lora_rank=96,
+        mla_rope_head_dim=16, index_topk=16, index_n_heads=4, index_head_dim=32,
+        index_key_bytes=36,
+    )  # fmt: skip
+    return models.ModelConfig(**{**shape, **fields})  # type: ignore[arg-type]
+
+
+def _dense_of(sparse: models.ModelConfig) -> models.ModelConfig:
+    return dataclasses.replace(
+        sparse, index_topk=0, index_n_heads=0, index_head_dim=0, index_key_bytes=0
+    )
+
+
+def test_sparse_attention_holds_every_token_and_the_index_keys() -> None:
+    sparse = _sparse()
+    dense = _dense_of(sparse)
+    latent = 4 * (64 + 16)  # L (r_kv + r_rope) numbers a token
+    assert dense.kv_bytes_per_token("bf16") == latent * 2
+    # Held: the whole latent of every token, plus 36 B of index key a layer.
+    assert sparse.kv_bytes_per_token("bf16") == latent * 2 + 4 * 36
+    assert np.allclose(sparse.kv_bytes_per_token("fp8", [10.0, 1e5]), latent + 4 * 36)
+
+
+def test_sparse_attention_reads_k_tokens_and_every_index_key() -> None:
+    sparse, T = _sparse(), np.array([0.0, 8.0, 16.0, 100.0, 1e5])
+    dense = _dense_of(sparse)
+    latent_bytes = 4 * (64 + 16) * 2
+    expected = np.minimum(T, 16) * latent_bytes + T * 4 * 36  # written out, not read back
+    assert np.allclose(sparse.kv_bytes_read("bf16", T), expected, rtol=1e-12)
+    # Up to k it reads what it holds; dense attention reads everything it holds.
+    assert np.allclose(sparse.kv_bytes_read("bf16", 16.0), 16 * sparse.kv_bytes_per_token())
+    assert np.allclose(dense.kv_bytes_read("bf16", T), T * latent_bytes, rtol=1e-12)
+    # Far past k the read grows by the index key alone: the ratio to dense tends to it.
+    ratio = dense.kv_bytes_read("bf16", 1e9) / sparse.kv_bytes_read("bf16", 1e9)
+    assert ratio == pytest.approx(latent_bytes / (4 * 36), rel=1e-6)
+
+
+def test_sparse_attention_flops_and_indexer_weights() -> None:
+    sparse = _sparse()
+    dense = _dense_of(sparse)
+    # Indexer: queries from the 96-wide query latent, a key from D with a LayerNorm, a weight
+    # per head from D.
+    indexer = 96 * 4 * 32 + 256 * 32 + 2 * 32 + 256 * 4
+    assert sparse.attention_params - dense.attention_params == 4 * indexer
+    absorbed = 2 * 64 + 16  # per head and cached token in decode
+    for T in (8.0, 5000.0):
+        flops = sparse.attention_flops_per_token(T, decode=True)
+        attended = 2.0 * 4 * min(T, 16) * 8 * absorbed
+        assert flops == pytest.approx(attended + 2.0 * 4 * T * 4 * 32, rel=1e-12)
+    assert dense.attention_flops_per_token(5000.0, decode=True) == pytest.approx(
+        2.0 * 4 * 5000 * 8 * absorbed, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"index_key_bytes": 0}, "set without index_key_bytes"),
+        ({"index_topk": 0}, "set without index_topk"),
+        ({"index_topk": -1}, "index_topk"),
+    ],
+)
+def test_an_incomplete_indexer_is_refused(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _sparse(**fields)
+
+
+def test_sparse_attention_with_state_layers_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"index_topk .* modelled only"):
+        _hybrid(index_topk=16, index_n_heads=4, index_head_dim=32, index_key_bytes=36)
+
+
+def test_deepseek_v32_is_deepseek_v3_with_the_indexer_of_its_reference_code() -> None:
+    """deepseek-ai/DeepSeek-V3.2-Exp inference/model.py (2025): Indexer(wq_b: q_lora_rank x
+    64 x 128, wk: D x 128, k_norm: LayerNorm(128), weights_proj: D x 64) in each of the 61
+    layers; k_cache fp8 of 128 plus an fp32 scale per 128 (132 B); index_topk 2048."""
+    v3, v32 = get_model("DeepSeek-V3"), get_model("DeepSeek-V3.2")
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    assert v32.total_params - v3.total_params == 61 * indexer
+    assert v32.kv_bytes_per_token("bf16") == v3.kv_bytes_per_token("bf16") + 61 * 132
+    # DeepSeek's model card: 685B with the 14B multi-token-prediction module, not counted here.
+    assert v32.total_params + 14e9 == pytest.approx(685e9, rel=0.005)
+    read_128k = 2048 * v3.kv_bytes_per_token("bf16") + 131072 * 61 * 132
+    assert v32.kv_bytes_read("bf16", 131072) == pytest.approx(read_128k, rel=1e-12)
+
+
+def test_qwen3_next_preset_is_what_its_config_reads() -> None:
+    """The preset's hybrid fields are hf_hybrid's reading of the release's config.json."""
+    from pathlib import Path
+
+    from llmmath.core.hf_config import read_hf_config
+
+    path = Path(__file__).parents[1] / "data/hf_configs/Qwen3-Next-80B-A3B-Instruct/config.json"
+    read, _ = read_hf_config(path)
+    preset = get_model("Qwen3-Next-80B-A3B")
+    for field in dataclasses.fields(preset):
+        if field.name not in ("name", "source", "source_date"):
+            assert getattr(preset, field.name) == getattr(read, field.name), field.name
+    # 12 gated-attention layers of 2 KV heads of 256 cache keys and values.
+    assert preset.kv_bytes_per_token("bf16") == 12 * 2 * 2 * 256 * 2

@@ -87,9 +87,16 @@ def held_as(dep: Deployment) -> str:
 
 
 def kv_line(dep: Deployment, context: float | None) -> str:
-    """KV bytes per token, exact at ``context`` where sliding-window layers hold less."""
+    """KV bytes per token, exact at ``context`` where sliding-window layers hold less; what a
+    sparse-attention model's step reads, and a hybrid's state."""
     full = si(dep.model.kv_bytes_per_token(dep.kv_dtype), "B")
     model = dep.model
+    if model.index_topk:
+        return f"{full} per token held (index keys included)\n{sparse_read_line(dep, context)}"
+    if model.n_state_layers:
+        state = si(model.state_bytes_per_sequence(dep.kv_dtype), "B")
+        layers = f"{model.n_attention_layers} of {model.n_layers} layers attend"
+        return f"{full} per token ({layers}) + {state} of state per sequence (hybrid)"
     if not model.sliding_window:
         return f"{full} per token"
     if context is None:
@@ -99,6 +106,21 @@ def kv_line(dep: Deployment, context: float | None) -> str:
         f"{model.n_local_layers} of {model.n_layers} layers hold {count(model.sliding_window)}"
     )
     return f"{si(at, 'B')} per token at {count(context)} tokens ({windows}; {full} at full)"
+
+
+def sparse_read_line(dep: Deployment, context: float | None) -> str:
+    """What a sparse-attention step reads of each sequence's cache: the steps above use it."""
+    model = dep.model
+    index_key = si(model.n_attention_layers * model.index_key_bytes, "B")
+    reads = (
+        f"           sparse attention: a step reads {count(model.index_topk)} tokens' KV and "
+        f"every token's {index_key} index key"
+    )
+    if context is None:
+        return reads
+    read = si(float(model.kv_bytes_read(dep.kv_dtype, context)), "B")
+    held = si(context * float(model.kv_bytes_per_token(dep.kv_dtype, context)), "B")
+    return f"{reads},\n           {read} of the {held} a sequence holds at {count(context)} tokens"
 
 
 def heading(

@@ -59,6 +59,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "gpt_oss": {"tie_word_embeddings": False},
     "deepseek_v2": {"tie_word_embeddings": False},
     "deepseek_v3": {"tie_word_embeddings": False},
+    "deepseek_v32": {"tie_word_embeddings": False},  # DeepSeek-V3.2: V3 plus sparse attention
     "glm4_moe": {"tie_word_embeddings": False},  # GLM-4.5, 4.6, 4.7: DeepSeek-style MoE, GQA
     "qwen3_vl_moe_text": {"tie_word_embeddings": False},  # Qwen3-VL's text model: qwen3_moe
     # Hybrids: gated DeltaNet layers beside gated attention (Qwen3-Next, Qwen3.5/3.6 MoE) ...
@@ -102,6 +103,7 @@ ARCHITECTURES = {
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV32ForCausalLM": "deepseek_v32",
     "Glm4MoeForCausalLM": "glm4_moe",
 }
 
@@ -205,7 +207,8 @@ def model_from_hf_config(
     Llama-style fields: ``num_hidden_layers`` (L), ``hidden_size`` (D),
     ``intermediate_size`` (F), ``num_attention_heads`` (N), ``num_key_value_heads`` (K,
     default N), ``head_dim`` (H, default D/N), ``vocab_size``, ``max_position_embeddings``,
-    ``tie_word_embeddings``. MoE: ``num_local_experts``, ``n_routed_experts`` or
+    ``tie_word_embeddings``. Sparse attention (``deepseek_v32``): ``index_topk``,
+    ``index_n_heads``, ``index_head_dim``. MoE: ``num_local_experts``, ``n_routed_experts`` or
     ``num_experts`` (E), ``num_experts_per_tok``, ``experts_per_token`` or ``top_k_experts``
     (k), ``n_shared_experts``, ``moe_intermediate_size``, ``first_k_dense_replace``. MLA:
     ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``
@@ -245,6 +248,8 @@ def model_from_hf_config(
     shape.update(hybrid_layers(read, family, shape["n_layers"], D))
     if family.startswith("deepseek"):
         shape.update(_latent_attention(read))
+    if family == "deepseek_v32":
+        shape.update(_sparse_indexer(read))
     shape.update(_attention_pattern(read, family, shape["n_layers"], shape["max_context"]))
     return ModelConfig(name=name, **shape), _notes(read, family, config)
 
@@ -350,6 +355,19 @@ def _latent_attention(read: _Reader) -> dict[str, int]:
     }
 
 
+def _sparse_indexer(read: _Reader) -> dict[str, int]:
+    """DeepSeek Sparse Attention's lightning indexer (``index_topk``, ``index_n_heads``,
+    ``index_head_dim``); its key per token and layer held as DeepSeek's reference code holds
+    it (inference/model.py of DeepSeek-V3.2-Exp): fp8, one fp32 scale per 128 numbers."""
+    dim = read.count("index_head_dim")
+    return {
+        "index_topk": read.count("index_topk"),
+        "index_n_heads": read.count("index_n_heads"),
+        "index_head_dim": dim,
+        "index_key_bytes": dim + 4 * -(-dim // 128),
+    }
+
+
 def _attention_pattern(read: _Reader, family: str, layers: int, context: int) -> dict[str, Any]:
     """Sliding-window fields: the window, and ``local_per_global`` from the layer pattern."""
     window_key = "attention_chunk_size" if family == "llama4_text" else "sliding_window"
@@ -414,6 +432,11 @@ def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
         notes.append(
             "state layers hold a constant state per sequence and cache no tokens; their "
             "recurrence's FLOPs (a few per state number a token) are not counted"
+        )
+    if family == "deepseek_v32":
+        notes.append(
+            "sparse attention: a step reads index_topk tokens' KV and every token's index key "
+            "(fp8 with an fp32 scale per 128, as DeepSeek's code holds it); all are cached"
         )
     if read.get("num_nextn_predict_layers") or read.get("mtp_num_hidden_layers"):
         notes.append("the multi-token-prediction module is not counted (as in published totals)")

@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import AnyOf, Count, Instance, OneOf, Optional, PathLike, Real
+from llmmath.core._model_rules import check_model_fields
 from llmmath.core.contracts import AMOUNT, FLAG, NAME, checked, contract, each, refuse, vocabulary
 from llmmath.core.dtypes import BYTES_PER_ELEMENT, bytes_per_element
 
@@ -40,6 +41,10 @@ _OPTIONAL_COUNT_FIELDS = (
     "mla_kv_lora_rank",
     "mla_q_lora_rank",
     "mla_rope_head_dim",
+    "index_topk",
+    "index_n_heads",
+    "index_head_dim",
+    "index_key_bytes",
 )
 
 
@@ -62,6 +67,7 @@ _OPTIONAL_COUNT_FIELDS = (
     attention_output_gate=FLAG,
     **each(Count(low=0), "n_kv_shared_layers per_layer_input_dim per_layer_vocab_size"),
     double_wide_shared_mlp=FLAG,
+    **each(Count(low=0), "index_topk index_n_heads index_head_dim index_key_bytes"),
 )
 class ModelConfig:
     """A decoder-only transformer with SwiGLU MLPs; optional MoE layers and MLA attention."""
@@ -128,113 +134,22 @@ class ModelConfig:
     per_layer_input_dim: int = 0
     per_layer_vocab_size: int = 0
     double_wide_shared_mlp: bool = False
+    # Sparse attention that reads the top k tokens (DeepSeek Sparse Attention, DeepSeek-V3.2;
+    # 0 = dense). In every layer a "lightning indexer" of index_n_heads heads of
+    # index_head_dim scores each cached token against the new one, from a small key it keeps
+    # per token (index_key_bytes a layer: DeepSeek stores it in fp8 with an fp32 scale), and
+    # attention reads only the index_topk best tokens' keys and values. Every token's KV is
+    # still cached: the read shrinks, the cache does not.
+    index_topk: int = 0
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    index_key_bytes: int = 0
     source: str = ""
     source_date: str = ""
 
     def __post_init__(self) -> None:
         # Each field was checked by @checked; the rules across fields are left.
-        moe_only = ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers")
-        for field in moe_only if not self.n_experts else ():
-            if getattr(self, field):
-                raise ValueError(f"{self.name}: {field} is set but n_experts is 0 (a dense model)")
-        if (self.mla_q_lora_rank or self.mla_rope_head_dim) and not self.mla_kv_lora_rank:
-            raise ValueError(f"{self.name}: MLA ranks are set but mla_kv_lora_rank is 0")
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(
-                f"{self.name}: n_heads={self.n_heads} is not divisible by "
-                f"n_kv_heads={self.n_kv_heads}"
-            )
-        self._check_pattern()
-        self._check_state_layers()
-        self._check_e_model()
-        if self.n_experts:
-            if self.experts_per_token < 1:
-                raise ValueError(
-                    f"{self.name}: experts_per_token must be >= 1; got {self.experts_per_token}"
-                )
-            if self.experts_per_token > self.n_experts:
-                raise ValueError(
-                    f"{self.name}: experts_per_token={self.experts_per_token} exceeds "
-                    f"n_experts={self.n_experts}"
-                )
-            if not 0 <= self.n_dense_layers < self.n_layers:
-                raise ValueError(f"{self.name}: n_dense_layers must be in [0, n_layers)")
-        self._check_groups()
-
-    def _check_groups(self) -> None:
-        """Group-limited routing: both counts or neither, the groups splitting the experts."""
-        groups, per_token = self.expert_groups, self.expert_groups_per_token
-        if bool(groups) != bool(per_token):
-            raise ValueError(
-                f"{self.name}: expert_groups={groups} and expert_groups_per_token={per_token} "
-                "go together (DeepSeek's n_group and topk_group; 0 and 0 = no limit)"
-            )
-        if not groups:
-            return
-        # Not required to divide n_experts: redundant copies (EP7 of DeepSeek-V3's 256) or a
-        # layer re-cut into other experts keep the routing rule, a limit on domains reached.
-        if not self.n_experts:
-            raise ValueError(f"{self.name}: expert_groups={groups} is set but n_experts is 0")
-        if per_token > groups:
-            raise ValueError(
-                f"{self.name}: expert_groups_per_token={per_token} exceeds expert_groups={groups}"
-            )
-
-    def _check_pattern(self) -> None:
-        pattern = ("local_per_global", "global_head_dim", "global_kv_heads", "global_k_eq_v")
-        if not self.sliding_window:
-            for field in pattern:
-                if getattr(self, field):
-                    raise ValueError(
-                        f"{self.name}: {field} is set but sliding_window is 0 (every layer "
-                        "global): set sliding_window, the tokens a local layer attends to"
-                    )
-            return
-        if self.mla_kv_lora_rank:
-            raise ValueError(f"{self.name}: sliding_window is not modelled with MLA")
-        if not self.local_per_global:
-            for field in pattern[1:]:
-                if getattr(self, field):
-                    raise ValueError(
-                        f"{self.name}: {field} is set but local_per_global is 0 (no global layers)"
-                    )
-        if self.global_kv_heads and self.n_heads % self.global_kv_heads:
-            raise ValueError(
-                f"{self.name}: n_heads={self.n_heads} is not divisible by "
-                f"global_kv_heads={self.global_kv_heads}"
-            )
-
-    def _check_state_layers(self) -> None:
-        state = ("state_layer_params", "state_elements_per_layer", "state_dtype")
-        if not self.n_state_layers:
-            for field in state:
-                if getattr(self, field) not in (0, None):
-                    raise ValueError(f"{self.name}: {field} is set but n_state_layers is 0")
-            return
-        if self.n_state_layers >= self.n_layers:
-            raise ValueError(
-                f"{self.name}: n_state_layers must be < n_layers={self.n_layers} (at least one "
-                f"attention layer); got {self.n_state_layers}"
-            )
-        if self.sliding_window:
-            raise ValueError(f"{self.name}: n_state_layers is not modelled with sliding_window")
-
-    def _check_e_model(self) -> None:
-        if not 0 <= self.n_kv_shared_layers < self.n_layers:
-            raise ValueError(
-                f"{self.name}: n_kv_shared_layers must be < n_layers={self.n_layers} (one layer "
-                f"at least computes its keys); got {self.n_kv_shared_layers}"
-            )
-        if self.n_kv_shared_layers and (self.n_state_layers or self.mla_kv_lora_rank):
-            raise ValueError(f"{self.name}: n_kv_shared_layers is modelled with GQA layers only")
-        if self.double_wide_shared_mlp and (not self.n_kv_shared_layers or self.n_experts):
-            raise ValueError(
-                f"{self.name}: double_wide_shared_mlp needs n_kv_shared_layers and no experts"
-            )
-        if bool(self.per_layer_input_dim) != bool(self.per_layer_vocab_size):
-            raise ValueError(
-                f"{self.name}: per_layer_input_dim and per_layer_vocab_size are set together"
-            )
+        check_model_fields(vars(self))
 
     # ---- shape facts ------------------------------------------------------------------
     @property
@@ -268,8 +183,9 @@ class ModelConfig:
 
     @property
     def n_local_layers(self) -> int:
-        """Sliding-window layers: each attends to at most ``sliding_window`` tokens."""
-        return self.n_layers - self.n_global_layers
+        """Sliding-window layers: each attends to at most ``sliding_window`` tokens (a
+        hybrid's state layers are neither local nor global)."""
+        return self.n_attention_layers - self.n_global_layers
 
     def _attention_groups(
         self, cached: bool = False
@@ -308,7 +224,8 @@ class ModelConfig:
         of Gemma 4 has wider heads, fewer KV heads and, with ``global_k_eq_v``, no ``W_V``)."""
         if not (self.sliding_window or self.n_kv_shared_layers):
             state = self.n_state_layers * self.state_layer_params
-            return self.n_attention_layers * self.attention_params_per_layer + state
+            per_layer = self.attention_params_per_layer + self.indexer_params_per_layer
+            return self.n_attention_layers * per_layer + state
         D, N = self.d_model, self.n_heads
         total = 0
         for layers, _, H, _, _ in self._attention_groups():  # W_Q and W_O in every layer
@@ -331,6 +248,15 @@ class ModelConfig:
         queries = latent_queries if q_rank else D * N * (H + rope)
         keys_values = D * (kv_rank + rope) + kv_rank + kv_rank * N * 2 * H
         return queries + keys_values + N * H * D
+
+    @property
+    def indexer_params_per_layer(self) -> int:
+        """A sparse-attention layer's indexer (DeepSeek-V3.2's ``Indexer``): its query heads
+        from the query latent (or from D without one), one key of ``index_head_dim`` from D
+        with a LayerNorm (weight and bias), and a weight per head from D; 0 when dense."""
+        heads, dim = self.index_n_heads, self.index_head_dim
+        queries = (self.mla_q_lora_rank or self.d_model) * heads * dim
+        return queries + self.d_model * dim + 2 * dim + self.d_model * heads if heads else 0
 
     @property
     def mlp_params_per_expert(self) -> int:
@@ -402,7 +328,8 @@ class ModelConfig:
         latents, ``2 L T N (r_kv + r_rope + r_kv)``: 3.4x the per-head count for DeepSeek-V3.
         Prefill (``decode=False``) expands the latent into per-head keys and values instead.
         A sliding-window layer attends to ``min(T, window)`` tokens, a global one of Gemma 4
-        with its own head dim.
+        with its own head dim. Sparse attention attends to ``min(T, k)`` tokens and its
+        indexer scores all ``T``: ``2 L T I_heads I_dim`` more.
         """
         T = as_floats(context)
         if self.sliding_window:
@@ -415,7 +342,16 @@ class ModelConfig:
             per_head = 2 * self.mla_kv_lora_rank + self.mla_rope_head_dim
         else:
             per_head = self.head_dim + self.mla_rope_head_dim + self.head_dim
-        return as_output(2.0 * self.n_attention_layers * T * self.n_heads * per_head)
+        attended = np.minimum(T, self.index_topk) if self.index_topk else T
+        flops = 2.0 * self.n_attention_layers * attended * self.n_heads * per_head
+        if self.index_topk:  # the indexer scores every cached token in every head
+            flops = flops + 2.0 * self.n_attention_layers * T * self.indexer_elements_per_key
+        return as_output(flops)
+
+    @property
+    def indexer_elements_per_key(self) -> int:
+        """Multiply-adds of one indexer query against one cached index key: every head."""
+        return self.index_n_heads * self.index_head_dim
 
     @contract()
     def forward_flops_per_token(
@@ -458,23 +394,44 @@ class ModelConfig:
         b``. It equals the full count up to the window, and falls towards the global layers'
         share beyond it. A hybrid's state layers add their constant state spread over the
         ``T`` tokens, ``state / T`` (above the full count at short contexts, towards it at
-        long ones; nothing at ``T = 0``).
+        long ones; nothing at ``T = 0``). A sparse-attention model also keeps its indexer's
+        key for every token, ``L index_key_bytes`` (fp8 whatever ``dtype``): what it holds,
+        not what a step reads (:meth:`kv_bytes_read`).
         """
         b = bytes_per_element(dtype)
+        index_keys = self.n_attention_layers * self.index_key_bytes  # 0 without an indexer
         if context is None:
-            return self.kv_elements_per_token() * b
+            return self.kv_elements_per_token() * b + index_keys
         T = as_floats(context)
         if self.n_state_layers:
             state = self.state_bytes_per_sequence(dtype)
             spread = np.divide(state, T, out=np.zeros_like(T), where=T > 0)
             return as_output(self.kv_elements_per_token() * b + spread)
         if not self.sliding_window:
-            return as_output(np.full_like(T, self.kv_elements_per_token() * b))
+            return as_output(np.full_like(T, self.kv_elements_per_token() * b + index_keys))
         per_token = np.zeros_like(T)
         for layers, K, H, _, window in self._attention_groups(cached=True):
             share = np.minimum(1.0, np.divide(window, T, out=np.ones_like(T), where=T > 0))
             per_token = per_token + 2.0 * layers * K * H * (share if window else 1.0)
         return as_output(per_token * b)
+
+    @contract(context=AMOUNT)
+    def kv_bytes_read(self, dtype: str = "bf16", context: ArrayLike = 0) -> float | FloatArray:
+        """Bytes one decoded token reads from its sequence's cache at ``context`` tokens: the
+        bandwidth wall's count, per sequence and step (a floor: each byte read once).
+
+        Dense attention reads everything it holds, ``T kv(T)`` (window-exact; a hybrid's
+        state read once, :meth:`kv_bytes_per_token`). Sparse attention (``index_topk`` = k)
+        reads the indexer's key of every token and the keys and values of the k it picks:
+        ``L (min(T, k) kv_layer + T index_key_bytes)``. Past k the read grows only by the
+        small index keys; the cache held still grows by all of ``kv``.
+        """
+        T = as_floats(context)
+        if not self.index_topk:
+            return as_output(T * np.asarray(self.kv_bytes_per_token(dtype, T)))
+        picked = np.minimum(T, self.index_topk) * self.kv_elements_per_token()
+        index_keys = T * self.n_attention_layers * self.index_key_bytes
+        return as_output(picked * bytes_per_element(dtype) + index_keys)
 
     @contract()
     def state_bytes_per_sequence(self, dtype: str = "bf16") -> float:

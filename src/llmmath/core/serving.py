@@ -214,7 +214,9 @@ def decode_step(
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences, each with ``context`` tokens cached.
 
-    Per chip: weights ``P_read b_w`` over its shard; KV ``B T kv`` over its share; matmuls
+    Per chip: weights ``P_read b_w`` over its shard; KV ``B T kv`` over its share (what
+    attention reads: a sparse model's k picked tokens and index keys,
+    :meth:`~llmmath.core.models.ModelConfig.kv_bytes_read`); matmuls
     ``2 B P / (n C)``; attention ``B F_attn(T) / (n C)`` (MLA absorbed); and, with a layout,
     the collectives. ``batch`` and ``context`` broadcast. Raises :class:`DoesNotFitError`
     where the KV caches do not fit beside the weights, unless ``allow_overflow`` (then see
@@ -230,8 +232,9 @@ def decode_step(
     matmul_flops = B * 2.0 * model.matmul_params_per_token
     attention_flops = B * np.asarray(model.attention_flops_per_token(T, decode=True))
     weight_bytes = weight_bytes_read_per_chip(dep, split, B)
-    kv_per_token = np.asarray(model.kv_bytes_per_token(dep.kv_dtype, T))  # window-exact
-    kv_bytes = B / split.replicas * T * kv_per_token / split.kv_read
+    # What each sequence's attention reads: window-exact, k tokens of a sparse model
+    kv_per_sequence = np.asarray(model.kv_bytes_read(dep.kv_dtype, T))
+    kv_bytes = B / split.replicas * kv_per_sequence / split.kv_read
     knobs = {
         "flops_efficiency": dep.flops_efficiency,
         "bandwidth_efficiency": dep.bandwidth_efficiency,

@@ -48,11 +48,11 @@ def kv_per_token_figure(
     models: Sequence[str] | None = None, dtype: str = "bf16", ax: Axes | None = None
 ) -> Figure:
     """KV bytes per token of each model (filled), and what it would be as MHA (outline):
-    the gap is what GQA, MQA or MLA saves. By default every preset without sliding-window
-    layers (theirs depends on the context:
-    :meth:`llmmath.core.models.ModelConfig.kv_bytes_per_token`)."""
+    the gap is what GQA, MQA or MLA saves. By default every preset whose every layer caches
+    and reads every token (a sliding window's, a hybrid's and a sparse model's read depends
+    on the context: :func:`llmmath.display.plots.kv_read.read_per_token_figure`)."""
     figure, ax = figure_and_axes(ax)
-    every = [name for name in list_models() if not get_model(name).sliding_window]
+    every = [name for name in list_models() if _every_layer_reads_every_token(get_model(name))]
     names = list(models) if models is not None else every
     y = np.arange(len(names))
     actual = [get_model(n).kv_bytes_per_token(dtype) for n in names]
@@ -75,6 +75,10 @@ def kv_per_token_figure(
     ax.set(xlabel=f"KV-cache bytes per token of context ({dtype})", title="KV cache per token")
     ax.legend(fontsize=8, loc="lower right")
     return figure
+
+
+def _every_layer_reads_every_token(model: ModelConfig) -> bool:
+    return kv_cache.attention_design(model) in ("MHA", "MQA", "GQA", "MLA")
 
 
 class CapacityPanel:
