@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from lesson_support import ROOT, lesson
 
-from llmmath import api_prices, batching, moe, parallelism, scaling
+from llmmath import api_prices, batching, moe, parallelism, pricing, scaling
 from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
 from llmmath.beyond.layout_search import workload
 from llmmath.core import capacity, collectives, measure, models, serving
@@ -1418,11 +1418,13 @@ CLAIMS = [
     # ---- kv_cache: sliding-window layers counted exactly (#32) ----
     Claim(
         "kv_cache.md",
-        "without one it counts every layer as global, which is exact for every other model here",
-        # Every preset but the Gemma ones caches the same bytes per token at every context.
+        "without one it counts every layer as global, which is exact for every other model here "
+        "but the hybrid",
+        # Every preset but the Gemma ones and the hybrid caches the same bytes per token at
+        # every context.
         lambda ns: all(
             bool(np.all(spec.kv_bytes_per_token("bf16", ns.sw_T) == spec.kv_bytes_per_token()))
-            == (not name.startswith("Gemma"))
+            == (not name.startswith("Gemma") and not spec.n_state_layers)
             for name in models.list_models()
             for spec in [models.get_model(name)]
         ),
@@ -1566,6 +1568,162 @@ CLAIMS = [
         lambda ns: (
             math.isclose(ns.fmt.critical_batch[0], ns.fmt.critical_batch[1], rel_tol=1e-3)
             and 1.0 < ns.fmt.critical_batch[2] / ns.fmt.critical_batch[0] < 1.2
+        ),
+    ),
+    # ---- kv_cache: attention past the dense cache (#43) ----
+    Claim(
+        "kv_cache.md",
+        "where DeepSeek-V3's MLA reads {eval}`mla_read_128k_gb` GB: **{eval}`dsa_vs_mla_128k`× "
+        "fewer bytes**",
+        lambda ns: (
+            ns.read_v3 > 5 * ns.read_v32
+            and math.isclose(ns.dsa_vs_mla_128k_value, ns.read_v3 / ns.read_v32, rel_tol=1e-12)
+            and format(ns.read_v3 / ns.read_v32, ".1f") == ns.dsa_vs_mla_128k
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "Past $k$ only the index keys grow, so the gain tends to",
+        lambda ns: bool(
+            np.all(
+                np.diff(
+                    (T := np.array([4096.0, 32768.0, 131072.0, 1e6, 1e9])) * 0
+                    + ns.v3.kv_bytes_read("bf16", T) / ns.v32.kv_bytes_read("bf16", T)
+                )
+                > 0
+            )
+            and math.isclose(
+                float(ns.v3.kv_bytes_read("bf16", 1e12) / ns.v32.kv_bytes_read("bf16", 1e12)),
+                float(ns.dsa_limit),
+                rel_tol=0.01,
+            )
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "**The bandwidth wall moves; the capacity wall does not** (it gets a little worse).",
+        lambda ns: (
+            ns.read_v32 < ns.read_v3
+            and ns.v32.kv_bytes_per_token("bf16") > ns.v3.kv_bytes_per_token("bf16")
+            and ns.fit_v32_128k < ns.fit_v3_128k
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "its step is now the weight read",
+        lambda ns: (
+            float(ns.step_v32.weight_read_s)
+            > max(float(ns.step_v32.kv_read_s), float(ns.step_v32.attention_compute_s))
+            and float(ns.step_v3.kv_read_s) > float(ns.step_v3.weight_read_s)
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "Per token the long context is still far dearer than a short one, because the capacity "
+        "wall still sets the batch",
+        lambda ns: (
+            ns.surcharges[ns.v32.name] > 5
+            and ns.surcharges[ns.v32.name] < ns.surcharges[ns.v3.name]
+            and ns.fit_v32_128k < float(capacity.max_batch(ns.sparse, 8192)) / 10
+            and ns.cost_v32_128k < ns.cost_v3_128k
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "**Both walls move**: the cache held and the cache read shrink alike.",
+        lambda ns: (
+            ns.qnext.kv_bytes_read("bf16", 131072) < ns.qnext_dense.kv_bytes_read("bf16", 131072)
+            and ns.qnext.kv_bytes_per_token("bf16", 131072)
+            < ns.qnext_dense.kv_bytes_per_token("bf16", 131072)
+            and ns.fit_qn_128k > ns.fit_qn_dense_128k
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "every other curve of the figure below reads less per decoded token than Llama-3-70B's",
+        lambda ns: bool(
+            np.all(
+                np.delete(
+                    (c := ns.read_curves).read_bytes[:, (i := int(np.argmax(c.context >= 131072)))],
+                    (gqa := c.names.index("Llama-3-70B")),
+                )
+                < c.read_bytes[gqa, i]
+            )
+            and c.context[i] == 131072
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "None of them alone brings the surcharge near the tiers'",
+        lambda ns: (
+            min(ns.surcharges[n] for n in (ns.v3.name, ns.v32.name, ns.qnext.name))
+            > 4 * float(ns.tier_out_x)
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "as its short-context batch turns compute-bound and stops getting cheaper",
+        lambda ns: (
+            float(ns.sur_v32_wide) < ns.surcharges[ns.v32.name] / 2
+            and float(
+                (
+                    wide := serving.decode_step(
+                        ns.sparse_wide, capacity.max_batch(ns.sparse_wide, 8192), 8192
+                    )
+                ).compute_s
+            )
+            > float(wide.memory_s)
+            and math.isclose(
+                float(
+                    pricing.long_context_surcharge(
+                        ns.sparse_wide, capacity.max_batch(ns.sparse_wide, 8192), 8192, 131072
+                    ).short.output_usd_per_million
+                ),
+                float(
+                    serving.decode_step(
+                        half := Deployment(ns.v32, "H100", 64, weight_dtype="fp8"),
+                        capacity.max_batch(half, 8192),
+                        8192,
+                    ).cost_per_million_tokens_usd()
+                ),
+                rel_tol=1e-9,
+            )
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "because a smaller cache makes the short context cheaper too",
+        lambda ns: (
+            float(
+                pricing.long_context_surcharge(
+                    ns.hybrid, capacity.max_batch(ns.hybrid, 8192), 8192, 131072
+                ).short.output_usd_per_million
+            )
+            < float(
+                pricing.long_context_surcharge(
+                    ns.hybrid_dense, capacity.max_batch(ns.hybrid_dense, 8192), 8192, 131072
+                ).short.output_usd_per_million
+            )
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "more than DeepSeek-V3, which reads all it holds",
+        lambda ns: (
+            ns.v32.kv_bytes_per_token("bf16") > ns.v3.kv_bytes_per_token("bf16")
+            and math.isclose(
+                float(ns.v3.kv_bytes_read("bf16", 32768)),
+                32768 * ns.v3.kv_bytes_per_token("bf16"),
+                rel_tol=1e-12,
+            )
+        ),
+    ),
+    Claim(
+        "kv_cache.md",
+        "and the gain grows with the context",
+        lambda ns: (
+            ns.dsa_vs_mla_128k_value
+            > float(ns.v3.kv_bytes_read("bf16", 32768) / ns.v32.kv_bytes_read("bf16", 32768))
         ),
     ),
 ]
