@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_support import HALF_CHIP_TOML, run
+from cli_support import private_registry as private_registry  # the autouse fixture
 from lesson_support import lesson
 
 import llmmath
@@ -29,18 +31,6 @@ from llmmath.core.training import training_step
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = Path(__file__).parents[1] / "data" / "hf_configs"
 FLOOR = "Floors, not promises"
-
-
-@pytest.fixture(autouse=True)
-def private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A copy of the chip registry, so a --chip-file in one test cannot leak into another."""
-    monkeypatch.setattr(hardware, "_CHIPS", dict(hardware._CHIPS))
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def as_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
@@ -196,14 +186,7 @@ def test_a_toml_model_and_a_chip_file(capsys: pytest.CaptureFixture[str], tmp_pa
         "head_dim = 16\nvocab_size = 100\nmax_context = 512\n"
     )
     chip_file = tmp_path / "chips.toml"
-    chip_file.write_text(
-        '[Half]\nfull_name = "a made-up chip with 40 GB"\n'
-        "peak_flop_per_s = { bf16 = 5e14 }\nhbm_bytes = 40e9\n"
-        "hbm_bandwidth_bytes_per_s = 2e12\nscale_up_bandwidth_bytes_per_s = 2e11\n"
-        "scale_up_domain_size = 4\nscale_out_bandwidth_bytes_per_s = 2.5e10\n"
-        "scale_up_latency_s = 1e-6\nscale_out_latency_s = 3e-6\n"
-        'latency_source = "test"\nsource = "test"\nsource_date = "2026-12"\n'
-    )
+    chip_file.write_text(HALF_CHIP_TOML)
     data = as_json(capsys, "fit", f"{models}:small", "Halfx2", "--chip-file", str(chip_file))
     assert data["model"] == "small" and data["chip"] == "Half"
     weights = load_models(models)["small"].weight_bytes("bf16")

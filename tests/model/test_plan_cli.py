@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_support import HALF_CHIP_TOML, run
+from cli_support import private_registry as private_registry  # the autouse fixture
 
 from llmmath.beyond import planning
 from llmmath.beyond.plan_workers import WALLS, Stream, Targets
-from llmmath.cli import command as cli
-from llmmath.core import hardware
 from llmmath.core.deployment import Deployment
 from llmmath.core.dtypes import WeightFormat
 from llmmath.core.setting import Setting
@@ -22,17 +22,6 @@ from llmmath.core.setting import Setting
 BASE = ["plan", "Llama-3-8B", "--chips", "H100", "--rate", "4", "--input", "1000",
         "--output", "200", "--ttft", "1s@p99", "--tpot", "30ms@p99", "--max-chips", "2",
         "--requests", "200"]  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hardware, "_CHIPS", dict(hardware._CHIPS))
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def with_flag(flag: str, value: str) -> list[str]:
@@ -109,14 +98,7 @@ def test_a_chip_from_a_chip_file_with_its_price(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     chip_file = tmp_path / "chips.toml"
-    chip_file.write_text(
-        '[Half]\nfull_name = "a made-up chip with 40 GB"\n'
-        "peak_flop_per_s = { bf16 = 5e14 }\nhbm_bytes = 40e9\n"
-        "hbm_bandwidth_bytes_per_s = 2e12\nscale_up_bandwidth_bytes_per_s = 2e11\n"
-        "scale_up_domain_size = 4\nscale_out_bandwidth_bytes_per_s = 2.5e10\n"
-        "scale_up_latency_s = 1e-6\nscale_out_latency_s = 3e-6\n"
-        'latency_source = "test"\nsource = "test"\nsource_date = "2026-12"\n'
-    )
+    chip_file.write_text(HALF_CHIP_TOML)
     argv = with_flag("--chips", "H100,Half=1.5")
     code, out, err = run(capsys, *argv, "--chip-file", str(chip_file), "--json")
     assert code == 0, err
