@@ -97,7 +97,8 @@ LAYERS: dict[str, Layer] = {
             "beyond", "beyond.focus", "beyond.serving_modes", "beyond.paged_kv",
             "beyond.speculative", "beyond.number_formats", "beyond.rack_physics",
             "beyond.moe_balance", "beyond.moe_dispatch", "beyond.serving_systems",
-            "beyond.layout_search", "beyond.queueing", "validation", "validation.published",
+            "beyond.layout_search", "beyond.queueing", "beyond.planning", "beyond.plan_workers",
+            "validation", "validation.published",
         ),
     ),
     "figures": Layer(
@@ -112,7 +113,7 @@ LAYERS: dict[str, Layer] = {
         "The command line",
         (
             "cli", "cli.command", "cli.commands", "cli.inputs", "cli.search", "cli.training",
-            "cli.formatting",
+            "cli.plan", "cli.formatting",
         ),
     ),
 }  # fmt: skip
