@@ -211,3 +211,26 @@ def run_visible(nb: Any) -> dict[str, tuple[bool, str]]:
 def filled_release(spec: AssignmentSpec, wrong: dict[str, str] | None = None) -> Any:
     """The committed release with every answer from the solutions, except ``wrong`` ones."""
     return submission_from_release(spec.release_nb, spec.source_nb, wrong or {})
+
+
+# ---- the settings an exercise prints ----------------------------------------------------------
+def printed_settings(assignment: str) -> dict[str, tuple[Any, ...]]:
+    """Each setting cell of the exercise (``setting_part<n>``, read-only, above a part's answer)
+    run as the learner runs it, by the cell's id: the :class:`~llmmath.core.setting.Setting`
+    objects it prints, in order. The line the learner sees is ``describe()`` of these."""
+    from llmmath.core.setting import Setting
+
+    source = read(ROOT / "solutions" / assignment / f"{assignment}.ipynb")
+    found: dict[str, tuple[Any, ...]] = {}
+    for cell in source.cells:
+        if not nbgrader_meta(cell).get("grade_id", "").startswith("setting_"):
+            continue
+        shown: list[Any] = []
+
+        def record(*args: Any, shown: list[Any] = shown, **_: Any) -> None:
+            shown.extend(arg for arg in args if isinstance(arg, Setting))
+
+        exec(cell.source, {"print": record})
+        assert shown, f"{assignment}: the setting cell {cell.get('id')} prints no Setting"
+        found[nbgrader_meta(cell)["grade_id"]] = tuple(shown)
+    return found

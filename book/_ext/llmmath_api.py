@@ -63,8 +63,9 @@ def _display(package: str, shared: tuple[str, ...]) -> tuple[str, ...]:
 
 #: The addresses released exercises import, one-line re-exports of the core's modules: listed
 #: with the chapters (an exercise's reader looks them up), their contents documented where they
-#: are defined (``core.serving``, ``core.deployment``), which their docstrings link to (#45).
-EXERCISE_ADDRESSES = ("serving", "deployment")
+#: are defined (``core.serving``, ``core.deployment``, ``core.setting``), which their docstrings
+#: link to (#45).
+EXERCISE_ADDRESSES = ("serving", "deployment", "setting")
 
 
 def _chapter_modules() -> tuple[str, ...]:

@@ -15,14 +15,16 @@ import ast
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pytest
-from grading_support import cell_by_id, load_specs, read, region
+from grading_support import cell_by_id, load_specs, printed_settings, read, region
 
 from llmmath import batching, kv_cache
 from llmmath.beyond import number_formats, speculative
 from llmmath.core import capacity, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.models import get_model
+from llmmath.core.setting import Setting
 
 SPECS = {spec.assignment: spec for spec in load_specs()}
 
@@ -153,3 +155,119 @@ def test_batching_shortcut_error_is_as_part_4_states() -> None:
 
     assert 0.045 <= excess(2000, 1000) < 0.06, excess(2000, 1000)
     assert excess(2000, 3000) > excess(2000, 1000) > excess(2000, 300)
+
+
+# ---- each part's setting line, and the numbers it is graded against (#42) --------------------
+def _batching_from_lines(shown: dict[str, tuple[Setting, ...]]) -> dict[str, float]:
+    (cost,) = shown["setting_part2"]
+    (full,) = shown["setting_part3"]
+    first, last = shown["setting_part4"]
+    at_batch_4, break_even = shown["setting_part5"]
+    fits = float(capacity.max_batch(full.deployment, full.context))
+    contexts = np.arange(first.context, last.context + 1)  # the 999 decode steps' caches
+    decode = serving.decode_step(first.deployment, 64, contexts, overlap=first.overlap)
+    drafts = (4, 0.75, 0.03)  # k, acceptance, draft share: the part's example
+    return {
+        "cost_batch1_usd_per_mtok": float(cost.step(1).cost_per_million_tokens_usd()),
+        "cost_batch256_usd_per_mtok": float(cost.step(256).cost_per_million_tokens_usd()),
+        "max_batch_8k": fits,
+        "step_time_max_batch_s": float(full.step(fits).time_s),
+        "ttft_s": float(batching.ttft_s(first.deployment, first.context)),
+        "decode_time_s": float(np.sum(decode.time_s)),
+        "spec_speedup_batch4": float(
+            speculative.speculative_step(
+                at_batch_4.deployment, 4, at_batch_4.context, *drafts
+            ).speedup
+        ),
+        "spec_break_even_batch": float(
+            speculative.break_even_batch(break_even.deployment, break_even.context, *drafts)
+        ),
+    }
+
+
+def _kv_cache_from_lines(shown: dict[str, tuple[Setting, ...]]) -> dict[str, float]:
+    (wall,) = shown["setting_part2"]
+    (long_step,) = shown["setting_part3"]
+    (prefix,) = shown["setting_part4"]
+    fp8_cache, all_fp8 = shown["setting_part5"]
+    price = prefix.deployment.usd_per_chip_hour
+    assert price is not None  # the part states its price: the line shows it
+    fits = float(capacity.max_batch(long_step.deployment, long_step.context))
+    fp8_fits = float(capacity.max_batch(all_fp8.deployment, all_fp8.context))
+    tiers = kv_cache.prefix_cache(
+        prefix.deployment, prefix.context, 0.0, tiers=("host_DRAM",), usd_per_chip_hour=price
+    )
+    return {
+        "max_batch_128k": float(capacity.max_batch(wall.deployment, wall.context)),
+        "step_time_128k_s": float(long_step.step(fits).time_s),
+        "dram_reload_s": float(tiers.reload_s[..., 0]),
+        "prefill_s": float(batching.prefill(prefix.deployment, prefix.context).time_s),
+        "nvme_break_even_s": float(
+            kv_cache.break_even_hold_s(
+                prefix.deployment,
+                prefix.context,
+                "local_NVMe",
+                usd_per_chip_hour=price,
+                prefill_efficiency=1.0,
+            )
+        ),
+        "max_batch_128k_fp8_kv": float(capacity.max_batch(fp8_cache.deployment, fp8_cache.context)),
+        "max_batch_128k_fp8": fp8_fits,
+        "tokens_per_s_128k_fp8": fp8_fits / float(all_fp8.step(fp8_fits).time_s),
+    }
+
+
+def _parallelism_from_lines(shown: dict[str, tuple[Setting, ...]]) -> dict[str, float]:
+    (tp8,) = shown["setting_part6"]
+    return {"step_s": float(tp8.step(1).time_s)}
+
+
+def _roofline_from_lines(shown: dict[str, tuple[Setting, ...]]) -> dict[str, float]:
+    (alone,) = shown["setting_part2"]
+    step = alone.step(1, allow_overflow=True)  # a what-if: the line says the weights do not fit
+    return {
+        "weight_read_time_s": float(step.memory_s),
+        "compute_time_batch1_s": float(step.compute_s),
+    }
+
+
+FROM_LINES: dict[str, Callable[[dict[str, tuple[Setting, ...]]], dict[str, float]]] = {
+    "batching": _batching_from_lines,
+    "kv_cache": _kv_cache_from_lines,
+    "parallelism": _parallelism_from_lines,
+    "roofline": _roofline_from_lines,
+}
+
+
+@pytest.mark.parametrize("assignment", sorted(FROM_LINES))
+def test_each_setting_line_gives_the_numbers_its_part_is_graded_against(assignment: str) -> None:
+    """A part's read-only cell prints the Setting its question states (model and chips, layout,
+    formats, context, overlap rule): computed from those very objects, the part's answers are
+    the ones its hidden tests pin, within their tolerance, so the line and the numbers cannot
+    name different settings."""
+    checks = hidden_checks(assignment)
+    values = FROM_LINES[assignment](printed_settings(assignment))
+    for name, value in values.items():
+        pinned, rel_tol, abs_tol = checks[name]
+        assert math.isclose(value, pinned, rel_tol=rel_tol, abs_tol=abs_tol), (
+            f"{assignment}: {name} from the printed setting is {value!r}; the hidden test pins "
+            f"{pinned!r} (rel {rel_tol:g}, abs {abs_tol:g})"
+        )
+
+
+def test_every_serving_part_prints_its_setting() -> None:
+    """The parts whose question states a serving setting, each with its line (training parts
+    and the MoE exercise's expert-level arithmetic have none: a Setting is a decode setting)."""
+    lines = {a: sorted(printed_settings(a)) for a in sorted(FROM_LINES)}
+    assert lines == {
+        "batching": ["setting_part2", "setting_part3", "setting_part4", "setting_part5"],
+        "kv_cache": ["setting_part2", "setting_part3", "setting_part4", "setting_part5"],
+        "parallelism": ["setting_part6"],
+        "roofline": ["setting_part2"],
+    }
+    one_server = {s.deployment for group in printed_settings("batching").values() for s in group}
+    assert len(one_server) == 1  # one deployment through the batching exercise
+    (tp8,) = printed_settings("parallelism")["setting_part6"]
+    assert "TP all-reduces counted" in tp8.describe() and "serial estimate" in tp8.describe()
+    (alone,) = printed_settings("roofline")["setting_part2"]
+    assert "a what-if: the weights do not fit" in alone.describe()

@@ -159,7 +159,8 @@ def test_every_source_a_lesson_shows_is_linked() -> None:
 def test_the_reference_reads_as_prose() -> None:
     """#45: no parameter repeats the overflow bound ("<= 1e+30", said once per page), no
     constant prints a long array whole, no bound is in e-notation; and the addresses the
-    released exercises import (llmmath.serving, llmmath.deployment) are listed."""
+    released exercises import (llmmath.serving, llmmath.deployment,
+    llmmath.setting) are listed."""
     for page in sorted(API.glob("*.html")):
         text = unescape(re.sub(r"<[^>]+>", "", page.read_text()))
         bound = re.findall(r"accepts: [^.]*?1e\+30", text)  # (an example's error may say it)

@@ -2,7 +2,8 @@
 
 Each entry names a setting (a :class:`~llmmath.core.setting.Setting` and a batch) and every
 place that shows a number of it: a lesson's ``{eval}`` name (what its hidden cells compute),
-a sentence of a book page, or a line of the ``llmmath`` command the CLI page runs. The test
+a sentence of a book page, a line of the ``llmmath`` command the CLI page runs, or an
+exercise's answer (the value its hidden tests pin; the part prints the Setting's line). The test
 computes the number once from the setting and holds every place to it, so a number carried
 from one chapter to another, or to the CLI, is the same number, and a place that changes its
 setting without saying so fails here.
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from grading_support import load_specs, printed_settings
 from lesson_support import ROOT, lesson
 
 from llmmath import cli
@@ -30,6 +32,9 @@ from llmmath.core.setting import Setting
 
 EVEN = Deployment("Llama-3-70B", "H100", 8)
 TP8 = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
+#: Llama-3-70B on one H100: a what-if (its bf16 weights do not fit), the roofline's worked step.
+ALONE = Deployment("Llama-3-70B", "H100", 1, allow_overflow=True)
+BIG = Deployment("Llama-3.1-405B", "H100", 16)
 FRONTIER = Deployment(
     "DeepSeek-V3",
     "H100",
@@ -59,14 +64,33 @@ def batch(s: Setting, b: float) -> str:
     return format(b, ",.0f")
 
 
+def what_if_read_ms(s: Setting, b: float) -> str:
+    return format(float(s.step(b, allow_overflow=True).memory_s) * 1e3, ".1f")
+
+
+def answer_ms(decimals: int) -> Callable[[float], str]:
+    """An exercise's answer in seconds, shown as a place that shows milliseconds would."""
+    return lambda seconds: format(seconds * 1e3, f".{decimals}f")
+
+
+def answer_count(value: float) -> str:
+    return format(value, ",.0f")
+
+
+SPECS = {spec.assignment: spec for spec in load_specs()}
+
+
 @dataclass(frozen=True)
 class Place:
-    #: A lesson's file name, or a book page's path from the root ("book/intro.md").
+    #: A lesson's file name, a book page's path from the root ("book/intro.md"), or an
+    #: exercise's source ("solutions/<assignment>/<assignment>.ipynb").
     page: str
-    #: The lesson's {eval} name, or for a book page the sentence the number sits in, with
-    #: ``{}`` where it goes.
+    #: The lesson's {eval} name, for a book page the sentence the number sits in, with ``{}``
+    #: where it goes, or the exercise's answer.
     name: str
     shows: Callable[[Setting, float], str]
+    #: For an exercise: its answer (the hidden tests' value) written as ``shows`` writes it.
+    answer: Callable[[float], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +141,7 @@ REGISTRY = (
             Place("parallelism.md", "tp8_serial_ms", ms(2)),
             Place("batching.md", "tp_8_ms", ms(1)),
             Place("batching.md", "tp_8_cost", cost(2)),
+            Place("solutions/parallelism/parallelism.ipynb", "step_s", ms(2), answer_ms(2)),
         ),
     ),
     Entry(
@@ -149,6 +174,43 @@ REGISTRY = (
         (
             Place("batching.md", "fleet_batch", batch),
             Place("batching.md", "fleet_step_ms", ms(1)),
+        ),
+    ),
+    Entry(
+        "Llama-3-70B on one H100 (a what-if), alone, nothing cached: the weight read",
+        Setting(ALONE, 0),
+        1,
+        (
+            Place("roofline.md", "llama_memory_ms", what_if_read_ms),
+            Place(
+                "solutions/roofline/roofline.ipynb",
+                "weight_read_time_s",
+                what_if_read_ms,
+                answer_ms(1),
+            ),
+        ),
+    ),
+    Entry(
+        "Llama-3-70B on 8 H100, 8,192 tokens, the HBM full",
+        Setting(EVEN, 8192),
+        float(capacity.max_batch(EVEN, 8192)),
+        (
+            Place("batching.md", "max_b_8k", batch),
+            Place("kv_cache.md", "mb_70b_8k", batch),
+            Place("solutions/batching/batching.ipynb", "max_batch_8k", batch, answer_count),
+            Place(
+                "solutions/batching/batching.ipynb", "step_time_max_batch_s", ms(2), answer_ms(2)
+            ),
+        ),
+    ),
+    Entry(
+        "Llama-3.1-405B on 16 H100, 131,072 tokens, the HBM full",
+        Setting(BIG, 131072),
+        float(capacity.max_batch(BIG, 131072)),
+        (
+            Place("kv_cache.md", "mb_405b_128k", batch),
+            Place("solutions/kv_cache/kv_cache.ipynb", "max_batch_128k", batch, answer_count),
+            Place("solutions/kv_cache/kv_cache.ipynb", "step_time_128k_s", ms(2), answer_ms(2)),
         ),
     ),
 )
@@ -190,6 +252,10 @@ def test_every_place_shows_the_settings_number(entry: Entry, place: Place) -> No
     expected = place.shows(entry.setting, entry.batch)
     if place.page.endswith("cli.md"):
         assert _cli_floor_ms(place.name, entry.batch) == expected
+    elif place.answer is not None:
+        assignment = place.page.split("/")[1]
+        shown = place.answer(SPECS[assignment].answers[place.name])
+        assert shown == expected, f"{place.page}'s {place.name} is {shown}, not {entry.what}'s"
     elif "/" in place.page:
         sentence = " ".join(place.name.format(expected).split())
         assert sentence in _text(place.page), f"{place.page} should say {sentence!r}"
@@ -200,7 +266,7 @@ def test_every_place_shows_the_settings_number(entry: Entry, place: Place) -> No
 def test_the_frontier_batch_is_the_lessons_own() -> None:
     # The entry's batch is the batching lesson's search result, not a number typed here.
     ns = lesson("batching.md")
-    assert ns.fleet.batch == REGISTRY[-1].batch
+    assert ns.fleet.batch == REGISTRY[5].batch
     assert ns.frontier == FRONTIER
 
 
@@ -209,7 +275,7 @@ def test_each_setting_says_what_it_counts() -> None:
     assert "no communication counted" in lines[REGISTRY[0].what]
     assert "TP all-reduces counted" in lines[REGISTRY[2].what]
     assert "serial estimate" in lines[REGISTRY[2].what]
-    assert "EP all-to-alls" in lines[REGISTRY[-1].what]
+    assert "EP all-to-alls" in lines[REGISTRY[5].what]
 
 
 def test_validation_takeaway_spans_the_old_cases_and_the_cli_reproductions() -> None:
@@ -265,3 +331,23 @@ def test_workload_charges_the_mtp_draft_as_the_lesson_does() -> None:
     assert ns.T == 1548 + 1000 / 2 and ns.frontier == FRONTIER
     assert view.mtp_tokens_per_step == pytest.approx(float(lesson_step.tokens_per_step), rel=1e-12)
     assert view.decode_step_s == pytest.approx(float(lesson_step.time_s), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "line", "entry"),
+    [
+        ("parallelism", "setting_part6", 2),
+        ("roofline", "setting_part2", 6),
+        ("batching", "setting_part3", 7),
+        ("kv_cache", "setting_part2", 8),
+        ("kv_cache", "setting_part3", 8),
+    ],
+)
+def test_the_line_an_exercise_prints_is_the_registrys_setting(
+    assignment: str, line: str, entry: int
+) -> None:
+    # The Setting a part prints is the registry's, so the part's answers (held to the entry's
+    # numbers above) and the lessons that show the same setting cannot drift apart.
+    (printed,) = printed_settings(assignment)[line]
+    assert printed == REGISTRY[entry].setting, f"{assignment} {line}: not {REGISTRY[entry].what}"
+    assert any(place.page.endswith(f"{assignment}.ipynb") for place in REGISTRY[entry].places)
