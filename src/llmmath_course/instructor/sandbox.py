@@ -29,6 +29,7 @@ no grading worker past its cap.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import pwd
 import shlex
@@ -135,9 +136,22 @@ def grader_ids() -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
+def _course_package() -> set[str]:
+    """The ``llmmath`` package's own folder, where it is installed outside the environment
+    (an editable install: the checkout's ``src/llmmath``). An exercise's read-only setting cells
+    print a part's setting with it; the folder holds the model's code and data only, never a
+    solution or a hidden test (the rest of the checkout stays unbound). Located, not imported."""
+    spec = importlib.util.find_spec("llmmath")
+    if spec is None or not spec.submodule_search_locations:
+        return set()
+    return {str(Path(folder).resolve()) for folder in spec.submodule_search_locations}
+
+
 def _python_trees() -> list[str]:
-    """The Python environment's folders: the venv and the interpreter it was made from."""
+    """The Python environment's folders: the venv, the interpreter it was made from, and the
+    course package's folder where an editable install keeps it outside them."""
     trees = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parents[1])}
+    trees |= _course_package()
     trees |= {str(Path(t).resolve()) for t in trees}
     # A folder inside another is bound with it; /usr is bound anyway.
     kept = sorted(t for t in trees if not t.startswith("/usr/") and t != "/usr")
