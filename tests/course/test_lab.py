@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import secrets
@@ -846,6 +847,65 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
         f"reading {lesson.name} in JupyterLab changed the file"
     )
     assert lab.api("GET", f"contents/lessons/{lesson.name}?content=0")["writable"] is False
+
+
+def test_kv_explorer_end_key_goes_to_the_new_model_s_longest_context(
+    lab: Lab, browser: Browser
+) -> None:
+    """#46 item 5: after the model changes, End on the KV explorer's context slider goes to the
+    new model's longest context (it stopped at the previous model's: ipywidgets moves a drawn
+    slider's bounds with noUiSlider's updateOptions, which keeps the first range for Home/End)."""
+    from llmmath.core.models import get_model
+    from llmmath.display import widgets
+
+    first = widgets.kv_cache.declaration().control("model").start
+    second = "Mixtral-8x7B"  # fits on the explorer's 8 H100s, with a longer context
+    longest = get_model(second).max_context
+    assert longest > get_model(first).max_context  # End must go past the first model's top
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "from llmmath.display import widgets\nwidgets.kv_cache.kv_cache_explorer()"
+        )
+    ]
+    nbformat.write(notebook, lab.root / LEARNER / "kv_end_key.ipynb")
+    learner = Learner(browser, lab, "kv-end-key")
+    learner.open(f"{LEARNER}/kv_end_key.ipynb")
+    learner.wait_for_kernel()
+    learner.run_all()
+    explorer = learner.notebook.locator(".jp-OutputArea-output").filter(
+        has=learner.page.locator(".widget-slider", has_text="context")
+    )
+    slider = explorer.locator(".widget-slider", has_text="context").first
+    readout = slider.locator(".widget-readout")
+    handle = slider.locator(".noUi-handle")
+    top = f"{math.log2(longest):.1f}"
+    explorer.locator(".widget-dropdown select").first.select_option(second)
+    wait_until(  # the kernel has bounded the slider by the new model
+        lambda: (handle.get_attribute("aria-valuemax") or "").startswith(top),
+        f"the context slider's top to reach log2({longest:,})",
+        60,
+        lambda: handle.get_attribute("aria-valuemax"),
+        pause=in_page(learner.page),
+    )
+    idle = learner.page.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
+    idle.wait_for(timeout=ms(60))  # the new model drawn
+    image = explorer.locator(".widget-image").first
+    before = pixels(image)
+    handle.focus()
+    learner.page.keyboard.press("End")
+    wait_until(
+        lambda: readout.text_content() == f"{longest:,}",
+        f"End to take the context to {second}'s {longest:,}",
+        30,
+        readout.text_content,
+        pause=in_page(learner.page),
+    )
+    wait_for_change(learner, image, before, "End on the context slider")  # the kernel drew it
+    learner.shot("kv-end-key")
+    assert not error_texts(learner.notebook), error_texts(learner.notebook)
+    learner.close()
+    (lab.root / LEARNER / "kv_end_key.ipynb").unlink()
 
 
 def test_roofline_batch_slider_is_dragged_to_the_critical_batch(lab: Lab, browser: Browser) -> None:

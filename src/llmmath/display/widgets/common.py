@@ -341,11 +341,21 @@ def log_range(low: float, high: float, integer: bool = True, fmt: str = ",.0f") 
 
 
 def set_high(widget: w.Widget, high: float) -> None:
-    """Move a live control's top to ``high`` (a log slider keeps its bounds as exponents)."""
-    if isinstance(widget, w.FloatLogSlider):
-        widget.max = round(math.log(high, widget.base), 9)
-    else:
-        widget.max = high
+    """Move a live control's top to ``high`` (a log slider keeps its bounds as exponents).
+
+    A drawn slider is redrawn with its new bounds: ipywidgets moves them with noUiSlider's
+    ``updateOptions``, which leaves the Home and End keys on the range the slider was drawn
+    with, so End stopped at the previous model's longest context (#46). A change of
+    orientation is what makes ipywidgets' slider view draw its noUiSlider afresh; flipped and
+    flipped back, the slider looks as before."""
+    top = round(math.log(high, widget.base), 9) if isinstance(widget, w.FloatLogSlider) else high
+    if widget.max == top:
+        return
+    widget.max = top
+    if isinstance(widget, (w.FloatLogSlider, w.FloatSlider, w.IntSlider)):
+        drawn = widget.orientation
+        widget.orientation = "vertical" if drawn == "horizontal" else "horizontal"
+        widget.orientation = drawn
 
 
 class LiveControls:
