@@ -1726,6 +1726,90 @@ CLAIMS = [
             > float(ns.v3.kv_bytes_read("bf16", 32768) / ns.v32.kv_bytes_read("bf16", 32768))
         ),
     ),
+    # ---- parallelism: the critical batch, data parallelism's ceiling (issue 43, item 6) ----
+    Claim(
+        "parallelism.md",
+        "That is the tension DP128 sits on: $B_\\text{DP}$ is a floor on each replica's tokens",
+        # DP128 clears the floor, by less than 2x; DP256 at the same batch falls under it.
+        lambda ns: (
+            float(ns.crit_flat.replace(",", "")) < ns.BATCH / 128
+            and 2 * float(ns.crit_flat.replace(",", "")) > ns.BATCH / 128
+            and parallelism.dp_hiding_batch(ns.h100, 256, per_domain=1) > ns.BATCH / 256
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "would leave each of them {eval}`dp256_replica_tokens`, under $B_\\text{DP}$",
+        lambda ns: (
+            float(ns.dp256_replica_tokens.replace(",", ""))
+            < parallelism.dp_hiding_batch(ns.h100, 256, per_domain=1)
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "At $B_\\text{crit}$ training takes twice the fewest steps and twice the fewest examples.",
+        lambda ns: (
+            (t := parallelism.batch_tradeoff(1.0, 1.0)).steps_factor == 2.0
+            and t.examples_factor == 2.0
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "halves the time for almost no extra compute; well above it, each doubling doubles the "
+        "compute and barely shortens the run",
+        lambda ns: (
+            (lo := parallelism.batch_tradeoff(np.array([1 / 64, 1 / 32]), 1.0)).steps_factor[1]
+            / lo.steps_factor[0]
+            < 0.52
+            and lo.examples_factor[1] / lo.examples_factor[0] < 1.02
+            and (hi := parallelism.batch_tradeoff(np.array([32.0, 64.0]), 1.0)).examples_factor[1]
+            / hi.examples_factor[0]
+            > 1.96
+            and hi.steps_factor[1] / hi.steps_factor[0] > 0.98
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "**at most {eval}`l3_dp_max` data-parallel replicas**",
+        lambda ns: (
+            ns.l3_dp_max_n == ns.L3_BATCH // ns.L3_SEQ
+            and ns.L3_BATCH // (ns.l3_dp_max_n + 1) < ns.L3_SEQ  # one more has no whole sequence
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "is what **forces** model parallelism at that scale",
+        # More chips than the batch has sequences: some replica must span several chips.
+        lambda ns: ns.l3_dp_max_n < ns.L3_GPUS and int(ns.l3_mp_min) > 1,
+    ),
+    Claim(
+        "parallelism.md",
+        "exactly Table 4's TP8 × PP16 on {eval}`l3_16k_gpus` GPUs",
+        lambda ns: (
+            int(ns.l3_16k_mp_min) == ns.l3_16k_mp == ns.l3_16k["tp"] * ns.l3_16k["pp"]
+            and ns.l3_16k_per_replica == ns.l3_16k["pp"]
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "the sequence itself must be split, and Meta added CP{eval}`l3_long_cp`",
+        # One sequence per replica already needs TP8 x PP16's 128 chips; with the 16 sequences
+        # per replica the pipeline wants, DP8 is left and a replica needs 2,048 chips: more
+        # than TP x PP, so the sequence is split (CP16).
+        lambda ns: (
+            int(ns.l3_long_mp_min) >= ns.l3_16k_mp
+            and parallelism.min_model_parallel_degree(
+                ns.L3_GPUS, ns.L3_BATCH, ns.l3_long["sequence_tokens"], ns.l3_16k["pp"]
+            )
+            == ns.l3_long_mp
+            > ns.l3_long["tp"] * ns.l3_long["pp"]
+        ),
+    ),
+    Claim(
+        "parallelism.md",
+        "Past the critical batch, time is bought with compute.",
+        lambda ns: float(ns.cy_compute_more) > float(ns.cy_steps_fewer) > 0,
+    ),
 ]
 
 

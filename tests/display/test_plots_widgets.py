@@ -1017,3 +1017,24 @@ def test_the_price_sheet_says_its_assumptions_in_words() -> None:
         assert not re.search(r"\(\d[\d.]*, \d", text), (name, text)
         assert not re.search(r"\b\d+(?:\.\d+)?e[+-]?\d+\b", text), (name, text)
         assert "2 to 6 USD/chip-hour" in text
+
+
+def test_critical_batch_figure_draws_the_package_numbers() -> None:
+    from llmmath import parallelism
+    from llmmath.display.plots import parallelism as parallelism_plots
+
+    figure = parallelism_plots.critical_batch_figure(
+        [("16M of 8K", 16 * 2**20, 8192)], [("Llama 3", 16384, 128)]
+    )
+    trade_ax, degree_ax = figure.axes
+    steps, examples = trade_ax.get_lines()[:2]
+    ratio = np.asarray(steps.get_xdata())
+    np.testing.assert_allclose(
+        (np.asarray(steps.get_ydata()) - 1) * (np.asarray(examples.get_ydata()) - 1), 1.0
+    )
+    assert ratio.min() < 1 < ratio.max()
+    line = degree_ax.get_lines()[0]
+    sizes = [int(n) for n in line.get_xdata()]
+    assert list(line.get_ydata()) == [
+        parallelism.min_model_parallel_degree(n, 16 * 2**20, 8192) for n in sizes
+    ]

@@ -800,3 +800,93 @@ def test_fp8_doubles_the_compute_rate_and_every_hiding_threshold() -> None:
     bf16 = parallelism.dp_hiding_batch("H100", 1024)
     fp8 = parallelism.dp_hiding_batch("H100", 1024, compute_dtype="fp8")
     assert fp8 == pytest.approx(2 * bf16, rel=1e-3)
+
+
+# ---- the critical batch: data parallelism's ceiling (issue 43, item 6) ----------------------
+def test_gradient_noise_scale_is_where_batch_noise_equals_the_signal() -> None:
+    # McCandlish et al. 2018, section 2: a batch of B examples estimates the true gradient G
+    # with E|g_B - G|^2 = tr(Sigma) / B, which equals |G|^2 at B = B_simple = tr(Sigma)/|G|^2.
+    # Drawn per-example gradients with a known mean and covariance, measured, not assumed.
+    rng = np.random.default_rng(43)
+    true_gradient = np.array([0.3, -0.2, 0.1, 0.05])
+    spread = np.array([1.0, 2.0, 0.5, 1.5])  # per-coordinate standard deviations
+    examples = true_gradient + spread * rng.standard_normal((200_000, 4))
+    trace = float(np.sum(np.var(examples, axis=0)))
+    norm = float(np.sum(np.mean(examples, axis=0) ** 2))
+    b_simple = parallelism.gradient_noise_scale(trace, norm)
+    assert b_simple == pytest.approx(np.sum(spread**2) / np.sum(true_gradient**2), rel=0.02)
+    batch = round(b_simple)
+    usable = (examples.shape[0] // batch) * batch
+    batch_means = examples[:usable].reshape(-1, batch, 4).mean(axis=1)
+    noise = float(np.mean(np.sum((batch_means - true_gradient) ** 2, axis=1)))
+    assert noise == pytest.approx(float(np.sum(true_gradient**2)), rel=0.1)
+
+
+def test_batch_tradeoff_is_mccandlish_hyperbola() -> None:
+    batch = np.logspace(-3, 3, 61)
+    trade = parallelism.batch_tradeoff(batch * 2e6, 2e6)
+    excess = (np.asarray(trade.steps_factor) - 1) * (np.asarray(trade.examples_factor) - 1)
+    np.testing.assert_allclose(excess, 1.0, rtol=1e-12)
+    # E = B S and B_crit = E_min / S_min: examples factor = batch ratio x steps factor.
+    np.testing.assert_allclose(
+        np.asarray(trade.examples_factor), batch * np.asarray(trade.steps_factor), rtol=1e-12
+    )
+    at_crit = parallelism.batch_tradeoff(4e6, 4e6)
+    assert (at_crit.steps_factor, at_crit.examples_factor) == (2.0, 2.0)
+    # Far below B_crit doubling the batch halves the steps for almost no compute; far above, it
+    # doubles the compute and saves almost no step.
+    small = parallelism.batch_tradeoff(np.array([0.01, 0.02]), 1.0)
+    big = parallelism.batch_tradeoff(np.array([100.0, 200.0]), 1.0)
+    assert small.steps_factor[1] / small.steps_factor[0] == pytest.approx(0.5, abs=0.01)
+    assert small.examples_factor[1] / small.examples_factor[0] == pytest.approx(1.0, abs=0.011)
+    assert big.examples_factor[1] / big.examples_factor[0] == pytest.approx(2.0, abs=0.011)
+    assert big.steps_factor[1] / big.steps_factor[0] == pytest.approx(1.0, abs=0.006)
+
+
+def test_llama3_batch_forces_model_parallelism_at_16k_gpus() -> None:
+    # Llama 3 (arXiv 2407.21783): 16M tokens in sequences of 8,192 are 2,048 sequences.
+    assert parallelism.data_parallel_ceiling(16 * 2**20, 8192) == 2048
+    assert parallelism.min_model_parallel_degree(16384, 16 * 2**20, 8192) == 8
+    assert parallelism.min_model_parallel_degree(2048, 16 * 2**20, 8192) == 1
+    assert parallelism.min_model_parallel_degree(2049, 16 * 2**20, 8192) == 2  # rounds up
+    # At 128K tokens a sequence the same batch is 128 sequences.
+    assert parallelism.min_model_parallel_degree(16384, 16 * 2**20, 131072) == 128
+
+
+@pytest.mark.parametrize(
+    "row", ["llama3_pretraining_8k", "llama3_pretraining_8k_16k", "llama3_long_context"]
+)
+def test_table_4_layouts_are_the_fewest_chips_per_replica_for_their_batch(row: str) -> None:
+    # Table 4: with the sequences per replica Meta ran (the pipeline's microbatches), the
+    # smallest model-parallel degree the batch allows is exactly TP x CP x PP of the row.
+    run = data.table("systems")[row]
+    batch = run.get("tokens_per_step", 16 * 2**20)
+    per_replica = batch // run["sequence_tokens"] // run["dp"]
+    model_parallel = run["tp"] * run.get("cp", 1) * run["pp"]
+    assert model_parallel * run["dp"] == run["gpus"]
+    degree = parallelism.min_model_parallel_degree(
+        run["gpus"], batch, run["sequence_tokens"], per_replica
+    )
+    assert degree == model_parallel
+
+
+def test_llama3_batch_ramp_doubles_twice() -> None:
+    ramp = data.table("systems")["llama3_batch_schedule"]
+    tokens, sequences = ramp["tokens_per_step"], ramp["sequence_tokens"]
+    assert tokens == [4 * 2**20, 8 * 2**20, 16 * 2**20]
+    assert sequences == [4096, 8192, 8192]
+    assert ramp["starts_after_tokens"] == [0.0, 252e6, 2.87e12]
+    # The first two stages hold the same 1,024 sequences; the third doubles them.
+    ceilings = [
+        parallelism.data_parallel_ceiling(t, s) for t, s in zip(tokens, sequences, strict=True)
+    ]
+    assert ceilings == [1024, 1024, 2048]
+
+
+def test_data_parallel_ceiling_refuses_a_batch_below_one_replica() -> None:
+    with pytest.raises(ValueError, match="sequences_per_replica"):
+        parallelism.data_parallel_ceiling(4096, 8192)
+    with pytest.raises(ValueError, match="sequence_tokens"):
+        parallelism.min_model_parallel_degree(1024, 2**20, 8192.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="critical_batch"):
+        parallelism.batch_tradeoff(1e6, 0.0)

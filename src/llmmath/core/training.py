@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from llmmath.core import collectives
 from llmmath.core._checks import FloatArray, as_floats, as_output
-from llmmath.core._constraints import AnyOf, Instance, OneOf, Optional, Real
+from llmmath.core._constraints import AnyOf, Count, Instance, OneOf, Optional, Real
 from llmmath.core.contracts import (
     CHIPS,
     NAME,
@@ -39,6 +39,7 @@ from llmmath.core.contracts import (
     SCALAR,
     SCALAR_FRACTION,
     SCALAR_POSITIVE,
+    TOKENS,
     checked,
     contract,
     each,
@@ -460,3 +461,125 @@ def dp_hiding_batch(
     )
     per_param = bytes_per_element(grad_dtype) * per_byte
     return per_param * spec.peak(compute_dtype) / 4.0
+
+
+# ---- the critical batch: how far data parallelism is worth taking -------------------------
+# McCandlish, Kaplan, Amodei et al., "An Empirical Model of Large-Batch Training" (arXiv
+# 1812.06162): to reach a given loss, training at batch B takes S steps and E = B S examples,
+# and over a wide range of B the two trade off as (S / S_min - 1)(E / E_min - 1) = 1, with
+# S_min the fewest steps (an infinite batch) and E_min the fewest examples (a tiny batch).
+# The critical batch B_crit = E_min / S_min is the knee of that hyperbola.
+@contract(gradient_variance_trace=POSITIVE, gradient_norm_squared=POSITIVE)
+def gradient_noise_scale(
+    gradient_variance_trace: ArrayLike, gradient_norm_squared: ArrayLike
+) -> float | FloatArray:
+    """The simple gradient noise scale ``B_simple = tr(Σ) / |G|²`` (McCandlish et al. 2018).
+
+    ``Σ`` is the covariance of one example's gradient and ``G`` the true (whole-data)
+    gradient: a batch of ``B`` examples estimates ``G`` with noise ``tr(Σ) / B``, as large as
+    the signal ``|G|²`` at ``B = B_simple``. Below it, a bigger batch buys a proportionally
+    better step; far above it, the step hardly improves. The paper finds the measured critical
+    batch ``B_crit`` close to this noise scale (its ``B_noise``, the same with the Hessian's
+    weighting, is the exact version under its model), and that it grows as the loss falls.
+    """
+    return as_output(as_floats(gradient_variance_trace) / as_floats(gradient_norm_squared))
+
+
+@dataclass(frozen=True)
+@checked(**each(RESULT, "batch critical_batch steps_factor examples_factor"))
+class BatchTradeoff:
+    """Steps and examples to reach one loss at ``batch``, as multiples of their minima.
+
+    ``steps_factor = S / S_min = 1 + B_crit / B`` and ``examples_factor = E / E_min =
+    1 + B / B_crit``: their product of excesses ``(S/S_min - 1)(E/E_min - 1)`` is 1. At
+    ``B = B_crit`` both are 2: twice the fewest steps, twice the fewest examples (compute).
+    """
+
+    batch: float | FloatArray
+    critical_batch: float
+    steps_factor: float | FloatArray
+    examples_factor: float | FloatArray
+
+
+@contract(batch=POSITIVE, critical_batch=SCALAR_POSITIVE)
+def batch_tradeoff(batch: ArrayLike, critical_batch: float) -> BatchTradeoff:
+    """McCandlish et al.'s trade-off of steps against examples at ``batch`` (any unit, the
+    same as ``critical_batch``: examples, sequences or tokens).
+
+    From ``(S/S_min - 1)(E/E_min - 1) = 1`` with ``E = B S`` and ``B_crit = E_min / S_min``:
+
+        S / S_min = 1 + B_crit / B,        E / E_min = 1 + B / B_crit.
+
+    Doubling a batch far below ``B_crit`` halves the steps for almost no extra compute (data
+    parallelism is free); doubling it far above ``B_crit`` doubles the compute and saves almost
+    no step (the extra replicas are wasted).
+    """
+    b = as_floats(batch)
+    ratio = b / critical_batch
+    return BatchTradeoff(
+        batch=as_output(b),
+        critical_batch=float(critical_batch),
+        steps_factor=as_output(1.0 + 1.0 / ratio),
+        examples_factor=as_output(1.0 + ratio),
+    )
+
+
+def _whole_sequences(
+    batch_tokens: float, sequence_tokens: int, sequences_per_replica: int
+) -> str | None:
+    """The rule of :func:`data_parallel_ceiling` (its ``where=``): a replica's share of the
+    batch is at least one whole sequence."""
+    if batch_tokens < sequence_tokens * sequences_per_replica:
+        return (
+            f"batch_tokens = {batch_tokens:,.0f} holds fewer than sequences_per_replica = "
+            f"{sequences_per_replica} sequences of sequence_tokens = {sequence_tokens:,}: "
+            "even one data-parallel replica has no whole microbatch"
+        )
+    return None
+
+
+#: A global batch in tokens: a whole number >= 1 (Llama 3's 16M is 16,777,216).
+BATCH_TOKENS = Real(low=1.0, low_open=False, integer=True, scalar=True, unit="tokens")
+
+
+@contract(
+    batch_tokens=BATCH_TOKENS,
+    sequence_tokens=TOKENS,
+    sequences_per_replica=Count(),
+    where=_whole_sequences,
+)
+def data_parallel_ceiling(
+    batch_tokens: float, sequence_tokens: int, sequences_per_replica: int = 1
+) -> int:
+    """The most data-parallel replicas a global batch can feed: ``batch / (T m)``, rounded down.
+
+    A replica must see at least ``m`` whole sequences of ``T`` tokens a step (one, if its
+    pipeline and its matmuls can live with that; a pipeline wants ``m`` >= its stages, or it
+    idles). The batch itself is set by optimisation, not by the cluster: past the critical
+    batch (:func:`batch_tradeoff`) a larger one buys few steps for much compute. So the
+    critical batch, through the batch it allows, is data parallelism's real ceiling.
+    Splitting a sequence (context parallelism) is model parallelism here: it does not add a
+    replica.
+    """
+    return int(batch_tokens // (sequence_tokens * sequences_per_replica))
+
+
+@contract(
+    batch_tokens=BATCH_TOKENS,
+    sequence_tokens=TOKENS,
+    sequences_per_replica=Count(),
+    where=_whole_sequences,
+)
+def min_model_parallel_degree(
+    n_chips: int, batch_tokens: float, sequence_tokens: int, sequences_per_replica: int = 1
+) -> int:
+    """The smallest model-parallel degree (TP x CP x PP x EP: chips per data-parallel
+    replica) that keeps ``n_chips`` busy with a global batch of ``batch_tokens``:
+    ``ceil(n_chips / data_parallel_ceiling(...))``, at least 1.
+
+    Llama 3 405B: 16M tokens in sequences of 8,192 are 2,048 sequences, so at most 2,048
+    replicas; 16,384 H100 need at least 8 chips per replica. At 128K tokens a sequence the same
+    batch is 128 sequences and 16,384 chips need 128 per replica.
+    """
+    ceiling = data_parallel_ceiling(batch_tokens, sequence_tokens, sequences_per_replica)
+    return max(1, -(-n_chips // ceiling))

@@ -399,3 +399,80 @@ def reversible_figure(
     ax.legend(fontsize=8)
     plain_axes(ax)
     return figure
+
+
+# ---- the critical batch: data parallelism's ceiling ---------------------------------------
+CLUSTER_SIZES = tuple(2**power for power in range(10, 18))  # 1k to 128k chips
+
+
+def critical_batch_figure(
+    batches: Sequence[tuple[str, float, int]],
+    marked: Sequence[tuple[str, int, int]] = (),
+    cluster_sizes: Sequence[int] = CLUSTER_SIZES,
+) -> Figure:
+    """Left: McCandlish et al.'s trade-off, steps and examples (compute) to reach one loss as
+    multiples of their minima against the batch over the critical batch, ``B_crit`` marked.
+    Right: the fewest chips per data-parallel replica (model parallelism) a cluster needs,
+    against its size, one line per ``(label, batch_tokens, sequence_tokens)`` with one
+    sequence per replica; ``marked`` adds ``(label, n_chips, chips_per_replica)`` points (a
+    published layout)."""
+    figure = Figure(figsize=(10.0, 4.0), dpi=100, layout="constrained")
+    ax_trade, ax_mp = figure.subplots(1, 2)
+    ratio = np.logspace(-np.log10(32), np.log10(32), 161)
+    trade = parallelism.batch_tradeoff(ratio, 1.0)
+    steps = ax_trade.plot(ratio, trade.steps_factor, label="steps S / S_min")[0]
+    examples = ax_trade.plot(
+        ratio, trade.examples_factor, label="examples (compute) E / E_min", linestyle="--"
+    )[0]
+    mark_curves(steps, examples)
+    ax_trade.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax_trade.plot([1.0], [2.0], "o", color="black", markersize=5)
+    ax_trade.annotate(
+        "B = B_crit:\nboth are 2",
+        (1.0, 8.0),
+        xytext=(4, 0),
+        textcoords="offset points",
+        fontsize=8,
+        va="center",
+    )
+    ax_trade.set_xscale("log")
+    ax_trade.set_yscale("log")
+    ax_trade.set(xlabel="batch / critical batch  B / B_crit", ylabel="multiple of the minimum")
+    factors = [2**k for k in range(0, 6)]
+    ax_trade.set_yticks(factors, [str(f) for f in factors])
+    ax_trade.yaxis.set_minor_locator(NullLocator())
+    ax_trade.set_title("(S/S_min - 1)(E/E_min - 1) = 1", fontsize=10)
+    ax_trade.legend(fontsize=8, loc="upper center")
+    plain_axes(ax_trade)
+
+    sizes = np.asarray(cluster_sizes)
+    lines = []
+    for label, batch_tokens, sequence_tokens in batches:
+        degree = [
+            parallelism.min_model_parallel_degree(int(n), batch_tokens, sequence_tokens)
+            for n in sizes
+        ]
+        lines.append(ax_mp.plot(sizes, degree, marker="o", markersize=4, label=label)[0])
+    for label, n_chips, per_replica in marked:
+        ax_mp.plot([n_chips], [per_replica], "D", color="black", markersize=5)
+        ax_mp.annotate(
+            label,
+            (n_chips, per_replica),
+            xytext=(-8, 0),
+            textcoords="offset points",
+            fontsize=8,
+            ha="right",
+            va="center",
+        )
+    ax_mp.set_xscale("log", base=2)
+    ax_mp.set_yscale("log", base=2)
+    ax_mp.set_xticks(sizes, [f"{n // 1024}k" for n in sizes])
+    ax_mp.yaxis.set_minor_locator(NullLocator())
+    ax_mp.xaxis.set_minor_locator(NullLocator())
+    ticks = [4**k for k in range(0, 7)]
+    ax_mp.set_yticks(ticks, [str(t) for t in ticks])
+    ax_mp.set(xlabel="chips in the cluster", ylabel="fewest chips per DP replica")
+    ax_mp.set_title("one sequence per replica: DP <= batch / sequence", fontsize=10)
+    ax_mp.legend(fontsize=8, loc="lower right")
+    plain_axes(ax_mp)
+    return figure
