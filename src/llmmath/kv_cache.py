@@ -167,10 +167,15 @@ def kv_crossover_context(deployment: Deployment, batch: ArrayLike) -> float | Fl
     ``T* = P_read b_w / (B kv)`` (for an MoE, the experts ``B`` tokens touch). It may lie past
     the model's ``max_context`` or past the context that fits: then the weights always win.
     A sparse-attention model reads ``kv`` a token up to its top ``k``, then only the index
-    keys: past ``k``, ``T* = k + (P_read b_w / B - read(k)) / (L index_key_bytes)``."""
+    keys: past ``k``, ``T* = k + (P_read b_w / B - read(k)) / (L index_key_bytes)``. A hybrid
+    reads its constant state first: ``T* = (P_read b_w / B - state) / kv`` (0 where the
+    states alone outweigh the weights)."""
     B = as_floats(batch)
     weights = batching.decode_step(deployment, B, 0, allow_overflow=True).bytes_read
     spec, dtype = deployment.model, deployment.kv_dtype
+    if spec.n_state_layers:  # every sequence's constant state is read before its tokens
+        room = np.maximum(weights / B - spec.state_bytes_per_sequence(dtype), 0.0)
+        return as_output(np.asarray(room / spec.kv_bytes_per_token(dtype)))
     dense = np.asarray(weights / (B * spec.kv_bytes_per_token(dtype)))
     if not spec.index_topk:
         return as_output(dense)

@@ -239,6 +239,18 @@ def test_sparse_crossover_balances_the_reads(batch: int) -> None:
     assert float(kv_cache.kv_crossover_context(dense, batch)) < T
 
 
+@pytest.mark.parametrize("batch", [1, 16, 256])
+def test_hybrid_crossover_counts_the_constant_state(batch: int) -> None:
+    hybrid = Deployment("Qwen3-Next-80B-A3B", "H100", 2, weight_dtype="fp8")
+    T = float(kv_cache.kv_crossover_context(hybrid, batch))
+    state = get_model("Qwen3-Next-80B-A3B").state_bytes_per_sequence("bf16")
+    weights = float(batching.decode_step(hybrid, batch, 0, allow_overflow=True).bytes_read)
+    if weights / batch <= state:  # the states alone outweigh the weights: T* is 0
+        assert T == 0
+        return
+    assert math.isclose(kv_cache.kv_read_share(hybrid, batch, T), 0.5, rel_tol=1e-9)
+
+
 def test_the_decode_step_reads_the_sparse_count_and_holds_the_dense_one() -> None:
     v3 = Deployment("DeepSeek-V3", "H100", 16, weight_dtype="fp8")
     T = 131072.0
