@@ -35,7 +35,7 @@ from llmmath.core.contracts import RESULT, checked, contract, each
 from llmmath.core.dtypes import bytes_per_element
 from llmmath.core.expert_dispatch import (
     NodeLimitedDispatch,
-    _node_limited_contract,
+    _node_limited_rules,
     domains_reached,
     node_limited_all_to_all,
 )
@@ -45,7 +45,7 @@ from llmmath.core.racks import DOMAIN, ScaleUpDomain, get_domain
 from llmmath.moe import ExpertLayerStep, _experts_divide, _moe_model, expert_parallel_step
 
 
-@_node_limited_contract
+@contract(**_node_limited_rules)
 def node_limited_step(
     model: str | ModelConfig,
     batch: ArrayLike,

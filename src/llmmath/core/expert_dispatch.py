@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import comb
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -99,15 +100,15 @@ class NodeLimitedDispatch:
 
 
 #: The inputs' rules, shared with :func:`llmmath.beyond.moe_dispatch.node_limited_step`.
-_node_limited_contract = contract(
-    chip=DOMAIN,
-    max_domains=Optional(Count(high=1 << 16)),
+_node_limited_rules: dict[str, Any] = {
+    "chip": DOMAIN,
+    "max_domains": Optional(Count(high=1 << 16)),
     **each(DTYPE, "dispatch_dtype combine_dtype"),
-    where=_experts_divide,
-)
+    "where": _experts_divide,
+}
 
 
-@_node_limited_contract
+@contract(**_node_limited_rules)
 def node_limited_all_to_all(
     model: str | ModelConfig,
     batch: ArrayLike,
