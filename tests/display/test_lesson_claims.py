@@ -1739,7 +1739,7 @@ CLAIMS = [
     ),
     Claim(
         "parallelism.md",
-        "would leave each of them {eval}`dp256_replica_tokens`, under $B_\\text{DP}$",
+        "would leave each of them {eval}`dp256_replica_tokens` tokens, under $B_\\text{DP}$",
         lambda ns: (
             float(ns.dp256_replica_tokens.replace(",", ""))
             < parallelism.dp_hiding_batch(ns.h100, 256, per_domain=1)

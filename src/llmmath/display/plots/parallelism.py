@@ -420,9 +420,9 @@ def critical_batch_figure(
     ax_trade, ax_mp = figure.subplots(1, 2)
     ratio = np.logspace(-np.log10(32), np.log10(32), 161)
     trade = parallelism.batch_tradeoff(ratio, 1.0)
-    steps = ax_trade.plot(ratio, trade.steps_factor, label="steps S / S_min")[0]
+    steps = ax_trade.plot(ratio, trade.steps_factor, label="steps / fewest steps")[0]
     examples = ax_trade.plot(
-        ratio, trade.examples_factor, label="examples (compute) E / E_min", linestyle="--"
+        ratio, trade.examples_factor, label="examples (compute) / fewest", linestyle="--"
     )[0]
     mark_curves(steps, examples)
     ax_trade.axvline(1.0, color="grey", linestyle=":", linewidth=1)
@@ -437,11 +437,11 @@ def critical_batch_figure(
     )
     ax_trade.set_xscale("log")
     ax_trade.set_yscale("log")
-    ax_trade.set(xlabel="batch / critical batch  B / B_crit", ylabel="multiple of the minimum")
+    ax_trade.set(xlabel="batch / critical batch of optimisation", ylabel="multiple of the minimum")
     factors = [2**k for k in range(0, 6)]
     ax_trade.set_yticks(factors, [str(f) for f in factors])
     ax_trade.yaxis.set_minor_locator(NullLocator())
-    ax_trade.set_title("(S/S_min - 1)(E/E_min - 1) = 1", fontsize=10)
+    ax_trade.set_title("(steps/fewest - 1) x (examples/fewest - 1) = 1", fontsize=10)
     ax_trade.legend(fontsize=8, loc="upper center")
     plain_axes(ax_trade)
 
