@@ -9,8 +9,8 @@ rewritten by :func:`rewrite`:
   linked to the references page;
 - ``{ref}`label``` and ``{ref}`text <label>``` become a link to the label on the page that holds
   it (``../book/glossary.md#glossary-decode``; ``#label`` on the page itself), with the label's
-  heading as its text. A lesson opens as a notebook; a book page opens read-only as a rendered
-  page, at the label, with no kernel (the learner's labextension,
+  heading as its text. A lesson opens as a notebook, a book page read-only as a rendered page
+  with no kernel, each scrolled to the label (the learner's labextension,
   ``labextensions/llmmath-learner``), where jupyterlab-myst gives the label's heading that id;
 - the references page's ``{bibliography}`` becomes the list of entries, which the book builds
   from the same file.

@@ -849,6 +849,25 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     assert lab.api("GET", f"contents/lessons/{lesson.name}?content=0")["writable"] is False
 
 
+def test_a_reference_to_another_lesson_s_label_opens_it_there(lab: Lab, browser: Browser) -> None:
+    """#46 item 5: batching's link to the collectives of the parallelism lesson opens that
+    lesson as a notebook at the label (JupyterLab's notebook knows only its own heading ids)."""
+    learner = Learner(browser, lab, "other-lesson")
+    learner.open("lessons/batching.md")
+    learner.wait_for_kernel()
+    learner.notebook.locator(".jp-MarkdownCell .myst").first.wait_for()
+    learner.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
+    link = learner.notebook.locator('.jp-MarkdownCell a[href*="parallelism.md"]').filter(
+        has_text=re.compile("^collectives$")
+    )
+    assert link.count() >= 1, "no link to the parallelism lesson's collectives"
+    assert (link.first.get_attribute("href") or "").endswith("#collectives")
+    shown = open_at(learner, link.first, "collectives", "lessons/parallelism.md")
+    learner.shot("other-lesson-label")
+    assert shown["notebook"] and not shown["dirty"], shown
+    learner.close()
+
+
 def test_kv_explorer_end_key_goes_to_the_new_model_s_longest_context(
     lab: Lab, browser: Browser
 ) -> None:

@@ -23,7 +23,8 @@
  * headings it names itself. A click on a link to a book page opens it here instead, as a
  * rendered page (Markdown Preview, which jupyterlab-myst renders): no kernel, nothing to save
  * (and the server refuses a save to a course page), scrolled to the element jupyterlab-myst
- * gives the label's id.
+ * gives the label's id. A link to another lesson's label opens that lesson as a notebook, as
+ * before, and scrolls it to the label too.
  */
 (function () {
   "use strict";
@@ -44,13 +45,14 @@
 
   // book/x.md in `make lab`; <course>/book/x.md on the hub, whose servers' root is the home
   const BOOK_PAGE = /^(?:[^/]+\/)?book\/[^/]+\.md$/;
+  const LESSON = /^(?:[^/]+\/)?lessons\/[^/]+\.md$/;
   const RENDERED = "Markdown Preview";
   const FIND_LABEL_MS = 60000; // a long page renders in a second or two; a busy machine, more
 
-  /** The {path, id} of the book page a plain click on a rendered Markdown link opens, else
-   * null. A local link's href is the file's download URL (<base>files/<path>?_xsrf=..#label),
-   * which rendermime's link handler opens in JupyterLab on a click of its own. */
-  function bookLink(app, event) {
+  /** The {path, id} of the file a plain click on a rendered Markdown link opens, else null.
+   * A local link's href is the file's download URL (<base>files/<path>?_xsrf=..#label), which
+   * rendermime's link handler opens in JupyterLab on a click of its own. */
+  function localLink(app, event) {
     if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) {
       return null;
     }
@@ -60,7 +62,7 @@
     const files = `${base.pathname.replace(/\/?$/, "/")}files/`;
     if (anchor.origin !== base.origin || !anchor.pathname.startsWith(files)) return null;
     const path = decodeURIComponent(anchor.pathname.slice(files.length));
-    return BOOK_PAGE.test(path) ? { path, id: anchor.hash } : null;
+    return { path, label: anchor.hash.replace(/^#/, "") };
   }
 
   /** Scroll ``widget`` to the element with id ``label`` once its page has rendered it. */
@@ -82,12 +84,25 @@
     setTimeout(() => observer.disconnect(), FIND_LABEL_MS);
   }
 
-  async function openBookPage(app, path, id) {
+  async function openBookPage(app, path, label) {
     const widget = await app.commands.execute("docmanager:open", { path, factory: RENDERED });
     if (!widget) return;
     app.shell.activateById(widget.id);
-    const label = (id || "").replace(/^#/, "");
     if (label) scrollToLabel(widget, label);
+  }
+
+  /** Once the tab showing ``path`` is the current one, scroll it to ``label``. */
+  function scrollWhenShown(app, path, label) {
+    const started = Date.now();
+    const timer = setInterval(() => {
+      const tab = app.shell.currentWidget;
+      if (tab && tab.context && tab.context.path === path) {
+        clearInterval(timer);
+        scrollToLabel(tab, label);
+      } else if (Date.now() - started > FIND_LABEL_MS) {
+        clearInterval(timer);
+      }
+    }, 100);
   }
 
   function reword(message) {
@@ -104,18 +119,24 @@
     id: `${NAME}:learner`,
     description:
       "Validate never calls values only the hidden tests check a success; a lesson's link to " +
-      "its exercise looks like a link; a link to a book page opens it rendered, at its label.",
+      "its exercise looks like a link; a link to a book page opens it rendered, at its label; one to a lesson, at its label.",
     autoStart: true,
     activate: (app) => {
       // Capture: before the link's own click handler opens the page as a notebook.
       document.addEventListener(
         "click",
         (event) => {
-          const link = bookLink(app, event);
+          const link = localLink(app, event);
           if (!link) return;
-          event.preventDefault();
-          event.stopPropagation();
-          openBookPage(app, link.path, link.id).catch((error) => console.error(error));
+          if (BOOK_PAGE.test(link.path)) {
+            event.preventDefault();
+            event.stopPropagation();
+            openBookPage(app, link.path, link.label).catch((error) => console.error(error));
+          } else if (LESSON.test(link.path) && link.label) {
+            // The lesson opens as a notebook, as it should; JupyterLab's notebook looks the
+            // fragment up among the ids it gives headings itself, never a MyST label's.
+            scrollWhenShown(app, link.path, link.label);
+          }
         },
         true,
       );
