@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import llmmath
 from llmmath import api_prices, pricing
+from llmmath.beyond import plan_workers
 from llmmath.core import (
     data,
     deployment,
@@ -110,6 +111,7 @@ INSTANCES: dict[type, Callable[[], object]] = {
     serving.DecodeStep: lambda: serving.decode_step(_deployment(), 1.0, 128.0),
     deployment.Deployment: _deployment,
     setting.Setting: lambda: setting.Setting(_deployment(), 128.0),
+    plan_workers.Targets: lambda: plan_workers.Targets(2.0, 0.05),
 }
 
 

@@ -14,11 +14,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from llmmath.beyond.layout_search import serving_layouts
-from llmmath.beyond.queueing import BatcherLatency
+from llmmath.beyond.queueing import BatcherLatency, simulate_batcher
 from llmmath.core._constraints import Count, Instance, OneOf, Optional, Real
 from llmmath.core.capacity import max_batch
 from llmmath.core.collectives import point_to_point_time_s
-from llmmath.core.contracts import FLAG, NOTE, SCALAR_POSITIVE, checked, each
+from llmmath.core.contracts import FLAG, NOTE, SCALAR_POSITIVE, checked, contract, each
 from llmmath.core.deployment import DEPLOYMENT, Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.placement import DoesNotFitError, Layout
@@ -31,6 +31,14 @@ MODES = ("aggregated", "disaggregated")
 ROLES = ("serve", "prefill", "decode")
 #: A step's parts, as the wall each names when it is the largest.
 _PART_WALLS = ("compute", "bandwidth", "network")
+
+
+def _example_latency() -> BatcherLatency:
+    """A small simulation's answer, for the contract checks' examples."""
+    return simulate_batcher(2.0, 50, 10, 5, lambda batch, tokens: 0.01, 8, 64, seed=0)
+
+
+_LATENCY = Instance(BatcherLatency, example=_example_latency)
 
 
 @dataclass(frozen=True)
@@ -47,13 +55,19 @@ class Targets:
     ttft_percentile: str = "p99"
     tpot_percentile: str = "p99"
 
+    @contract(latency=_LATENCY)
     def ttft_of(self, latency: BatcherLatency) -> float:
+        """The simulated time to first token at the target's percentile (seconds)."""
         return float(getattr(latency, f"{self.ttft_percentile}_ttft_s"))
 
+    @contract(latency=_LATENCY)
     def tpot_of(self, latency: BatcherLatency) -> float:
+        """The simulated time per output token at the target's percentile (seconds)."""
         return float(getattr(latency, f"{self.tpot_percentile}_tpot_s"))
 
+    @contract(latency=_LATENCY)
     def queueing_of(self, latency: BatcherLatency) -> float:
+        """The simulated wait before prefill starts, at the TTFT target's percentile (s)."""
         return float(getattr(latency, f"{self.ttft_percentile}_queueing_s"))
 
 
