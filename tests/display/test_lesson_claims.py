@@ -1798,6 +1798,8 @@ CLAIMS = [
         # than TP x PP, so the sequence is split (CP16).
         lambda ns: (
             int(ns.l3_long_mp_min) >= ns.l3_16k_mp
+            and ns.l3_long_dp_pp == ns.l3_long["dp"]
+            and int(ns.l3_long_mp_pp.replace(",", "")) > ns.l3_16k_mp
             and parallelism.min_model_parallel_degree(
                 ns.L3_GPUS, ns.L3_BATCH, ns.l3_long["sequence_tokens"], ns.l3_16k["pp"]
             )
