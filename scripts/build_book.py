@@ -17,6 +17,11 @@ turns it off.) An extension added later that does not say makes Sphinx warn "doi
 read", which ``make book``'s ``-W`` turns into a failed build, so it cannot slip in unseen.
 On this machine's two cores the build takes 30-32 s, against 45-48 s one page at a time.
 
+It also names the file in which the pages that measure the machine building the book (the
+roofline chapter, the validation page) keep that one measurement:
+``llmmath.core.measure.measure_machine_once`` measures on the first page that asks and reads it
+on every other, so the book shows one machine (``make book-clean`` measures afresh).
+
 Usage: the same arguments as ``jupyter-book build`` (``make book`` passes them).
 """
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import jupyter_book.sphinx
@@ -32,7 +38,11 @@ import sphinx.builders
 import sphinx_multitoc_numbering
 from jupyter_book.cli.main import main
 
+from llmmath.core import measure
+
 EXECUTED = "lessons/"  # the pages read by executing them (_config.yml: execute)
+# Beside the built book, not in it (_build/html is what is published).
+MACHINE_FILE = Path(__file__).resolve().parent.parent / "_build" / "measured_machine.json"
 
 
 def one_page_per_task(docnames: list[str], nproc: int, maxbatch: int = 10) -> list[list[str]]:
@@ -45,6 +55,8 @@ def multitoc_setup(app: Any, _setup: Any = sphinx_multitoc_numbering.setup) -> d
 
 
 if __name__ == "__main__":
+    # Inherited by every process that reads a page and by the kernels that execute them.
+    os.environ[measure.MACHINE_FILE_ENV] = str(MACHINE_FILE)
     sphinx_multitoc_numbering.setup = multitoc_setup
     # Sphinx is pinned (requirements.lock); a release that moves this fails here, not silently.
     if not callable(getattr(sphinx.builders, "make_chunks", None)):

@@ -75,14 +75,14 @@ def test_pinned_answers_are_the_packages(
     assert pinned == pytest.approx(values, rel=1e-12), f"tests/specs/{assignment}.py"
 
 
-# ---- each lesson's "Graded exercise" line says what the exercise holds -------------------------
+# ---- each lesson's "Graded exercise." paragraph says what the exercise holds -----------------
 NUMBER_WORDS = {"four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 
 
 @pytest.mark.parametrize("spec", load_specs(), ids=lambda spec: spec.assignment)
 def test_lesson_states_the_exercise_s_parts_and_points(spec: AssignmentSpec) -> None:
     lesson = (ROOT / "lessons" / f"{spec.assignment}.md").read_text()
-    words = " ".join(lesson.split("## Graded exercise", 1)[1].split()[:40])
+    words = " ".join(lesson.split("**Graded exercise.**", 1)[1].split()[:40])
     found = re.search(r"(\w+) autograded parts .*? (\d+) points", words)
     assert found, f"lessons/{spec.assignment}.md: no 'N autograded parts ... M points' line"
     assert NUMBER_WORDS[found.group(1)] == len(spec.test_cells)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -175,3 +176,34 @@ def test_the_sweep_shows_its_spread(monkeypatch: pytest.MonkeyPatch) -> None:
     best = result.sweep_achieved_flop_per_s
     typical = result.sweep_flops / result.sweep_median_s
     assert np.all(typical <= best)
+
+
+def test_the_book_build_measures_the_machine_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """#45: with ``LLMMATH_MACHINE_FILE`` set (scripts/build_book.py), the first call measures
+    and every later one reads that measurement back, whole; without it, each call measures."""
+    runs = itertools.count(1)
+
+    def fake_measure() -> MachineRoofline:
+        # A different machine each run, so a second measurement cannot pass for the first.
+        run = float(next(runs))
+        return MachineRoofline(
+            100.0 * run, 10.0 * run, np.array([1.0, 4.0]), 8,
+            np.array([16.0, 64.0]), np.array([40.0, 52.0]), np.array([2.0, 3.0]),
+            np.array([2.5, 3.5]), 1,
+        )  # fmt: skip
+
+    monkeypatch.setattr(measure, "measure_machine", fake_measure)
+    monkeypatch.delenv(measure.MACHINE_FILE_ENV, raising=False)
+    assert measure.measure_machine_once().peak_flop_per_s == 100.0
+    assert measure.measure_machine_once().peak_flop_per_s == 200.0
+
+    monkeypatch.setenv(measure.MACHINE_FILE_ENV, str(tmp_path / "build" / "machine.json"))
+    first, again = measure.measure_machine_once(), measure.measure_machine_once()
+    assert first.peak_flop_per_s == again.peak_flop_per_s == 300.0
+    assert again.bandwidth_bytes_per_s == 30.0 and (again.sweep_dim, again.blas_threads) == (8, 1)
+    for name in ("sweep_batch", "sweep_flops", "sweep_bytes", "sweep_measured_s"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(first, name))
+    np.testing.assert_array_equal(again.sweep_median_s, [2.5, 3.5])
+    assert next(runs) == 4  # measured three times in all: twice unset, once with the file

@@ -177,7 +177,7 @@ def test_machine_comparisons_pick_the_lowest_and_highest_intensity() -> None:
     assert low.measured == 2e-4
     assert high.floor == pytest.approx(1e10 / 1e11)  # compute-bound: FLOPs / C
     assert high.efficiency == pytest.approx(0.5)
-    assert "[1024, 256]" in high.name
+    assert "1024 × 256 by 256 × 256" in high.name
 
 
 def test_this_cpu_compares_against_its_own_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,7 +190,7 @@ def test_this_cpu_compares_against_its_own_envelope(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(measure, "measure_bandwidth_bytes_per_s", lambda: bandwidth(8.0, 2))
     machine = measure.measure_machine(sweep_batches=(1, 4, 256), sweep_dim=256)
     low, high = published.machine_comparisons(machine)
-    assert "[1, 256]" in low.name and "[256, 256]" in high.name
+    assert "1 × 256 by" in low.name and "by 256 × 256" in high.name
     for case in (low, high):
         assert case.floor <= case.measured * (1 + 1e-9), case
         assert 0 < case.efficiency <= 1 + 1e-9, case

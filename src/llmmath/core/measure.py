@@ -12,6 +12,8 @@ is kept beside the best so that a figure shows the spread.
 from __future__ import annotations
 
 import ctypes
+import json
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -250,3 +252,58 @@ def measure_machine(
     return MachineRoofline(
         peak, bandwidth, batches, sweep_dim, flops, moved, measured, median, pinned
     )
+
+
+# ---- one measurement per book build ------------------------------------------------------------
+#: Set by ``scripts/build_book.py`` for the pages it executes: the file that holds the book's one
+#: measurement of the machine building it. Unset (JupyterLab, tests), every call measures.
+MACHINE_FILE_ENV = "LLMMATH_MACHINE_FILE"
+
+_SWEEP_FIELDS = ("sweep_batch", "sweep_flops", "sweep_bytes", "sweep_measured_s", "sweep_median_s")
+
+
+def _to_json(machine: MachineRoofline) -> str:
+    record: dict[str, object] = {
+        "peak_flop_per_s": machine.peak_flop_per_s,
+        "bandwidth_bytes_per_s": machine.bandwidth_bytes_per_s,
+        "sweep_dim": machine.sweep_dim,
+        "blas_threads": machine.blas_threads,
+    }
+    for name in _SWEEP_FIELDS:
+        values = getattr(machine, name)
+        record[name] = None if values is None else [float(v) for v in values]
+    return json.dumps(record)
+
+
+def _from_json(text: str) -> MachineRoofline:
+    record = json.loads(text)
+    for name in _SWEEP_FIELDS:
+        if record[name] is not None:
+            record[name] = np.asarray(record[name], dtype=np.float64)
+    return MachineRoofline(**record)
+
+
+@contract()
+def measure_machine_once() -> MachineRoofline:
+    """:func:`measure_machine` with its defaults, but in the book's build measured once: the
+    first page to call it measures and writes the file ``$LLMMATH_MACHINE_FILE`` names; every
+    later call, on any page and in any later build into the same ``_build``, reads it. So the
+    roofline chapter and the validation page show one machine, not two runs of it that
+    disagree (#45). A page that runs while another measures waits for it (a file lock): two
+    measurements at once would also slow each other. Without the variable it simply measures."""
+    where = os.environ.get(MACHINE_FILE_ENV)
+    if not where:
+        return measure_machine()
+    import fcntl  # here: the book builds on POSIX; a learner's Windows never sets the variable
+
+    path = Path(where)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return _from_json(path.read_text())
+        machine = measure_machine()
+        written = path.with_name(path.name + ".partial")
+        written.write_text(_to_json(machine))
+        written.replace(path)
+        return machine

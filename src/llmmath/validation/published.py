@@ -32,7 +32,7 @@ from llmmath.core.hardware import get_chip
 from llmmath.core.measure import MachineRoofline
 from llmmath.core.serving import decode_step, prefill
 from llmmath.core.training import TRAINING_FLOPS_PER_PARAM_TOKEN, training_flops
-from llmmath.core.units import SECONDS_PER_DAY
+from llmmath.core.units import SECONDS_PER_DAY, general
 from llmmath.scaling import TABLE3, training_time_s
 
 KINDS = ("decode", "prefill_mfu", "training", "table3")
@@ -185,7 +185,7 @@ def chinchilla_comparisons(key: str = "chinchilla-table3") -> tuple[Comparison, 
     spec = _spec(key, "table3")
     return tuple(
         Comparison(
-            f"Chinchilla Table 3, {row.params:.3g} params",
+            f"Chinchilla Table 3, {general(row.params)} params",
             float(training_flops(row.params, row.tokens)),
             row.flops,
             spec["units"],
@@ -231,8 +231,8 @@ def machine_comparisons(machine: MachineRoofline) -> tuple[Comparison, Compariso
         batch = int(machine.sweep_batch[index])
         cases.append(
             Comparison(
-                f"this CPU, {what} intensity: [{batch}, {machine.sweep_dim}] x "
-                f"[{machine.sweep_dim}, {machine.sweep_dim}] float32",
+                f"this CPU, {what} intensity: {batch} × {machine.sweep_dim} by "
+                f"{machine.sweep_dim} × {machine.sweep_dim} float32 matmul",
                 float(predicted[index]),
                 float(measured[index]),
                 "s",
@@ -248,7 +248,7 @@ _DISPLAY_UNITS = {"s/token": (1e3, "ms/token"), "s": (1e3, "ms")}
 
 def _with_unit(value: float, unit: str) -> str:
     scale, shown = _DISPLAY_UNITS.get(unit, (1.0, unit))
-    return f"{value * scale:.3g} {shown}"
+    return f"{general(value * scale)} {shown}"
 
 
 @contract(comparisons=SequenceOf(Instance(Comparison)))
