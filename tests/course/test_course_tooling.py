@@ -179,7 +179,8 @@ def test_nbclient_and_jupyter_client_still_have_what_the_sandbox_overrides() -> 
 
 
 def test_a_cell_past_its_output_cap_is_cut_with_one_note() -> None:
-    from llmmath_course.instructor.sandbox import Limits, capped_output
+    from llmmath_course.instructor.output_cap import capped_output
+    from llmmath_course.instructor.sandbox import Limits
 
     class Client:
         def __init__(self) -> None:

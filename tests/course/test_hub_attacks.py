@@ -266,6 +266,17 @@ def attacked_class() -> Any:
         )
         shown = nbformat.writes(graded)
         assert "pwned-output" in shown and "pwned-answer" in shown, "the payload was not graded"
+        # The sandboxed kernels import llmmath (the setting cells) from the course copy.
+        honest = hub.course / "autograded" / hub.students[1] / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        ids = {c.metadata.get("nbgrader", {}).get("grade_id", ""): c
+               for c in nbformat.read(honest, as_version=4).cells}  # fmt: skip
+        settings = {i: c for i, c in ids.items() if i.startswith("setting_")}
+        assert settings, "the roofline exercise prints no setting line"
+        failed = {
+            i: c.outputs for i, c in settings.items()
+            if any(o.get("output_type") == "error" for o in c.get("outputs", []))
+        }  # fmt: skip
+        assert not failed, failed
         yield hub, api
 
 

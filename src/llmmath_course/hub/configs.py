@@ -185,4 +185,7 @@ def course_copy(course: Path, exchange: Path, owner: str) -> None:
     # The course tooling instructor.py wraps, beside it (the hub's venv does not install it).
     package = course / "scripts" / "llmmath_course"
     shutil.copytree(REPO / "src" / "llmmath_course", package, ignore=ignore)
+    # And llmmath, which the exercises' setting cells import: the grading sandbox binds it
+    # (read-only, alone) into each kernel it jails.
+    shutil.copytree(REPO / "src" / "llmmath", course / "scripts" / "llmmath", ignore=ignore)
     subprocess.run(["chown", "-R", f"{owner}:{owner}", str(course)], check=True)

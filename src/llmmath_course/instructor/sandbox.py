@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmmath_course.instructor.output_cap import capped_output
+
 GRADER = "llmmath-grader"
 NOBODY = 65534
 # Files of /etc a Python kernel reads (the loader's cache, fonts for matplotlib, the time zone);
@@ -196,6 +198,11 @@ def bwrap_args(work: Path, limits: Limits | None) -> list[str]:
         env |= {"MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython"}
         if os.environ.get("LD_LIBRARY_PATH"):  # the hub's Python finds its libpython by it
             env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+        # llmmath where no .pth of the environment's finds it (the hub's course copy, the
+        # formgrader's PYTHONPATH): its folder's parent, where only that folder is bound.
+        env["PYTHONPATH"] = os.pathsep.join(
+            sorted({str(Path(p).parent) for p in _course_package()})
+        )
         for key, value in env.items():
             args += ["--setenv", key, value]
     return args
@@ -473,41 +480,3 @@ def sandbox_execute_class(limits: Limits) -> type:
             return capped_output(self, super().output, outs, msg, display_id, cell_index, limits)
 
     return SandboxExecute
-
-
-def _content_bytes(content: dict[str, Any]) -> int:
-    """About how many bytes an output message carries (its text and its data's values)."""
-    size = len(str(content.get("text", "")))
-    for value in (content.get("data") or {}).values():
-        size += len(value) if isinstance(value, str) else len(str(value))
-    size += sum(len(line) for line in content.get("traceback") or [])
-    return size
-
-
-def capped_output(
-    client: Any,
-    output: Any,
-    outs: list[Any],
-    msg: dict[str, Any],
-    display_id: Any,
-    cell_index: int,
-    limits: Limits,
-) -> Any:
-    """nbclient's ``output``, unless the cell already sent ``limits.output_bytes``: then the
-    output is dropped and one line says so (once per cell)."""
-    from nbformat.v4 import new_output
-
-    sent = client._sent.get(cell_index, 0)
-    size = _content_bytes(msg.get("content", {}))
-    client._sent[cell_index] = sent + size
-    if sent + size <= limits.output_bytes:
-        return output(outs, msg, display_id, cell_index)
-    if sent <= limits.output_bytes:  # the first output over the cap: say so
-        note = new_output(
-            "stream",
-            name="stderr",
-            text=f"\n[grader: output over {limits.output_bytes >> 10} KiB dropped]\n",
-        )  # type: ignore[no-untyped-call]  # nbformat is untyped
-        outs.append(note)
-        return note
-    return None
