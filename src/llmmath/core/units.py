@@ -35,11 +35,15 @@ def scientific(value: float, significant: int = 2) -> str:
 )
 def general(value: float, significant: int = 3) -> str:
     """``value`` as Python's ``g`` format writes it (plain digits, trailing zeros dropped:
-    ``407``, ``0.75``), except where ``g`` would switch to e-notation: there
-    :func:`scientific`, its trailing zeros dropped too (``8 × 10¹²``, ``1.92 × 10¹⁹``)."""
+    ``407``, ``0.75``), except where ``g`` would switch to e-notation: below a million, digits
+    rounded to ``significant`` figures with thousands separators (``1,150``); above, or below
+    10⁻⁴, :func:`scientific` with its trailing zeros dropped (``8 × 10¹²``, ``1.92 × 10¹⁹``)."""
     text = f"{float(value):.{significant}g}"
     if "e" not in text:
         return text
+    exponent = int(text.split("e")[1])
+    if 0 < exponent < 6:
+        return f"{round(float(value), significant - 1 - exponent):,.0f}"
     mantissa, power = scientific(value, significant).split(" × ")
     if "." in mantissa:
         mantissa = mantissa.rstrip("0").rstrip(".")
