@@ -1016,7 +1016,7 @@ def test_exercise_wrong_answer_shows_the_message_and_a_correct_one_passes(
     learner.type_into(answer, wrong)
     learner.run_cell(answer)
     learner.run_cell(test)
-    learner.shot("wrong")
+    learner.shot("wrong", of=test.locator(".jp-Cell-outputArea"))  # the one-line report
     shown = "\n".join(error_texts(test))
     assert message in shown, f"the visible test should say {message!r}, showed:\n{shown}"
     assert "Traceback" not in shown and "\n" not in shown.strip(), f"not one line:\n{shown}"
