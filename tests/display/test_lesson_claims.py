@@ -1784,7 +1784,7 @@ CLAIMS = [
     ),
     Claim(
         "parallelism.md",
-        "exactly Table 4's TP8 × PP16 on {eval}`l3_16k_gpus` GPUs",
+        "exactly Table 4's TP{eval}`l3_16k_tp` × PP{eval}`l3_16k_pp` on {eval}`l3_16k_gpus` GPUs",
         lambda ns: (
             int(ns.l3_16k_mp_min) == ns.l3_16k_mp == ns.l3_16k["tp"] * ns.l3_16k["pp"]
             and ns.l3_16k_per_replica == ns.l3_16k["pp"]
