@@ -113,7 +113,7 @@ test:
 # neither the built book, nor a browser, nor a notebook run (no playwright import either); every
 # lesson's {eval}s in page order among them. `make test` runs everything.
 # tests/course holds grading, JupyterLab and the hub.
-FAST_SKIPS := $(foreach t,book browser accessibility api_reference launch,--ignore=tests/display/test_$(t).py)
+FAST_SKIPS := $(foreach t,book browser accessibility api_reference launch prose,--ignore=tests/display/test_$(t).py)
 test-fast: setup
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q tests/model tests/display -m "not slow and not browser" $(FAST_SKIPS)
 

@@ -447,12 +447,16 @@ def critical_batch_figure(
 
     sizes = np.asarray(cluster_sizes)
     lines = []
-    for label, batch_tokens, sequence_tokens in batches:
+    styles = ("-", "--", ":", "-.")  # told apart without colour (the diamonds are Llama 3's)
+    if len(batches) > len(styles):
+        raise ValueError(f"batches: at most {len(styles)} lines; got {len(batches)}")
+    for (label, batch_tokens, sequence_tokens), style in zip(batches, styles, strict=False):
         degree = [
             parallelism.min_model_parallel_degree(int(n), batch_tokens, sequence_tokens)
             for n in sizes
         ]
-        lines.append(ax_mp.plot(sizes, degree, marker="o", markersize=4, label=label)[0])
+        drawn = ax_mp.plot(sizes, degree, style, marker="o", markersize=4, label=label)
+        lines.append(drawn[0])
     for label, n_chips, per_replica in marked:
         ax_mp.plot([n_chips], [per_replica], "D", color="black", markersize=5)
         ax_mp.annotate(
