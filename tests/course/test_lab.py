@@ -356,6 +356,13 @@ class Learner:
     def notebook(self) -> Locator:
         return self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
 
+    def open_rendered(self, path: str) -> None:
+        """Open ``path``, wait for its kernel and for every Markdown cell rendered as MyST."""
+        self.open(path)
+        self.wait_for_kernel()
+        self.notebook.locator(".jp-MarkdownCell .myst").first.wait_for()
+        self.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
+
     def wait_for_kernel(self) -> None:
         self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").wait_for()
         status = self.page.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
@@ -664,11 +671,7 @@ def test_citations_and_references_resolve_and_a_glossary_link_opens_the_page_at_
     glossary read-only, rendered, with no kernel, at the term (it opened as a notebook that
     started a kernel of its own and was marked modified, at the page's top)."""
     learner = Learner(browser, lab, "links")
-    learner.open("lessons/batching.md")
-    learner.wait_for_kernel()
-    rendered = learner.notebook.locator(".jp-MarkdownCell .myst")
-    rendered.first.wait_for()
-    learner.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
+    learner.open_rendered("lessons/batching.md")
     missing = learner.notebook.locator(
         '[title="Citation Not Found"], [title$="Reference Not Found"]'
     )
@@ -696,10 +699,7 @@ def test_a_reference_to_a_label_on_its_own_page_jumps_there(lab: Lab, browser: B
     """#46 item 5: a {ref} to a label of the same lesson (parallelism's collectives, ten in the
     course) was dead text in JupyterLab; it is a link that scrolls the lesson to the label."""
     learner = Learner(browser, lab, "same-page")
-    learner.open("lessons/parallelism.md")
-    learner.wait_for_kernel()
-    learner.notebook.locator(".jp-MarkdownCell .myst").first.wait_for()
-    learner.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
+    learner.open_rendered("lessons/parallelism.md")
     link = learner.notebook.locator('.jp-MarkdownCell a[href="#collective-latency"]').filter(
         has_text=re.compile(r"\w")  # not the heading's own "¶"
     )
@@ -853,10 +853,7 @@ def test_a_reference_to_another_lesson_s_label_opens_it_there(lab: Lab, browser:
     """#46 item 5: batching's link to the collectives of the parallelism lesson opens that
     lesson as a notebook at the label (JupyterLab's notebook knows only its own heading ids)."""
     learner = Learner(browser, lab, "other-lesson")
-    learner.open("lessons/batching.md")
-    learner.wait_for_kernel()
-    learner.notebook.locator(".jp-MarkdownCell .myst").first.wait_for()
-    learner.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
+    learner.open_rendered("lessons/batching.md")
     link = learner.notebook.locator('.jp-MarkdownCell a[href*="parallelism.md"]').filter(
         has_text=re.compile("^collectives$")
     )
