@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import psutil
 import pytest
 from grading_support import (
     MARKERS,
@@ -856,23 +857,10 @@ def test_sigkill_mid_autograde_then_rerun_loses_and_duplicates_nothing(
 
 def descendants(pid: int) -> dict[int, bytes]:
     """Every process below ``pid`` (children, theirs, ...), with its command line."""
-    children: dict[int, list[int]] = {}
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit():
-                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(proc.name))
-        except (OSError, ValueError, IndexError):
-            continue
     found: dict[int, bytes] = {}
-    todo = list(children.get(pid, []))
-    while todo:
-        child = todo.pop()
-        try:
-            found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        todo += children.get(child, [])
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):  # gone meanwhile
+            found[child.pid] = " ".join(child.cmdline()).encode()
     return found
 
 
