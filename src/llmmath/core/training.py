@@ -23,6 +23,7 @@ stragglers, perfect load balance.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -542,12 +543,16 @@ def _whole_sequences(
 BATCH_TOKENS = Real(low=1.0, low_open=False, integer=True, scalar=True, unit="tokens")
 
 
-@contract(
-    batch_tokens=BATCH_TOKENS,
-    sequence_tokens=TOKENS,
-    sequences_per_replica=Count(),
-    where=_whole_sequences,
-)
+#: What a replica's share of the batch must satisfy: both functions below take these inputs.
+_replica_rules: dict[str, Any] = {
+    "batch_tokens": BATCH_TOKENS,
+    "sequence_tokens": TOKENS,
+    "sequences_per_replica": Count(),
+    "where": _whole_sequences,
+}
+
+
+@contract(**_replica_rules)
 def data_parallel_ceiling(
     batch_tokens: float, sequence_tokens: int, sequences_per_replica: int = 1
 ) -> int:
@@ -564,12 +569,7 @@ def data_parallel_ceiling(
     return int(batch_tokens // (sequence_tokens * sequences_per_replica))
 
 
-@contract(
-    batch_tokens=BATCH_TOKENS,
-    sequence_tokens=TOKENS,
-    sequences_per_replica=Count(),
-    where=_whole_sequences,
-)
+@contract(**_replica_rules)
 def min_model_parallel_degree(
     n_chips: int, batch_tokens: float, sequence_tokens: int, sequences_per_replica: int = 1
 ) -> int:
