@@ -106,8 +106,19 @@ def test_axe_finds_nothing_serious(browser: Browser, base_url: str, path: str) -
     assert not blocking, f"{path}: axe finds {_describe(blocking)}"
 
 
-@pytest.mark.parametrize("path", LESSONS)
-def test_every_lesson_figure_has_a_text_alternative(path: str) -> None:
+#: Pages that show a figure of the book's own (an image under ``_images/``), outside the API
+#: reference: the lessons and book pages such as the validation page.
+FIGURE_PAGES = [
+    p for p in PAGES if not p.startswith("book/api/") and "_images/" in (HTML / p).read_text()
+]
+
+
+def test_the_lessons_and_the_validation_page_are_among_the_pages_with_figures() -> None:
+    assert set(LESSONS) | {"book/validation.html"} <= set(FIGURE_PAGES), FIGURE_PAGES
+
+
+@pytest.mark.parametrize("path", FIGURE_PAGES)
+def test_every_figure_has_a_text_alternative(path: str) -> None:
     """A figure has an ``alt`` (book/_ext/figure_alt.py), never a file name nor a copy of its
     caption, which a screen reader reads next (#45); the explorers' frames get theirs in the
     browser (a11y.js: section, settings and what the frame says)."""
@@ -120,6 +131,7 @@ def test_every_lesson_figure_has_a_text_alternative(path: str) -> None:
     for alt in images:
         assert alt and not alt.endswith((".png", ".svg", ".jpg")), f"{path}: figure alt {alt!r}"
     captions = re.findall(r"<p><strong>Figure\.</strong> (.*?)</p>", page, re.S)
+    captions += re.findall(r'<figcaption>(.*?)</figcaption>', page, re.S)
 
     def letters(text: str) -> str:  # maths shows as TeX in both, delimited differently
         return re.sub(r"[^a-z]", "", unescape(re.sub(r"<[^>]+>", "", text)).lower())
