@@ -131,7 +131,7 @@ def test_every_figure_has_a_text_alternative(path: str) -> None:
     for alt in images:
         assert alt and not alt.endswith((".png", ".svg", ".jpg")), f"{path}: figure alt {alt!r}"
     captions = re.findall(r"<p><strong>Figure\.</strong> (.*?)</p>", page, re.S)
-    captions += re.findall(r'<figcaption>(.*?)</figcaption>', page, re.S)
+    captions += re.findall(r"<figcaption>(.*?)</figcaption>", page, re.S)
 
     def letters(text: str) -> str:  # maths shows as TeX in both, delimited differently
         return re.sub(r"[^a-z]", "", unescape(re.sub(r"<[^>]+>", "", text)).lower())
