@@ -30,6 +30,7 @@ from llmmath.core import collectives
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import Count, OneOf, SequenceOf
 from llmmath.core.contracts import (
+    AMOUNT,
     CHIPS,
     RESULT,
     SCALAR_FRACTION,
@@ -39,7 +40,7 @@ from llmmath.core.contracts import (
     contract,
     each,
 )
-from llmmath.core.dtypes import bytes_per_element
+from llmmath.core.dtypes import DTYPE, bytes_per_element
 from llmmath.core.hardware import Chip
 from llmmath.core.models import (
     ModelConfig,
@@ -350,6 +351,110 @@ def copies_to_fill(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
     return (-int(n_experts)) % n
 
 
+# ---- attention beside wide EP: DP-attention against TP-attention ----------------------------
+@dataclass(frozen=True)
+@checked(
+    **each(RESULT, "weight_bytes_per_gpu sequences_per_gpu group_batch"),
+    attention_tp=CHIPS,
+    **each(SCALAR_POSITIVE, "kv_copies expert_bound_batch"),
+)
+class AttentionBesideEP:
+    """How an expert-parallel group of ``ep_width`` GPUs runs attention, at one context.
+
+    The experts are split over all ``ep_width`` GPUs either way. Attention runs as
+    ``ep_width / attention_tp`` replicas, each over ``attention_tp`` GPUs: ``attention_tp = 1``
+    is DP-attention (SGLang's ``--enable-dp-attention``: every GPU attends for its own
+    sequences and holds their whole KV cache), ``attention_tp > 1`` splits each replica's
+    heads. A replica holds the non-expert weights once, split ``attention_tp`` ways, and each
+    cached token ``kv_copies`` times (``attention_tp / min(attention_tp, K)``; every TP rank
+    needs MLA's one latent, so ``attention_tp`` copies)."""
+
+    ep_width: int
+    attention_tp: int
+    kv_copies: float
+    weight_bytes_per_gpu: FloatArray
+    #: Sequences of ``context`` tokens whose caches fit beside the weights, per GPU.
+    sequences_per_gpu: FloatArray
+    #: The same for the whole group: a decode step's token batch, one token per sequence.
+    group_batch: FloatArray
+    #: Tokens a step needs for the experts to turn compute-bound
+    #: (:func:`compute_bound_batch`, ``scope="expert_layer"``).
+    expert_bound_batch: float
+
+    @property
+    def pays(self) -> FloatArray:
+        """True where the group holds enough sequences for its experts to be compute-bound."""
+        return np.asarray(self.group_batch >= self.expert_bound_batch)
+
+
+def _ep_and_attention_divide(
+    model: str | ModelConfig, ep_width: int, attention_tp: int = 1
+) -> str | None:
+    """The experts split evenly over the group, and the group into whole attention replicas."""
+    if int(ep_width) % int(attention_tp):
+        return (
+            f"attention_tp={attention_tp} must divide ep_width={ep_width}: the group runs "
+            "whole attention replicas"
+        )
+    return _experts_divide(model, ep_width)
+
+
+@contract(
+    chip=DOMAIN,
+    context=AMOUNT,
+    attention_tp=CHIPS,
+    **each(DTYPE, "weight_dtype kv_dtype compute_dtype"),
+    where=_ep_and_attention_divide,
+)
+def attention_beside_ep(
+    model: str | ModelConfig,
+    chip: str | Chip | ScaleUpDomain,
+    ep_width: int,
+    context: ArrayLike,
+    *,
+    attention_tp: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    compute_dtype: str = "bf16",
+) -> AttentionBesideEP:
+    """Per-GPU KV capacity of an EP group of ``ep_width`` GPUs, and whether it holds the batch
+    that makes its experts pay, with attention DP (``attention_tp=1``) or TP across the group.
+
+    The memory is :class:`~llmmath.core.deployment.Deployment`'s with the layout
+    ``tp{attention_tp},ep{ep_width / attention_tp}`` on ``ep_width`` chips (experts over all
+    of them, the rest of the weights per attention replica), and the capacity
+    :func:`llmmath.core.capacity.max_batch`'s: one count with the rest of the course. The
+    batch that pays is :func:`compute_bound_batch` of one expert layer, the whole group's
+    tokens a step."""
+    from llmmath.core.capacity import max_batch  # the serving model sits above this module
+    from llmmath.core.deployment import Deployment
+    from llmmath.core.placement import Layout
+
+    spec, domain = _moe_model(model), get_domain(chip)
+    G, t = int(ep_width), int(attention_tp)
+    dep = Deployment(
+        spec,
+        domain.chip,
+        G,
+        Layout.for_cluster(G, tp=t, ep=G // t),
+        compute_dtype=compute_dtype,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+    )
+    batch = np.floor(np.asarray(max_batch(dep, context), dtype=float))
+    return AttentionBesideEP(
+        ep_width=G,
+        attention_tp=t,
+        kv_copies=float(dep.kv_copies),
+        weight_bytes_per_gpu=np.asarray(dep.weight_bytes_per_chip),
+        sequences_per_gpu=batch / G,
+        group_batch=batch,
+        expert_bound_batch=compute_bound_batch(
+            spec, domain, "expert_layer", compute_dtype, weight_dtype
+        ),
+    )
+
+
 # ---- what fits in a rack (the domains themselves: llmmath.core.racks) ---------------------------
 @contract(domain=DOMAIN, moe_layers_per_domain=Count())
 def max_expert_layer_params(
@@ -473,11 +578,13 @@ __all__ = [
     "DOMAIN_PRESETS",
     "LECTURE_SPARSITY",
     "SPARSITY_DEFINITIONS",
+    "AttentionBesideEP",
     "EPWidthCurves",
     "ExpertLayerStep",
     "MoEParams",
     "ScaleUpDomain",
     "all_to_all_bytes_per_gpu",
+    "attention_beside_ep",
     "compute_bound_batch",
     "compute_bound_batch_rule",
     "copies_to_fill",

@@ -839,6 +839,59 @@ CLAIMS = [
             ]
         ),
     ),
+    # ---- moe: attention beside wide EP, and published rack-scale runs (#43 item 7) ----
+    Claim(
+        "moe.md",
+        "what limits the batch is the KV cache",
+        lambda ns: (
+            float(ns.dp_split.weight_bytes_per_gpu) > float(ns.tp_split.weight_bytes_per_gpu)
+            and all(np.asarray(ns.dp_split.group_batch) > np.asarray(ns.tp_split.group_batch))
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "the group's {eval}`dp_short_batch` sequences clear the {eval}`dp_expert_batch` tokens a "
+        "step its expert layers need to be compute-bound",
+        lambda ns: bool(ns.dp_split.pays[0]) and not bool(ns.tp_split.pays[0]),
+    ),
+    Claim(
+        "moe.md",
+        "the cache, not the experts, sets the batch, and at this width the experts stay "
+        "memory-bound",
+        lambda ns: not any(ns.dp_split.pays[1:]),
+    ),
+    Claim(
+        "moe.md",
+        "the floor's decode step is {eval}`h100_bound`-bound",
+        lambda ns: (
+            ns.h100_bound == "network"
+            and ns.rack_bound == "compute"
+            and not collectives.fits_in_scale_up(72, get_chip("H100"))
+            and collectives.fits_in_scale_up(48, get_chip("GB200-NVL72"))
+        ),
+    ),
+    Claim(
+        "moe.md",
+        "Neither run is near its floor",
+        lambda ns: all(result["measured_over_floor"] < 0.5 for _, result in ns.wide.values()),
+    ),
+    Claim(
+        "moe.md",
+        "Past these contexts the group's experts stay memory-bound",
+        lambda ns: (
+            ns.q4_context_tp_value < ns.q4_context_value
+            and bool(
+                moe.attention_beside_ep(
+                    ns.deepseek, "H100", 64, 0.99 * ns.q4_context_value, **ns.fp8
+                ).pays
+            )
+            and not bool(
+                moe.attention_beside_ep(
+                    ns.deepseek, "H100", 64, 1.01 * ns.q4_context_value, **ns.fp8
+                ).pays
+            )
+        ),
+    ),
     Claim(
         "moe.md",
         "Per layer, the experts are the last part of the step to turn compute-bound",

@@ -662,3 +662,72 @@ def test_live_explorer_keeps_its_controls_consistent() -> None:
     before = bytes(image.value)
     domain.value = "HGX H100 (8 GPUs)"
     assert bytes(image.value) != before
+
+
+# ---- attention beside wide EP -------------------------------------------------------------
+FP8 = {"weight_dtype": "fp8", "compute_dtype": "fp8"}
+
+
+def _deepseek_group_by_hand(ep: int, attention_tp: int, context: float) -> float:
+    """DeepSeek-V3 on H100 in fp8 with a bf16 cache, counted here from the model's own
+    numbers: experts split over the group, the rest once per attention replica (split
+    ``attention_tp`` ways), MLA's latent held by every rank of a replica."""
+    spec, hbm = get_model("DeepSeek-V3"), get_chip("H100").hbm_bytes
+    experts = spec.n_moe_layers * spec.n_experts * DEEPSEEK_EXPERT  # routed, 1 byte each
+    rest = spec.total_params - experts
+    weights = experts / ep + rest / attention_tp
+    per_token = 61 * (512 + 64) * 2  # the latent and the RoPE key, bf16
+    per_replica = attention_tp * (hbm - weights) / (attention_tp * per_token * context)
+    return (ep // attention_tp) * per_replica
+
+
+@pytest.mark.parametrize("attention_tp", [1, 8])
+@pytest.mark.parametrize("context", [2000.0, 32768.0])
+def test_attention_beside_ep_by_hand(attention_tp: int, context: float) -> None:
+    split = moe.attention_beside_ep(
+        "DeepSeek-V3", "H100", 64, context, attention_tp=attention_tp, **FP8
+    )
+    by_hand = _deepseek_group_by_hand(64, attention_tp, context)
+    # max_batch floors the whole group's sequences; the by-hand count is unrounded.
+    assert by_hand - 1 < float(split.group_batch) <= by_hand
+    assert float(split.sequences_per_gpu) == pytest.approx(float(split.group_batch) / 64)
+    assert split.kv_copies == attention_tp  # MLA: one latent, every TP rank holds it
+
+
+def test_dp_attention_holds_more_sequences_than_tp_attention_for_mla() -> None:
+    # TP8 spends 8 copies of each cached latent; DP-attention spends the attention weights 8
+    # times instead. For DeepSeek-V3 on H100 the cache wins: DP holds over 6x the sequences.
+    dp, tp = (moe.attention_beside_ep("DeepSeek-V3", "H100", 64, 8192.0, attention_tp=t, **FP8)
+              for t in (1, 8))  # fmt: skip
+    assert float(dp.weight_bytes_per_gpu) > float(tp.weight_bytes_per_gpu)
+    assert float(dp.group_batch) > 6 * float(tp.group_batch)
+
+
+def test_gqa_kv_heads_split_by_attention_tp_without_copies() -> None:
+    # Mixtral's 8 KV heads split over TP8: no copies, and TP then holds more sequences (the
+    # attention weights are split, the cache is not repeated).
+    dp, tp = (moe.attention_beside_ep("Mixtral-8x7B", "H100", 8, 8192.0, attention_tp=t)
+              for t in (1, 8))  # fmt: skip
+    assert tp.kv_copies == 1.0
+    assert float(tp.group_batch) > float(dp.group_batch)
+
+
+def test_ep_pays_where_the_group_holds_the_expert_bound_batch() -> None:
+    split = moe.attention_beside_ep("DeepSeek-V3", "H100", 64, [2000.0, 32768.0, 131072.0], **FP8)
+    bound = moe.compute_bound_batch("DeepSeek-V3", "H100", "expert_layer", "fp8")
+    assert split.expert_bound_batch == pytest.approx(bound)
+    assert list(split.pays) == list(np.asarray(split.group_batch) >= bound)
+    assert bool(split.pays[0]) and not bool(split.pays[-1])  # short contexts pay, long ones not
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ep_width": 64, "attention_tp": 3}, "attention_tp=3 must divide ep_width=64"),
+        ({"ep_width": 48, "attention_tp": 1}, "not divisible by ep_width=48"),
+        ({"ep_width": 64, "attention_tp": 1, "kv_dtype": "int3"}, "kv_dtype"),
+    ],
+)
+def test_attention_beside_ep_refuses_bad_input(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        moe.attention_beside_ep("DeepSeek-V3", "H100", context=2000.0, **FP8, **kwargs)
