@@ -651,3 +651,39 @@ def test_gemma_4_e2b_reads_per_layer_embeddings_and_shared_kv_layers() -> None:
     exact = (12 * 2 * K * local_h * min(T, 512) + 3 * 2 * K * global_h * T) * 2
     assert float(spec.kv_bytes_per_token("bf16", T)) * T == pytest.approx(exact, rel=1e-12)
     assert spec.kv_bytes_per_token("bf16") == (12 * 2 * local_h + 3 * 2 * global_h) * 2
+
+
+def test_minimax_m1_counts_lightning_layers_and_softmax_kv_only() -> None:
+    """MiniMax-M1 (attn_type_list: seven lightning layers, then one softmax, repeated): the
+    lightning layers' qkv_proj (3 N H wide: a key and value per head), output_gate, norm and
+    out_proj; GQA on the softmax ones; 32 experts of intermediate_size, top-2, in every layer."""
+    t = _config("MiniMax-M1")
+    spec, notes = read_hf_config(CONFIGS / "MiniMax-M1" / "config.json")
+    D, L, N, K, H = (t[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                    "num_key_value_heads", "head_dim"))  # fmt: skip
+    softmax = t["attn_type_list"].count(1)
+    lightning = 3 * D * N * H + D * N * H + N * H + N * H * D
+    attention = 2 * D * N * H + 2 * D * K * H
+    E, F = t["num_local_experts"], t["intermediate_size"]
+    moe = E * 3 * D * F + D * E
+    embeddings = 2 * t["vocab_size"] * D
+    hand = softmax * attention + (L - softmax) * lightning + L * (2 * D + moe) + embeddings + D
+    assert spec.total_params == pytest.approx(hand, rel=1e-3)
+    # MiniMax-M1 report (arXiv 2506.13585, abstract): built on MiniMax-Text-01, "a total of 456
+    # billion parameters with 45.9 billion parameters activated per token" (the embeddings left
+    # out of the latter).
+    assert spec.total_params == pytest.approx(456e9, rel=2e-3)
+    assert spec.active_params - spec.embedding_params == pytest.approx(45.9e9, rel=2e-3)
+    assert (spec.n_attention_layers, spec.n_state_layers) == (softmax, L - softmax) == (10, 70)
+    assert spec.kv_bytes_per_token("bf16") == softmax * 2 * K * H * 2
+    assert spec.state_bytes_per_sequence("bf16") == (L - softmax) * N * H * H * 4  # fp32
+    assert any("constant state" in n for n in notes)
+    with pytest.raises(ValueError, match="'attn_type_list' must list 0"):
+        model_from_hf_config({**t, "attn_type_list": [2] * L}, "x")
+    with pytest.raises(ValueError, match="'attn_type_list' has no softmax-attention layer"):
+        model_from_hf_config({**t, "attn_type_list": [0] * L}, "x")
+    with pytest.raises(ValueError, match="'shared_intermediate_size' = 1024 is not understood"):
+        model_from_hf_config({**t, "shared_intermediate_size": 1024}, "x")
+    # MiniMax-Text-01's class reads as the same family through its architectures.
+    renamed = {**t, "model_type": "minimax_text_01", "architectures": ["MiniMaxText01ForCausalLM"]}
+    assert model_from_hf_config(renamed, "x")[0].total_params == spec.total_params

@@ -2,7 +2,8 @@
 
 The families the course's model covers (:data:`FAMILIES`): Llama, Llama 4, Mistral, Mixtral,
 Qwen2/2.5, Qwen3 (dense and MoE), Phi-3, Gemma 1-4, gpt-oss and DeepSeek-V2/V3 (MLA, shared
-experts, dense first layers). A multimodal wrapper's text model is read from its
+experts, dense first layers), and the hybrids Qwen3-Next, Qwen3.5/3.6 MoE, Jamba and
+MiniMax-M1. A multimodal wrapper's text model is read from its
 ``text_config``; a field the config leaves out takes the default of the family's
 ``transformers`` config class. Each field the course needs is read by its Hugging Face name;
 a field that would change the count in a way the model does not describe raises a
@@ -79,6 +80,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "mamba_conv_bias": True,
         "mamba_proj_bias": False,
     },
+    # ... and lightning (linear) attention beside softmax attention, MoE in every layer
+    # (MiniMax-M1: attn_type_list 0 / 1; MiniMaxM1Config's defaults where a config is silent).
+    "minimax_m1": {"tie_word_embeddings": False, "shared_intermediate_size": 0},
 }
 #: Multimodal wrappers: their text model sits under ``text_config`` (the vision encoder is
 #: not counted); the value is the text model's family when ``text_config`` names none.
@@ -105,6 +109,8 @@ ARCHITECTURES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV32ForCausalLM": "deepseek_v32",
     "Glm4MoeForCausalLM": "glm4_moe",
+    "MiniMaxM1ForCausalLM": "minimax_m1",
+    "MiniMaxText01ForCausalLM": "minimax_m1",  # MiniMax-Text-01: the same layers
 }
 
 #: Activations whose MLP is gated (three matrices: gate, up, down), as the course counts.
@@ -227,6 +233,8 @@ def model_from_hf_config(
     ):
         if read.get(key) and family != "gemma4_text":
             raise ValueError(f"{where}: field {key!r} = {read.get(key)!r} is not modelled ({why})")
+    if family == "minimax_m1":
+        read.require("shared_intermediate_size", (0,), "no shared expert beside the routed ones")
     D, N = read.count("hidden_size"), read.count("num_attention_heads")
     dense_width = {"qwen3_5_moe_text": lambda: read.count("moe_intermediate_size")}
     shape: dict[str, Any] = {
@@ -428,7 +436,7 @@ def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
         notes.append(f"model_type {named!r} is read as {family} ({classes}, its architectures)")
     if read.get("attention_bias") or family == "qwen2" or family == "gpt_oss":
         notes.append("biases are not counted (under 0.1% of the weights)")
-    if family in ("qwen3_next", "qwen3_5_moe_text", "jamba"):
+    if family in ("qwen3_next", "qwen3_5_moe_text", "jamba", "minimax_m1"):
         notes.append(
             "state layers hold a constant state per sequence and cache no tokens; their "
             "recurrence's FLOPs (a few per state number a token) are not counted"

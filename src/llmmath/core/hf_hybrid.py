@@ -2,7 +2,8 @@
 
 A hybrid mixes tokens in most layers through a recurrence instead of attention: gated
 DeltaNet in Qwen3-Next and Qwen3.5/3.6 MoE (``layer_types``: ``linear_attention`` beside
-``full_attention``), Mamba in Jamba (attention every ``attn_layer_period``-th layer). Such a
+``full_attention``), Mamba in Jamba (attention every ``attn_layer_period``-th layer),
+lightning attention in MiniMax-M1 (``attn_type_list``: 0 lightning, 1 softmax). Such a
 layer caches no keys and values; it holds a constant state per sequence. This module gives
 :class:`~llmmath.core.models.ModelConfig`'s hybrid fields from the config's own: how many
 layers, each one's mixer weights (``transformers``' modules, parameter by parameter) and its
@@ -36,6 +37,8 @@ def hybrid_layers(read: FieldReader, family: str, layers: int, d_model: int) -> 
         return _gated_deltanet(read, family, layers, d_model)
     if family == "jamba":
         return _mamba(read, layers, d_model)
+    if family == "minimax_m1":
+        return _lightning(read, layers, d_model)
     return {}
 
 
@@ -101,6 +104,28 @@ def _mamba(read: FieldReader, layers: int, D: int) -> dict[str, Any]:
     params += (2 * inner + D) * proj_bias + inner * conv_bias
     state = inner * state_n + inner * (conv - 1)
     return _fields(read, layers - attending, params, state, False)
+
+
+def _lightning(read: FieldReader, layers: int, D: int) -> dict[str, Any]:
+    """MiniMax-M1's (and MiniMax-Text-01's) ``MiniMaxM1LightningAttention``, in the layers
+    whose ``attn_type_list`` entry is 0 (1: softmax attention, GQA as usual): ``qkv_proj``
+    D -> 3 N H (every query head has its own key and value), ``output_gate`` D -> N H, an
+    RMSNorm over N H and ``out_proj`` N H -> D, no biases. Its state: a key x value matrix per
+    head, H x H, which the modeling code builds in float32 (``torch.zeros(b, h, d, e)
+    .to(torch.float32)``)."""
+    kinds = read.get("attn_type_list")
+    if not isinstance(kinds, list) or len(kinds) != layers or any(k not in (0, 1) for k in kinds):
+        raise ValueError(
+            f"{read.where}: field 'attn_type_list' must list 0 (lightning) or 1 (softmax "
+            f"attention) per layer ({layers} layers)"
+        )
+    if 1 not in kinds:
+        raise ValueError(f"{read.where}: field 'attn_type_list' has no softmax-attention layer")
+    heads = read.count("num_attention_heads")
+    width = heads * read.width("head_dim", D // heads)
+    params = 5 * D * width + width  # qkv (3), gate, out; the norm
+    fields = _fields(read, kinds.count(0), params, heads * (width // heads) ** 2, False)
+    return {**fields, "state_dtype": "fp32"}
 
 
 def _fields(read: FieldReader, n: int, params: int, state: int, gate: bool) -> dict[str, Any]:
