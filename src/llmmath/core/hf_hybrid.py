@@ -122,7 +122,7 @@ def _lightning(read: FieldReader, layers: int, D: int) -> dict[str, Any]:
     if 1 not in kinds:
         raise ValueError(f"{read.where}: field 'attn_type_list' has no softmax-attention layer")
     heads = read.count("num_attention_heads")
-    width = heads * read.width("head_dim", D // heads)
+    width = heads * read.count("head_dim", D // heads)
     params = 5 * D * width + width  # qkv (3), gate, out; the norm
     fields = _fields(read, kinds.count(0), params, heads * (width // heads) ** 2, False)
     return {**fields, "state_dtype": "fp32"}
