@@ -687,3 +687,30 @@ def test_minimax_m1_counts_lightning_layers_and_softmax_kv_only() -> None:
     # MiniMax-Text-01's class reads as the same family through its architectures.
     renamed = {**t, "model_type": "minimax_text_01", "architectures": ["MiniMaxText01ForCausalLM"]}
     assert model_from_hf_config(renamed, "x")[0].total_params == spec.total_params
+
+
+def test_minimax_m2_attends_in_every_layer_with_256_experts() -> None:
+    """MiniMax-M2: GQA softmax attention with per-layer q/k norms in all 62 layers
+    (attn_type_list all 1), 256 experts of intermediate_size, top-8, sigmoid router with a
+    correction bias, no shared expert; its own fp8 blocks read as the checkpoint's format."""
+    t = _config("MiniMax-M2")
+    path = CONFIGS / "MiniMax-M2" / "config.json"
+    spec, notes = read_hf_config(path)
+    D, L, N, K, H = (t[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                    "num_key_value_heads", "head_dim"))  # fmt: skip
+    E, F = t["num_local_experts"], t["intermediate_size"]
+    attention = 2 * D * N * H + 2 * D * K * H + N * H + K * H  # q, k, v, o; q and k norms
+    moe = E * 3 * D * F + D * E + E  # experts, router, correction bias
+    hand = L * (attention + 2 * D + moe) + 2 * t["vocab_size"] * D + D
+    assert spec.total_params == pytest.approx(hand, rel=1e-3)
+    # MiniMax-M2: 230B total, 10B active (rounded: the total to 2 figures, the active count
+    # without the embeddings), as apxml.com's model page quotes it; the model card itself was
+    # not in the stored corpus (tests/data/hf_configs/README.md).
+    assert spec.total_params == pytest.approx(230e9, rel=0.01)
+    assert spec.active_params - spec.embedding_params == pytest.approx(10e9, rel=0.05)
+    assert (spec.n_attention_layers, spec.n_state_layers, spec.n_dense_layers) == (L, 0, 0)
+    assert spec.kv_bytes_per_token("bf16") == L * 2 * K * H * 2
+    assert notes == []
+    assert weight_format(t, spec, str(path)).main == "fp8"
+    with pytest.raises(ValueError, match="'attn_type_list' has a 0"):
+        model_from_hf_config({**t, "attn_type_list": [0] + [1] * (L - 1)}, "x")

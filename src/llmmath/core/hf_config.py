@@ -2,8 +2,8 @@
 
 The families the course's model covers (:data:`FAMILIES`): Llama, Llama 4, Mistral, Mixtral,
 Qwen2/2.5, Qwen3 (dense and MoE), Phi-3, Gemma 1-4, gpt-oss and DeepSeek-V2/V3 (MLA, shared
-experts, dense first layers), and the hybrids Qwen3-Next, Qwen3.5/3.6 MoE, Jamba and
-MiniMax-M1. A multimodal wrapper's text model is read from its
+experts, dense first layers), GLM-4.5 and MiniMax-M2, and the hybrids Qwen3-Next,
+Qwen3.5/3.6 MoE, Jamba and MiniMax-M1. A multimodal wrapper's text model is read from its
 ``text_config``; a field the config leaves out takes the default of the family's
 ``transformers`` config class. Each field the course needs is read by its Hugging Face name;
 a field that would change the count in a way the model does not describe raises a
@@ -83,6 +83,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # ... and lightning (linear) attention beside softmax attention, MoE in every layer
     # (MiniMax-M1: attn_type_list 0 / 1; MiniMaxM1Config's defaults where a config is silent).
     "minimax_m1": {"tie_word_embeddings": False, "shared_intermediate_size": 0},
+    # MiniMax-M2: softmax attention (GQA, q/k norms) in every layer, 256 experts top-8 as wide
+    # as intermediate_size, no shared expert.
+    "minimax_m2": {"tie_word_embeddings": False, "shared_intermediate_size": 0},
 }
 #: Multimodal wrappers: their text model sits under ``text_config`` (the vision encoder is
 #: not counted); the value is the text model's family when ``text_config`` names none.
@@ -111,6 +114,7 @@ ARCHITECTURES = {
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM1ForCausalLM": "minimax_m1",
     "MiniMaxText01ForCausalLM": "minimax_m1",  # MiniMax-Text-01: the same layers
+    "MiniMaxM2ForCausalLM": "minimax_m2",
 }
 
 #: Activations whose MLP is gated (three matrices: gate, up, down), as the course counts.
@@ -233,8 +237,13 @@ def model_from_hf_config(
     ):
         if read.get(key) and family != "gemma4_text":
             raise ValueError(f"{where}: field {key!r} = {read.get(key)!r} is not modelled ({why})")
-    if family == "minimax_m1":
+    if family in ("minimax_m1", "minimax_m2"):
         read.require("shared_intermediate_size", (0,), "no shared expert beside the routed ones")
+    if family == "minimax_m2" and any(kind != 1 for kind in read.get("attn_type_list") or ()):
+        raise ValueError(
+            f"{where}: field 'attn_type_list' has a 0 (a lightning layer); MiniMax-M2 attends "
+            "with softmax in every layer (a lightning hybrid is model_type minimax_m1)"
+        )
     D, N = read.count("hidden_size"), read.count("num_attention_heads")
     dense_width = {"qwen3_5_moe_text": lambda: read.count("moe_intermediate_size")}
     shape: dict[str, Any] = {
