@@ -1,4 +1,5 @@
-"""Every value the batching and KV-cache exercises' hidden tests pin is the course's own.
+"""Every value the batching, KV-cache and over-training exercises' hidden tests pin is the
+course's own.
 
 Each part of those exercises names the package function that computes its answer in the course
 (``serving.decode_step(Deployment("Llama-3-70B", "H100", 8), B, T).time_s``,
@@ -19,8 +20,8 @@ import numpy as np
 import pytest
 from grading_support import cell_by_id, load_specs, printed_settings, read, region
 
-from llmmath import batching, kv_cache
-from llmmath.beyond import number_formats, speculative
+from llmmath import api_prices, batching, kv_cache, scaling
+from llmmath.beyond import number_formats, serving_systems, speculative
 from llmmath.core import capacity, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.models import get_model
@@ -125,8 +126,46 @@ def kv_cache_values() -> dict[str, float]:
     }
 
 
+def overtraining_values() -> dict[str, float]:
+    """The over-training exercise: the package's default fit (Besiroglu et al.'s refit, #43),
+    Chinchilla's own run as the target loss, Llama-3-8B's matmul weights, DeepSeek's day."""
+    fit = scaling.CHINCHILLA_FIT
+    target = scaling.CHINCHILLA_TARGET_LOSS
+    llama_8b = get_model("Llama-3-8B")
+    matmul_params = 8.03e9 - llama_8b.vocab_size * llama_8b.d_model  # the table's 8.03e9
+    flops = float(scaling.training_flops(matmul_params, 15e12))
+    seconds = float(scaling.training_time_s(flops, 2048, "H100", 0.40))
+    lifetime = scaling.lifetime_compute(np.array([70e9, 25e9]), target, 2e13)
+    day = api_prices.get_fleet_day()
+    cost = float(api_prices.fleet_day_cost_usd(day.nodes, day.gpus_per_node, day.usd_per_gpu_hour))
+    revenue = api_prices.fleet_day_revenue_usd(day, api_prices.get_price_sheet("DeepSeek-R1"))
+    pools = serving_systems.deepseek_pools()
+    return {
+        "chinchilla_loss(70000000000.0, 1400000000000.0)": float(scaling.loss(70e9, 1.4e12, fit)),
+        "chinchilla_loss(400000000.0, 8000000000.0)": float(scaling.loss(4e8, 8e9, fit)),
+        "training_flops": flops,
+        "training_days": seconds / 86_400,
+        "training_cost_usd": float(scaling.training_cost_usd(flops, "H100", 0.40, 2.0)),
+        "tokens_for_loss(70000000000.0, 1.974)": float(scaling.tokens_for_loss(70e9, target, fit)),
+        "tokens_for_loss(8000000000.0, 2.05)": float(scaling.tokens_for_loss(8e9, 2.05, fit)),
+        "total_flops_a": float(lifetime.total_flops[0]),
+        "total_flops_b": float(lifetime.total_flops[1]),
+        "daily_cost_usd": cost,
+        "daily_revenue_usd": revenue,
+        "markup": revenue / cost,
+        "prefill_nodes": pools.prefill_nodes,
+        "decode_nodes": pools.decode_nodes,
+        "decode_share": pools.decode_nodes / (pools.prefill_nodes + pools.decode_nodes),
+    }
+
+
 @pytest.mark.parametrize(
-    ("assignment", "computed"), [("batching", batching_values), ("kv_cache", kv_cache_values)]
+    ("assignment", "computed"),
+    [
+        ("batching", batching_values),
+        ("kv_cache", kv_cache_values),
+        ("overtraining_pricing", overtraining_values),
+    ],
 )
 def test_every_pinned_value_is_the_named_package_function_s(
     assignment: str, computed: Callable[[], dict[str, float]]
