@@ -31,6 +31,7 @@ from grading_support import (
     Mistake,
     cell_by_id,
     filled_release,
+    fresh_shell,
     load_specs,
     nbgrader_meta,
     read,
@@ -78,11 +79,10 @@ def run_graded(nb: Any) -> dict[str, bool]:
     """Run the instructor's source (hidden tests included) cell by cell in one in-process shell;
     for each test cell, whether it raised: the visible checks never raise, so a raise is a
     hidden test failing."""
-    from IPython.core.interactiveshell import InteractiveShell
+    import matplotlib.pyplot as plt
     from IPython.utils.capture import capture_output
 
-    shell = InteractiveShell.instance()
-    shell.reset(new_session=True)
+    shell = fresh_shell()
     raised: dict[str, bool] = {}
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -93,6 +93,7 @@ def run_graded(nb: Any) -> dict[str, bool]:
         if meta.get("grade") and not meta.get("solution"):
             raised[meta["grade_id"]] = not result.success
     shell.InteractiveTB.set_mode("Context")  # the hidden cells set Minimal
+    plt.close("all")  # the plot cells' figures (pyplot keeps every one: a warning past 20)
     return raised
 
 
@@ -149,14 +150,12 @@ def test_run_all_reaches_every_part_of_an_untouched_release(assignment: str) -> 
 def test_a_test_cell_run_after_a_restart_says_which_cell_to_run(assignment: str) -> None:
     """After a kernel restart the first code cell (the numbers, report_part) has not run: a test
     cell run alone says so in one line, not ``NameError: name 'report_part' is not defined``."""
-    from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 
     spec = SPECS[assignment]
     release = filled_release(spec)
-    shell = InteractiveShell.instance()
     for grade_id in spec.test_cells:
-        shell.reset(new_session=True)
+        shell = fresh_shell()
         with capture_output() as captured:
             result = shell.run_cell(cell_by_id(release, grade_id).source)
         said = ANSI.sub("", captured.stderr).strip()
