@@ -1,5 +1,10 @@
 """The built book in headless Chromium: every page renders offline, figures are visible,
-and the controls switch the figure with no kernel and no request leaving the machine."""
+and the controls switch the figure with no kernel and no request leaving the machine.
+
+Each page is loaded once (the ``visit`` fixture, per module and page): the tests of a lesson
+run one after the other on the same load, the first of them (``test_page_renders_offline``)
+on the page as loaded, and every later one still sees every error and outside request the page
+made since it loaded."""
 
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ class Visit:
     """A page opened with every outside request blocked and recorded, and errors kept."""
 
     def __init__(self, browser: Browser, url: str) -> None:
+        self.path = url.split("/", 3)[3]  # the page's path in the book
         self.outside: list[str] = []
         self.errors: list[str] = []
         self.page: Page = browser.new_page()
@@ -74,14 +80,23 @@ class Visit:
 PAGES = [p.relative_to(HTML).as_posix() for p in built_pages()]
 
 
+@pytest.fixture(scope="module")
+def visit(browser: Browser, base_url: str, request: pytest.FixtureRequest) -> Iterator[Visit]:
+    """The page ``request.param`` (a path in the book), loaded once for every test of this
+    module that names it (pytest runs them together, then closes it)."""
+    opened = Visit(browser, f"{base_url}/{request.param}")
+    yield opened
+    opened.page.close()
+
+
 def test_the_book_has_its_pages() -> None:
     expected = {"book/intro.html", "lessons/roofline.html", "exercises/roofline/roofline.html"}
     assert expected <= set(PAGES), f"missing pages: {expected - set(PAGES)}"
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_page_renders_offline(browser: Browser, base_url: str, path: str) -> None:
-    visit = Visit(browser, f"{base_url}/{path}")
+@pytest.mark.parametrize("visit", PAGES, indirect=True)
+def test_page_renders_offline(visit: Visit) -> None:
+    path = visit.path
     if path == "index.html":  # a meta refresh to the intro page
         visit.page.wait_for_url("**/book/intro.html", timeout=ms(10))
     title = visit.page.locator("article h1").first
@@ -92,7 +107,6 @@ def test_page_renders_offline(browser: Browser, base_url: str, path: str) -> Non
     assert not visit.errors, f"{path} logged errors: {visit.errors}"
     raw_tex = visit.page.locator("article").inner_text()
     assert "\\frac" not in raw_tex, f"{path} shows raw TeX: MathJax did not typeset it"
-    visit.page.close()
 
 
 def visible_frames(page: Page, between_frames_ok: bool = False) -> list[str]:
@@ -117,13 +131,10 @@ def test_every_lesson_is_in_the_book() -> None:
     assert lessons == sorted(LESSON_PAGES)
 
 
-@pytest.mark.parametrize("path", LESSON_PAGES)
-def test_every_lesson_control_switches_the_figure(
-    browser: Browser, base_url: str, path: str
-) -> None:
+@pytest.mark.parametrize("visit", LESSON_PAGES, indirect=True)
+def test_every_lesson_control_switches_the_figure(visit: Visit) -> None:
     """No dead control: each slider, menu and toggle on the page changes a figure."""
-    visit = Visit(browser, f"{base_url}/{path}")
-    page = visit.page
+    path, page = visit.path, visit.page
     page.locator(".widget-image").first.wait_for(state="visible", timeout=ms(20))
     captions = page.locator(".cell_output p", has_text=re.compile(r"^Figure\. \w"))
     assert captions.count() >= 1 and captions.first.is_visible(), "no captioned figure"
@@ -149,7 +160,6 @@ def test_every_lesson_control_switches_the_figure(
         )
     assert not visit.outside, f"the widgets reached outside the machine: {visit.outside}"
     assert not visit.errors, f"the widgets logged errors: {visit.errors}"
-    page.close()
 
 
 def _nudge_slider(page: Page, index: int) -> None:
@@ -171,26 +181,21 @@ def _click_other_toggle(page: Page, index: int) -> None:
     group.locator("button:not(.mod-active)").first.click()
 
 
-@pytest.mark.parametrize("path", LESSON_PAGES)
-def test_the_lessons_jupyterlab_note_is_hidden_in_the_book(
-    browser: Browser, base_url: str, path: str
-) -> None:
+@pytest.mark.parametrize("visit", LESSON_PAGES, indirect=True)
+def test_the_lessons_jupyterlab_note_is_hidden_in_the_book(visit: Visit) -> None:
     """#36 item 4: each lesson opens in JupyterLab with a note to run it first; the book has
     run it already, so the note is in the page but not shown (book/static/course.css)."""
-    visit = Visit(browser, f"{base_url}/{path}")
+    path = visit.path
     note = visit.page.locator(".lab-only")
     assert note.count() == 1, f"{path} lacks its JupyterLab note"
     assert not note.is_visible(), f"{path} shows the JupyterLab-only note"
-    visit.page.close()
 
 
-@pytest.mark.parametrize("path", LESSON_PAGES)
-def test_the_package_code_a_lesson_shows_fits_its_column(
-    browser: Browser, base_url: str, path: str
-) -> None:
+@pytest.mark.parametrize("visit", LESSON_PAGES, indirect=True)
+def test_the_package_code_a_lesson_shows_fits_its_column(visit: Visit) -> None:
     """#36 item 7: the source a lesson shows (pages.source) wraps at its column, at a desktop
     width too, instead of running past it into a sideways scroll (book/static/course.css)."""
-    visit = Visit(browser, f"{base_url}/{path}")
+    path = visit.path
     visit.page.set_viewport_size({"width": 1400, "height": 900})
     blocks = visit.page.locator(".cell_output .highlight pre")
     assert blocks.count() >= 1, f"{path} shows no package code"
@@ -199,4 +204,3 @@ def test_the_package_code_a_lesson_shows_fits_its_column(
         ".split('\\n').reduce((a, b) => (b.length > a.length ? b : a)))"
     )
     assert not wider, f"{path}: code wider than its column, longest lines {wider}"
-    visit.page.close()
