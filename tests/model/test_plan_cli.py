@@ -24,6 +24,13 @@ BASE = ["plan", "Llama-3-8B", "--chips", "H100", "--rate", "4", "--input", "1000
         "--requests", "200"]  # fmt: skip
 
 
+def as_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
 def with_flag(flag: str, value: str) -> list[str]:
     """BASE with ``flag`` set to ``value`` (replaced where BASE has it)."""
     argv = list(BASE)
@@ -124,6 +131,53 @@ def test_the_documented_default_cache_hit_is_accepted(capsys: pytest.CaptureFixt
     assert code == 0, err
 
 
+def test_calibrate_sizes_at_a_benchmark_s_fitted_efficiency(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """plan --calibrate KEY is plan at that benchmark's fitted efficiency (what llmmath
+    calibrate reports), and says so; it needs fewer chips' worth of speed than the floor."""
+    key = "trtllm-llama-3.1-8b-fp8-h100-tp1"
+    (row,) = as_json(capsys, "calibrate", key)["benchmarks"]
+    calibrated = as_json(capsys, *BASE, "--calibrate", key)
+    assert calibrated["calibration"]["efficiency"] == pytest.approx(row["fitted_efficiency"])
+    same = as_json(capsys, *BASE, "--efficiency", repr(row["fitted_efficiency"]))
+    assert calibrated["chips"] == same["chips"]
+    floor = as_json(capsys, *BASE)
+    assert floor["calibration"] is None
+    slow, fast = calibrated["chips"][0]["best"], floor["chips"][0]["best"]
+    assert slow["n_chips"] >= fast["n_chips"] and slow["tpot_s"] > fast["tpot_s"]
+    _, out, _ = run(capsys, *BASE, "--calibrate", key)
+    assert f"calibrated: efficiency {row['fitted_efficiency']:.2f}, benchmark {key}" in out
+    code, _, err = run(capsys, *BASE, "--calibrate", key, "--efficiency", "0.5")
+    assert code == 2 and "not both" in err
+
+
+def test_aiconfigurator_s_question_reads_as_the_page_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """book/cli.md puts AIConfigurator's README example (Qwen3-32B, 32 H200, 4,000 in and
+    500 out, TTFT 300 ms, TPOT 10 ms) to plan as the request rate their answer serves: at the
+    floor plan serves it disaggregated with a TP4 decode worker on fewer GPUs, by a share
+    inside the benchmarks' measured/floor range; calibrated, aggregated on more."""
+    from llmmath.core import data
+
+    aic = data.table("systems")["aiconfigurator_example"]
+    assert aic["source"] and aic["source_date"] and aic["total_gpus"] == 32
+    rate = aic["tokens_per_s_per_gpu"] * aic["total_gpus"] / aic["output_tokens"]
+    question = ["plan", "Qwen3-32B", "--chips", "H200=1", "--rate", f"{rate:.1f}",
+                "--input", "4000", "--output", "500", "--ttft", "300ms@p50",
+                "--tpot", "10ms@p50", "--dtype", "fp8"]  # fmt: skip
+    (floor,) = as_json(capsys, *question)["chips"]
+    assert floor["best"]["mode"] == "disaggregated"
+    assert floor["best"]["configuration"].endswith("decode 1 x TP4")
+    report = as_json(capsys, "calibrate")
+    ratios = [row["measured_over_floor"] for row in report["benchmarks"]]
+    assert min(ratios) < floor["best"]["n_chips"] / aic["total_gpus"] < max(ratios)
+    (calibrated,) = as_json(capsys, *question, "--calibrate")["chips"]
+    assert calibrated["best"]["mode"] == "aggregated"
+    assert calibrated["best"]["n_chips"] > aic["total_gpus"]
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "says"),
     [
@@ -161,6 +215,8 @@ def test_the_documented_default_cache_hit_is_accepted(capsys: pytest.CaptureFixt
         ("--plot", "no/such/folder/f.png", "--plot"),
         ("--dtype", "", "--dtype"),
         ("--mode", "mixed", "--mode"),
+        ("--calibrate", "", "--calibrate takes nothing"),
+        ("--calibrate", "nope", "--calibrate 'nope' is not a benchmark key"),
     ],
 )
 def test_each_malformed_flag_exits_2_with_one_line_naming_it(

@@ -538,7 +538,8 @@ def calibrate(
     if target > floor:
         raise ValueError(
             f"measured {target:.4g} output tokens/s per chip beats the floor's {floor:.4g}: "
-            "the measured setting is not this one (MTP, cache hits, a smaller model?)"
+            "the measured setting is not this one (an fp8 KV cache not counted, MTP, cache "
+            "hits, a smaller model?)"
         )
 
     def at(e: float) -> WorkloadView:

@@ -18,6 +18,7 @@ not fit, 2 bad input (one line on stderr, never a traceback).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -27,6 +28,7 @@ from typing import Any, NoReturn
 from llmmath import __version__
 from llmmath.beyond import layout_search, planning, serving_systems
 from llmmath.beyond.plan_workers import MODES
+from llmmath.cli import calibrate as cli_calibrate
 from llmmath.cli import commands as cli_commands
 from llmmath.cli import plan as cli_plan
 from llmmath.cli import search as cli_search
@@ -37,6 +39,7 @@ from llmmath.cli.formatting import (
     Report,
     _plain,
     did_you_mean,
+    given_layout,
     parse_cluster,
     parse_latency,
     parse_length,
@@ -130,7 +133,7 @@ def _best(args: argparse.Namespace, dep: Deployment) -> Report:
 def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
     I, O = request_lengths(args, dep)  # noqa: E741
     options = {
-        "cache_hit_fraction": parse_share(args.cache_hit, "--cache-hit")[0] if args.cache_hit
+        "cache_hit_fraction": cli_plan.cache_hit(args.cache_hit) if args.cache_hit is not None
         else 0.0,
         "disaggregated": args.disaggregate,
         "mtp_acceptance": parse_share(args.mtp, "--mtp")[0] if args.mtp else None,
@@ -171,10 +174,18 @@ def _plan(
     max_chips = parse_number(args.max_chips, "--max-chips", whole=True, low=1)
     args.cluster = f"{next(iter(chips))}x{max_chips:.0f}"
     dep, placed = build_deployment(args, model, checkpoint)
+    calibration = _plan_calibration(args)
+    if calibration is not None:
+        dep = dataclasses.replace(dep, flops_efficiency=calibration[0],
+                                  bandwidth_efficiency=calibration[0])  # fmt: skip
     stream, targets = cli_plan.read_stream(args, dep)
     mode = args.mode
     plans = planning.plan(dep, chips, stream, targets, modes=mode)
     report = cli_plan.plan_report(dep, plans, stream, targets, mode)
+    report.data["calibration"] = None
+    if calibration is not None:
+        report.data["calibration"] = {"efficiency": calibration[0], "from": calibration[1]}
+        report.add(calibration[1])
     if args.plot:
         cli_plan.frontier_plot(dep, plans, stream, targets, args.plot)
         report.data["plot"] = args.plot
@@ -182,10 +193,40 @@ def _plan(
     return report, placed
 
 
+def _plan_calibration(args: argparse.Namespace) -> tuple[float, str] | None:
+    """``plan --calibrate``: the efficiency to size at and a note saying where it came from;
+    a benchmark that beats its floor is refused (its setting, not the floor, is wrong)."""
+    if args.calibrate is None:
+        return None
+    if args.efficiency.strip() not in ("1", "1.0"):
+        raise InputError("give --efficiency or --calibrate, not both")
+    if args.calibrate == "benchmarks":
+        results = [cli_calibrate.run_benchmark(key) for key in cli_calibrate.benchmarks()]
+        efficiency = cli_calibrate.carried_efficiency(results)
+        counted = sum(r.efficiency is not None and r.bound != "network" for r in results)
+        return efficiency, (
+            f"calibrated: efficiency {efficiency:.2f}, the median of {counted} published "
+            "benchmarks' (llmmath calibrate); times and chip counts are estimates, not floors"
+        )
+    if not args.calibrate.strip():
+        raise InputError("--calibrate takes nothing (the benchmarks' median) or a benchmark "
+                         "key (llmmath calibrate lists them); got ''")  # fmt: skip
+    if args.calibrate not in cli_calibrate.benchmarks():
+        raise InputError(f"--calibrate {args.calibrate!r} is not a benchmark key (llmmath "
+                         "calibrate lists them)")  # fmt: skip
+    result = cli_calibrate.run_benchmark(args.calibrate)
+    if result.efficiency is None:
+        raise InputError(f"--calibrate {cli_calibrate.wrong_setting(result)}")
+    return result.efficiency, (
+        f"calibrated: efficiency {result.efficiency:.2f}, benchmark {result.key}'s "
+        f"(measured/floor {result.ratio:.2f}); times and chip counts are estimates, not floors"
+    )
+
+
 def _train(args: argparse.Namespace, model: ModelConfig) -> tuple[Report, list[str]]:
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
-    layout, model, placed = place(args.layout or "", n, model)
+    layout, model, placed = place(given_layout(args.layout) or "", n, model)
     if args.microbatches is not None and args.microbatches < 1:
         raise InputError(f"--microbatches must be >= 1; got {args.microbatches}")
     micro = args.microbatches or (1 if layout.pp == 1 else 2 * layout.pp)
@@ -341,6 +382,10 @@ def _plan_parser(plan: argparse.ArgumentParser) -> None:
                       help="the format attention's QK^T and AV compute in")  # fmt: skip
     plan.add_argument("--efficiency", default="1.0", help="share of peak FLOP/s[,of HBM "
                       "bandwidth], each in (0, 1]; one value sets both")  # fmt: skip
+    plan.add_argument("--calibrate", nargs="?", const="benchmarks", help="size at a measured "
+                      "efficiency instead of the floor: alone, the median that the published "
+                      "benchmarks imply (llmmath calibrate); or one benchmark's KEY "
+                      "(default: none, the floor)")  # fmt: skip
 
 
 def build_parser() -> _Parser:
@@ -409,6 +454,10 @@ def build_parser() -> _Parser:
                       "that gives it (default: none, the floor)")  # fmt: skip
     _plan_parser(command("plan", "the cheapest chips and layout for a stream of requests within "
                          "TTFT and TPOT targets, queueing counted"))  # fmt: skip
+    calib = command("calibrate", "published serving benchmarks against their floors: "
+                    "measured/floor and the efficiency plan --calibrate carries")  # fmt: skip
+    calib.add_argument("benchmark", nargs="*", help="benchmark keys (default: every one)")
+    calib.add_argument("--json", action="store_true", help=_JSON)
     train = command("train", "days, chip-hours, memory, bubble, communication")
     _common(train)
     train.add_argument("--tokens", required=True, help="training tokens, e.g. 15e12 or 15T")
@@ -445,6 +494,8 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
         notes = [f"{m.name}: {note}" for m, ns, _ in resolved for note in ns]
         held = [fmt.description if fmt else None for _, _, fmt in resolved]
         return cli_training.models([m for m, _, _ in resolved], held), notes
+    if args.command == "calibrate":
+        return cli_calibrate.calibrate(args.benchmark), []
     model, notes, checkpoint = resolve_model(args.model)
     if args.command == "train":
         report, placed = _train(args, model)

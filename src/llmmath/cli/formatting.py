@@ -228,8 +228,11 @@ def parse_share(text: str, name: str, n: tuple[int, ...] = (1,)) -> list[float]:
 def parse_latency(text: str) -> float:
     """``"30ms"`` -> 0.03 s; a unit (us, ms, s) is required."""
     match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(us|µs|ms|s)\s*", text)
-    if not match:
+    if not match and re.fullmatch(r"\s*[0-9.eE+-]+\s*", text):
         raise InputError(f"--latency {text!r} needs a unit, e.g. 30ms or 0.03s")
+    if not match:  # e.g. nanms: the unit is there, the number is not
+        raise InputError(f"--latency {text!r} is not a time > 0 with a unit (us, ms or s), "
+                         "e.g. 30ms or 0.03s")  # fmt: skip
     value = parse_number(match.group(1), "--latency") * _UNITS_S[match.group(2)]
     if not value > 0:
         raise InputError(f"--latency must be > 0; got {text!r}")
@@ -303,6 +306,8 @@ def _degrees(text: str) -> tuple[dict[str, int], bool]:
         if part == "emb":
             continue
         match = re.fullmatch(r"(tp|pp|ep|dp|zero)(\d+)", part)
+        if part in ("tp", "pp", "ep", "dp", "zero"):
+            raise InputError(f"--layout part {part!r} needs a degree, e.g. {part}2")
         if not match:
             raise InputError(
                 f"--layout part {part!r} is not tpN, ppN, epN, dpN, zeroN or emb"
@@ -317,6 +322,15 @@ def _degrees(text: str) -> tuple[dict[str, int], bool]:
     if degrees.get("zero", 0) > 3:
         raise InputError(f"--layout part 'zero{degrees['zero']}': ZeRO stages are 0 to 3")
     return degrees, "emb" in parts
+
+
+def given_layout(text: str | None) -> str | None:
+    """``--layout`` as given, or None where it was not; a given one naming no axis (``""``,
+    ``","``) is refused rather than read as no layout."""
+    if text is not None and not [p for p in re.split(r"[,\s]+", text) if p]:
+        raise InputError(f"--layout {text!r} names no axis; give tpN, ppN, epN, dpN, zeroN "
+                         "or emb, comma-separated, e.g. tp8 or tp4,pp2")  # fmt: skip
+    return text
 
 
 def parse_layout(text: str, n_chips: int) -> Layout:
@@ -416,6 +430,7 @@ __all__ = [
     "count",
     "did_you_mean",
     "engine_layout",
+    "given_layout",
     "ms",
     "params",
     "parse_cluster",

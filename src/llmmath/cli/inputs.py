@@ -14,6 +14,7 @@ from llmmath.cli.formatting import (
     InputError,
     _plain,
     did_you_mean,
+    given_layout,
     parse_cluster,
     parse_dtype,
     parse_number,
@@ -109,10 +110,10 @@ def build_deployment(
     """The deployment the options describe, and notes on how its layout was read."""
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
-    layout_text = getattr(args, "layout", None)
+    layout_text = given_layout(getattr(args, "layout", None))
     layout, notes = None, list[str]()
     redundant = getattr(args, "redundant_experts", None)
-    if layout_text:
+    if layout_text is not None:
         layout, model, notes = place(layout_text, n, model, redundant)
     elif redundant is not None:
         raise InputError("--redundant-experts needs an ep degree in --layout")

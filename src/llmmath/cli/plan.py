@@ -133,7 +133,8 @@ def _count(text: str, flag: str, low: int, high: int) -> int:
     return int(value)
 
 
-def _cache_hit(text: str) -> float:
+def cache_hit(text: str) -> float:
+    """`--cache-hit`: a share of prompt tokens in [0, 1); 0, the default, is no cache."""
     value = parse_number(text, "--cache-hit")
     if not 0 <= value < 1:
         raise InputError(f"--cache-hit must be a share in [0, 1); got {text!r}")
@@ -168,7 +169,7 @@ def read_stream(args: argparse.Namespace, dep: Deployment) -> tuple[Stream, Targ
         rate_per_s=rate,
         input_tokens=inputs,
         output_tokens=outputs,
-        cache_hit_fraction=_cache_hit(args.cache_hit),
+        cache_hit_fraction=cache_hit(args.cache_hit),
         max_running_sequences=running,
         max_batched_tokens=budget,
         chunked_prefill=not args.no_chunked_prefill,
@@ -198,6 +199,7 @@ def _config_data(config: Configuration | None) -> dict[str, Any] | None:
     return {
         "mode": config.mode,
         "n_chips": config.n_chips,
+        "configuration": _pools(config),
         "pools": [
             {
                 "role": pool.role,
@@ -440,6 +442,7 @@ def check_plot_path(text: str | None) -> None:
 
 
 __all__ = [
+    "cache_hit",
     "check_plot_path",
     "frontier_plot",
     "parse_chips",
