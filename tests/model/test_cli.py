@@ -349,7 +349,12 @@ TRAIN = ["train", "Llama-3-8B", "H100x8", "--tokens", "1T"]
         (["serve", L70, N8, "--batch", "inf"], "--batch must be a finite number"),
         (["serve", L70, N8, "--batch", "a"], "is not a number"),
         (["serve", L70, N8, "--batch", "9:1"], "is empty"),
-        (["serve", L70, N8, "--layout", "tp3"], "not divisible by tp*pp*ep"),
+        (["serve", L70, N8, "--layout", "tp3"], "--layout 'tp3' needs a chip count divisible by"),
+        # #44 item 5: the placement's and the deployment's field names leaked; a redundant
+        # expert count on a dense model was ignored.
+        (["serve", L70, N8, "--layout", "tp8", "--redundant-experts", "2"],
+         "--redundant-experts is for a MoE model under an ep degree"),
+        (["serve", L70, N8, "--reserve", "1e20"], "--reserve 1e20 leaves no HBM: H100 holds 80 GB"),
         (["serve", L70, N8, "--layout", "pq2"], "is not tpN"),
         (["serve", L70, N8, "--layout", "tp8,tp2"], "names tp twice"),
         (["serve", L70, N8, "--layout", "pp2,pp4"], "names pp twice"),

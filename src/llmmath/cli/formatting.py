@@ -340,6 +340,10 @@ def parse_layout(text: str, n_chips: int) -> Layout:
     degrees, emb = _degrees(text)
     zero = degrees.pop("zero", 0)
     dp = degrees.pop("dp", None)
+    group = math.prod(degrees.values())
+    if n_chips % group:  # said in the flags' words, not the placement's field names
+        raise InputError(f"--layout {text!r} needs a chip count divisible by tp x pp x ep = "
+                         f"{group}; got {n_chips} chips")  # fmt: skip
     try:
         layout = Layout.for_cluster(n_chips, zero_stage=zero, embedding_as_layers=emb, **degrees)
     except ValueError as error:
@@ -382,6 +386,9 @@ def place(
     """
     text, notes = engine_layout(text, n_chips)
     layout = parse_layout(text, n_chips)
+    if redundant is not None and not (model.is_moe and layout.ep > 1):
+        raise InputError(f"--redundant-experts is for a MoE model under an ep degree in --layout; "
+                         f"{model.name} on {text} has none")  # fmt: skip
     placed = model
     slots = model.n_layers + (2 if layout.embedding_as_layers else 0)
     chunks = layout.pp * layout.virtual_stages

@@ -119,6 +119,10 @@ def build_deployment(
         raise InputError("--redundant-experts needs an ep degree in --layout")
     utilization = parse_share(args.memory_utilization, "--memory-utilization")[0]
     reserve = parse_number(args.reserve, "--reserve", low=0)
+    if reserve >= chip.hbm_bytes * utilization:
+        raise InputError(f"--reserve {args.reserve} leaves no HBM: {chip.name} holds "
+                         f"{chip.hbm_bytes / 1e9:,.0f} GB, x --memory-utilization "
+                         f"{utilization:g}")  # fmt: skip
     fmt = weight_format(args, checkpoint)
     compute = fmt.main if fmt.main in chip.peak_flop_per_s else "bf16"
     attention = parse_dtype(getattr(args, "attention_dtype", "bf16"), "--attention-dtype")
