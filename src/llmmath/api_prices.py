@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats, as_output, positive
-from llmmath.core._constraints import AnyOf, Count, Instance, OneOf
+from llmmath.core._constraints import AnyOf, Count, Instance, OneOf, Real
 from llmmath.core.contracts import (
     AMOUNT,
     CHIPS,
@@ -46,6 +47,7 @@ from llmmath.core.units import TOKENS_PER_MILLION
     cached_input_usd_per_million=SCALAR,  # 0: no cached-input price
     long_context_threshold_tokens=Count(low=0),
     checked=FLAG,
+    cached_input_source=NOTE,
 )
 class PriceSheet:
     """One model's published API prices in USD per million tokens, AS OF ``source_date``."""
@@ -61,6 +63,8 @@ class PriceSheet:
     source: str
     source_date: str
     checked: bool
+    #: Where the cached-input price was read, and whether that was the vendor's own page.
+    cached_input_source: str = ""
 
     @property
     def label(self) -> str:
@@ -86,6 +90,17 @@ class PriceSheet:
         if not self.has_long_tier:
             return 1.0
         return self.long_output_usd_per_million / self.output_usd_per_million
+
+    @property
+    def has_cached_price(self) -> bool:
+        return self.cached_input_usd_per_million > 0
+
+    @property
+    def cached_input_share(self) -> float:
+        """Cached-input price over the input price (1.0 where no cached price is listed)."""
+        if not self.has_cached_price:
+            return 1.0
+        return self.cached_input_usd_per_million / self.input_usd_per_million
 
 
 @dataclass(frozen=True)
@@ -201,14 +216,80 @@ def cost_profit_margin(revenue: ArrayLike, cost: ArrayLike) -> float | FloatArra
     return as_output(as_floats(revenue) / as_floats(cost) - 1.0)
 
 
+# ---- one request at a sheet's prices: the long-context step, cached input ------------------
+#: The share of a prompt that hits the prompt cache: 0 (none) to 1 (all of it).
+HIT_FRACTION = Real(low_open=False, high=1.0)
+
+
+def _tier_factor(sheet: PriceSheet, prompt_tokens: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Input and output multipliers of each prompt's tier: 1 at or below the threshold, the
+    long tier's surcharges above it (the whole request pays the long tier: a step)."""
+    long = sheet.has_long_tier & (prompt_tokens > sheet.long_context_threshold_tokens)
+    return (
+        np.where(long, sheet.long_input_surcharge, 1.0),
+        np.where(long, sheet.long_output_surcharge, 1.0),
+    )
+
+
+@contract(sheet=SHEET, prompt_tokens=AMOUNT, cache_hit_fraction=HIT_FRACTION)
+def blended_input_usd_per_million(
+    sheet: PriceSheet | str, cache_hit_fraction: ArrayLike, prompt_tokens: ArrayLike = 0.0
+) -> float | FloatArray:
+    """The input price a request pays on average when ``cache_hit_fraction`` of its prompt
+    hits the prompt cache: ``(1 - h) p_in + h p_cached``, in the tier of ``prompt_tokens``.
+    A sheet with no cached price charges every input token in full. In the long tier the
+    cached price is scaled like the input price (Google lists both doubled)."""
+    entry = get_price_sheet(sheet) if isinstance(sheet, str) else sheet
+    h = as_floats(cache_hit_fraction)
+    in_factor, _ = _tier_factor(entry, as_floats(prompt_tokens))
+    share = (1.0 - h) + h * entry.cached_input_share
+    return as_output(entry.input_usd_per_million * in_factor * share)
+
+
+@contract(sheet=SHEET, prompt_tokens=AMOUNT, cache_hit_fraction=HIT_FRACTION)
+def output_input_price_ratio(
+    sheet: PriceSheet | str, cache_hit_fraction: ArrayLike = 0.0, prompt_tokens: ArrayLike = 0.0
+) -> float | FloatArray:
+    """What one output token costs in input tokens once cache hits are counted: the output
+    price over :func:`blended_input_usd_per_million`, in the tier of ``prompt_tokens``. With
+    no hits and a short prompt it is the sheet's own ratio."""
+    entry = get_price_sheet(sheet) if isinstance(sheet, str) else sheet
+    _, out_factor = _tier_factor(entry, as_floats(prompt_tokens))
+    blended = blended_input_usd_per_million(entry, cache_hit_fraction, prompt_tokens)
+    return as_output(entry.output_usd_per_million * out_factor / np.asarray(blended))
+
+
+@contract(sheet=SHEET, prompt_tokens=AMOUNT, output_tokens=AMOUNT, cache_hit_fraction=HIT_FRACTION)
+def request_price_usd(
+    sheet: PriceSheet | str,
+    prompt_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    cache_hit_fraction: ArrayLike = 0.0,
+) -> float | FloatArray:
+    """What one request costs at the sheet's list prices: its prompt at the blended input
+    price (:func:`blended_input_usd_per_million`), its output (reasoning tokens included) at
+    the output price, both in the prompt's tier. Past a long-context threshold the price per
+    token steps up for the whole request, so one token more can cost far more than one
+    token's price (Gemini 3.1 Pro: input x2, output x1.5 above 200k)."""
+    entry = get_price_sheet(sheet) if isinstance(sheet, str) else sheet
+    S, out = as_floats(prompt_tokens), as_floats(output_tokens)
+    _, out_factor = _tier_factor(entry, S)
+    input_usd = np.asarray(blended_input_usd_per_million(entry, cache_hit_fraction, S)) * S
+    output_usd = entry.output_usd_per_million * out_factor * out
+    return as_output((input_usd + output_usd) / TOKENS_PER_MILLION)
+
+
 __all__ = [
     "FleetDay",
     "PriceSheet",
+    "blended_input_usd_per_million",
     "cost_profit_margin",
     "fleet_day_cost_usd",
     "fleet_day_revenue_usd",
     "get_fleet_day",
     "get_price_sheet",
     "list_price_sheets",
+    "output_input_price_ratio",
+    "request_price_usd",
     "revenue_usd",
 ]

@@ -57,12 +57,23 @@ from llmmath.api_prices import (
     revenue_usd,
 )
 from llmmath.core._checks import FloatArray, as_floats, as_output
-from llmmath.core._constraints import Count, Function, Instance, OneOf, Optional, SequenceOf, span
+from llmmath.core._constraints import (
+    Count,
+    Function,
+    Instance,
+    OneOf,
+    Optional,
+    Real,
+    SequenceOf,
+    span,
+)
 from llmmath.core.capacity import max_batch, step_critical_batch
 from llmmath.core.chip_prices import cost_per_million_tokens_usd
 from llmmath.core.contracts import (
     AMOUNT,
+    FLAG,
     MAX_COUNT,
+    NAME,
     POSITIVE,
     PROMPT,
     RESULT,
@@ -80,7 +91,9 @@ from llmmath.core.hardware import Chip, get_chip, list_chips
 from llmmath.core.models import ModelConfig, get_model
 from llmmath.core.placement import DoesNotFitError
 from llmmath.core.serving import decode_step, prefill
+from llmmath.core.setting import Setting
 from llmmath.core.units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
+from llmmath.memory_tiers import prefix_cache
 
 
 # ---- a range, not a number ----------------------------------------------------------------
@@ -266,6 +279,120 @@ def with_context_limit(model: str | ModelConfig, max_context: int) -> ModelConfi
     spec = get_model(model)
     limit = int(max_context)
     return replace(spec, name=f"{spec.name} (context {limit:,}, what-if)", max_context=limit)
+
+
+# ---- a workload: long contexts and prompt-cache hits (today's traffic, #43 item 5) -------
+#: The share of a prompt found in the prompt cache: 0 (none) to 1.
+SCALAR_SHARE = Real(low_open=False, high=1.0, scalar=True)
+#: A worked setting: the chapter's 2023 chat (Llama-3-70B on 8 H100, 2,048 tokens).
+SETTING = Instance(
+    Setting,
+    example=lambda: Setting(Deployment(get_model("Llama-3-70B"), get_chip("H100"), 8), 2048),
+)
+
+
+def _floor_setting(setting: Setting) -> str | None:
+    if setting.overlap == "perfect":
+        return None
+    return f"setting must be a floor (overlap 'perfect'), as its costs are; got {setting.overlap!r}"
+
+
+@dataclass(frozen=True)
+@checked(
+    setting=SETTING,
+    **each(RESULT, "batch input_usd_per_million output_usd_per_million"),
+    **each(RESULT, "cached_input_usd_per_million kv_read_share hold_s"),
+    cache_hit_fraction=SCALAR,
+    cached_option=NAME,
+    compute_bound=FLAG,
+)
+class WorkloadCost:
+    """Cost floors per million tokens of one setting's traffic: output at ``batch``, fresh
+    input (a prefill of the whole context), and cached input (the prompt's KV held
+    ``hold_s`` in the cheapest tier and brought back once, or recomputed if that is
+    cheaper), with ``cache_hit_fraction`` of the prompt found in the cache."""
+
+    setting: Setting
+    batch: float
+    input_usd_per_million: float
+    output_usd_per_million: float
+    cached_input_usd_per_million: float
+    #: Where a cached prompt is cheapest to keep for ``hold_s`` (a tier, or "recompute").
+    cached_option: str
+    hold_s: float
+    cache_hit_fraction: float
+    #: The KV caches' share of the bytes the decode step reads at ``batch``.
+    kv_read_share: float
+    compute_bound: bool
+
+    @property
+    def blended_input_usd_per_million(self) -> float:
+        h = self.cache_hit_fraction
+        return (1 - h) * self.input_usd_per_million + h * self.cached_input_usd_per_million
+
+    @property
+    def output_input_ratio(self) -> float:
+        """Output over fresh input, as a price sheet's two lines compare them."""
+        return self.output_usd_per_million / self.input_usd_per_million
+
+    @property
+    def blended_output_input_ratio(self) -> float:
+        """Output over the input a request pays on average once its cache hits are counted."""
+        return self.output_usd_per_million / self.blended_input_usd_per_million
+
+    @property
+    def cached_input_share(self) -> float:
+        """Cached input's cost over fresh input's: what a sheet's cached line should be."""
+        return self.cached_input_usd_per_million / self.input_usd_per_million
+
+
+@contract(
+    setting=SETTING,
+    batch=Optional(SCALAR_POSITIVE),
+    cache_hit_fraction=SCALAR_SHARE,
+    hold_s=SCALAR,
+    usd_per_chip_hour=Optional(SCALAR_POSITIVE),
+    utilisation=SCALAR_FRACTION,
+    where=_floor_setting,
+)
+def workload_cost(
+    setting: Setting,
+    *,
+    batch: float | None = None,
+    cache_hit_fraction: float = 0.0,
+    hold_s: float = 300.0,
+    usd_per_chip_hour: float | None = None,
+    utilisation: float = 1.0,
+) -> WorkloadCost:
+    """The setting's traffic costed at its context: decode at ``batch`` (default: the most
+    sequences that fit, the cheapest batch past ``T_c``), input through
+    :func:`serving_cost`, and a cache hit as the cheapest way to have the prompt's KV back
+    after ``hold_s`` seconds (``llmmath.memory_tiers.prefix_cache``: held in a tier and
+    reloaded once, or recomputed). Chip time is divided by ``utilisation``; storage rent
+    is not. All floors. Raises ``DoesNotFitError`` where not one sequence fits."""
+    dep, T = setting.deployment, setting.context
+    B = float(batch_that_fits(dep, max_batch(dep, T) if batch is None else batch, T))
+    price = dep.chip_hour_usd if usd_per_chip_hour is None else float(usd_per_chip_hour)
+    cost = serving_cost(dep, B, T, usd_per_chip_hour=price, utilisation=utilisation)
+    step = setting.step(B)
+    prefix = prefix_cache(dep, T, hold_s, 1, usd_per_chip_hour=price)
+    keep = np.asarray(prefix.hold_usd + prefix.reload_usd / utilisation, dtype=np.float64)
+    usable = np.logical_and(prefix.fits, prefix.in_time)
+    options = np.append(np.where(usable, keep, np.inf), np.inf)
+    options[-1] = float(cost.input_usd_per_million) * T / TOKENS_PER_MILLION  # recompute
+    best = int(np.argmin(options))
+    return WorkloadCost(
+        setting=setting,
+        batch=B,
+        input_usd_per_million=float(cost.input_usd_per_million),
+        output_usd_per_million=float(cost.output_usd_per_million),
+        cached_input_usd_per_million=float(options[best]) / T * TOKENS_PER_MILLION,
+        cached_option=prefix.options[best],
+        hold_s=float(hold_s),
+        cache_hit_fraction=float(cache_hit_fraction),
+        kv_read_share=float(step.kv_read_s / step.memory_s),
+        compute_bound=bool(step.compute_bound),
+    )
 
 
 # ---- inverse: what a price sheet implies ---------------------------------------------------
@@ -473,6 +600,7 @@ __all__ = [
     "PriceSheetReading",
     "Range",
     "ServingCost",
+    "WorkloadCost",
     "active_params_from_input_price",
     "batch_that_fits",
     "cost_profit_margin",
@@ -490,4 +618,5 @@ __all__ = [
     "revenue_usd",
     "serving_cost",
     "with_context_limit",
+    "workload_cost",
 ]

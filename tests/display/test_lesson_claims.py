@@ -2072,3 +2072,105 @@ def test_issue_42_wrong_phrasings_do_not_return(page: str) -> None:
     text = _page_text(page)
     for wrong in ISSUE_42_GONE[page]:
         assert " ".join(wrong.split()) not in text, f"{page} says again: {wrong!r}"
+
+
+#: #43 item 5: today's traffic (long agentic contexts, cache hits) on the pricing page, each
+#: sentence in its setting (the chat and the agentic Setting the page prints).
+CLAIMS += [
+    Claim(
+        "overtraining_pricing.md",
+        "and decode is memory-bound at every batch that fits.",
+        lambda ns: (
+            not np.any(ns.agentic_steps.compute_bound)
+            and len(ns.agentic_steps.batch)
+            == float(capacity.max_batch(ns.agentic_setting.deployment, 65_536))
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "each step reads more KV cache than weights (the chat crosses over only at batch",
+        lambda ns: (
+            # False below the crossover, True from it to the last batch that fits.
+            bool(np.all(np.diff(ns.kv_over_weights.astype(int)) >= 0))
+            and bool(ns.kv_over_weights[-1])
+            and int(ns.kv_from_batch) < 10 < int(ns.chat_kv_from_batch)
+            and ns.agentic.kv_read_share > 0.5
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "No price sheet charges anything like that",
+        lambda ns: ns.agentic.output_input_ratio > 4 * max(ns.sheet_ratio.values()),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "**{eval}`cached_share` of a fresh input token** at the floor",
+        lambda ns: (
+            0 < ns.agentic.cached_input_share < 1 and ns.agentic.cached_option != "recompute"
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "ask a tenth): the same order.",
+        lambda ns: (
+            ns.cached_shares[0] <= ns.agentic.cached_input_share <= ns.cached_shares[-1]
+            and ns.sheets_at_tenth * 2 >= len(ns.cached_shares)
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "So in today's traffic the output line is most of the bill",
+        lambda ns: (
+            8_000 * 15.0 / 1e6 / float(ns.agent_request[1]) > 0.5
+            and ns.hits[0.9].blended_output_input_ratio > ns.hits[0.5].blended_output_input_ratio
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        'the lecture\'s "5× output" lies between',
+        lambda ns: float(ns.g_ratios[-1]) < 5 < float(ns.g_ratios[0]),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "one token past the threshold multiplies the bill by",
+        lambda ns: ns.g_prompts[2] - ns.g_prompts[1] == 1 and float(ns.g_step) > 1.5,
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "far below the 3–8× of the other sheets",
+        lambda ns: (
+            (ns.sheet_ratio_min, ns.sheet_ratio_max) == ("3", "8")
+            and ns.v32.output_input_ratio < min(ns.band.values()) / 1.5
+            and ns.below_band == ["DeepSeek-V3.2"]
+        ),
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "less KV than V3's dense latent attention",
+        lambda ns: ns.v3_kv_s > 2 * ns.v32_kv_s,
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "so the batch the price implies takes about",
+        lambda ns: ns.v32_implied > 10 * ns.v32_fits_value and ns.v32_floor.output_input_ratio > 3,
+    ),
+    Claim(
+        "overtraining_pricing.md",
+        "Agents trim or summarise their history before it crosses the threshold for this reason.",
+        lambda ns: float(ns.cy_agent[1] / ns.cy_agent[0]) > 210_000 / 100_000,
+    ),
+]
+
+#: #43 item 5 on the batching page: the worked server's second setting, 2026 traffic.
+CLAIMS += [
+    Claim(
+        "batching.md",
+        "is memory-bound at every batch that fits and, at the full batch, **KV-bound**",
+        lambda ns: (
+            not np.any(ns.agentic_steps.compute_bound)
+            and len(ns.agentic_steps.batch) == ns.agentic_fits
+            and float(ns.agentic_full.kv_read_s) > 0.5 * float(ns.agentic_full.memory_s)
+            and float(ns.agentic_full.time_s) == float(ns.agentic_full.memory_s)
+        ),
+    ),
+]

@@ -23,7 +23,7 @@ import pytest
 from grading_support import load_specs, printed_settings
 from lesson_support import ROOT, lesson
 
-from llmmath import cli
+from llmmath import cli, pricing
 from llmmath.core import capacity
 from llmmath.core import data as tables
 from llmmath.core.deployment import Deployment
@@ -35,6 +35,8 @@ TP8 = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
 #: Llama-3-70B on one H100: a what-if (its bf16 weights do not fit), the roofline's worked step.
 ALONE = Deployment("Llama-3-70B", "H100", 1, allow_overflow=True)
 BIG = Deployment("Llama-3.1-405B", "H100", 16)
+#: Llama-3-70B's shape with a 128k context (Llama-3.1-70B's): 2026 traffic's server (#43).
+AGENTIC = Deployment(pricing.with_context_limit("Llama-3-70B", 131_072), "H100", 8)
 FRONTIER = Deployment(
     "DeepSeek-V3",
     "H100",
@@ -211,6 +213,15 @@ REGISTRY = (
             Place("kv_cache.md", "mb_405b_128k", batch),
             Place("solutions/kv_cache/kv_cache.ipynb", "max_batch_128k", batch, answer_count),
             Place("solutions/kv_cache/kv_cache.ipynb", "step_time_128k_s", ms(2), answer_ms(2)),
+        ),
+    ),
+    Entry(
+        "Llama-3-70B's shape with a 128k context on 8 H100, 65,536 tokens, the HBM full",
+        Setting(AGENTIC, 65_536),
+        float(capacity.max_batch(AGENTIC, 65_536)),
+        (
+            Place("batching.md", "agentic_batch", batch),
+            Place("overtraining_pricing.md", "agentic_batch", batch),
         ),
     ),
 )

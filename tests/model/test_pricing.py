@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath import batching, pricing
+from llmmath import api_prices, batching, memory_tiers, pricing
 from llmmath.core import capacity
+from llmmath.core.deployment import Deployment
+from llmmath.core.setting import Setting
 
 SETTINGS = settings(max_examples=30, deadline=None)
 H100_BF16 = 9.89e14
@@ -32,6 +34,11 @@ LLAMA = batching.Deployment("Llama-3-70B", "H100", 8)
         ("Claude Opus 4.5", 5.0),
         ("GPT-4o", 4.0),
         ("DeepSeek-R1", 2.19 / 0.55),
+        # #43: Google's Gemini 3.1 Pro (2 / 12), DeepSeek's page 2025-09-05 (0.56 / 1.68) and
+        # V3.2 (0.28 / 0.42, outside the 3-8x band the others span), as api_prices.toml cites.
+        ("Gemini 3.1 Pro (preview)", 6.0),
+        ("DeepSeek-V3.1", 3.0),
+        ("DeepSeek-V3.2", 1.5),
     ],
 )
 def test_output_input_ratios_of_the_dated_table(model: str, ratio: float) -> None:
@@ -53,6 +60,92 @@ def test_every_price_is_dated_and_sourced() -> None:
         assert sheet.source and len(sheet.source_date) >= 7, name
         assert sheet.source_date in sheet.label
         assert 1 < sheet.output_input_ratio < 10, name
+
+
+def test_cached_prices_are_filled_and_sourced() -> None:
+    """#43: every sheet but one lists its cache-hit price, each with where it was read;
+    a price read from a third party says so ([secondary]), one not found says so too."""
+    missing = []
+    for name in pricing.list_price_sheets():
+        sheet = pricing.get_price_sheet(name)
+        assert sheet.cached_input_source, name
+        if not sheet.has_cached_price:
+            missing.append(name)
+            assert sheet.cached_input_source.startswith("[not found]"), name
+            continue
+        assert 0 < sheet.cached_input_share < 1, name
+        assert sheet.cached_input_source.startswith(("vendor page", "[secondary]")), name
+    assert missing == ["Gemini 3 Pro (preview)"]
+    # Published cache-hit prices (USD per 1M): DeepSeek's page 2025-09-05, Anthropic's docs.
+    assert pricing.get_price_sheet("DeepSeek-V3.1").cached_input_usd_per_million == 0.07
+    assert pricing.get_price_sheet("Claude Sonnet 4.5").cached_input_share == pytest.approx(0.1)
+
+
+def test_gemini_3_1_long_context_step() -> None:
+    """The lecture's Gemini 3.1 data point: 50% more for output above 200k tokens (input
+    doubles), and output several times input: 6x below the threshold, 4.5x above."""
+    sheet = "Gemini 3.1 Pro (preview)"
+    gemini = pricing.get_price_sheet(sheet)
+    assert gemini.long_output_surcharge == pytest.approx(1.5)
+    assert gemini.long_input_surcharge == pytest.approx(2.0)
+    ratios = api_prices.output_input_price_ratio(sheet, 0.0, [200_000, 200_001])
+    assert ratios == pytest.approx([6.0, 4.5])
+    # One request of 1,000 output tokens: (S * 2 + 1000 * 12) / 1e6 below, doubled-ish above.
+    below, above = api_prices.request_price_usd(sheet, [200_000, 200_001], 1000)
+    assert below == pytest.approx((200_000 * 2.0 + 1000 * 12.0) / 1e6, rel=1e-12)
+    assert above == pytest.approx((200_001 * 4.0 + 1000 * 18.0) / 1e6, rel=1e-12)
+    assert above / below > 1.9  # one token more, nearly twice the bill: a step
+
+
+def test_cache_hits_lower_the_input_and_raise_the_ratio() -> None:
+    # Claude Sonnet 4.5: 3 input, 0.30 cached, 15 output. At 90% hits input is
+    # 0.1 * 3 + 0.9 * 0.3 = 0.57, and output costs 15 / 0.57 = 26.3 input tokens.
+    sheet = "Claude Sonnet 4.5"
+    blended = api_prices.blended_input_usd_per_million(sheet, [0.0, 0.5, 0.9])
+    assert blended == pytest.approx([3.0, 1.65, 0.57], rel=1e-12)
+    assert api_prices.output_input_price_ratio(sheet, 0.9) == pytest.approx(15 / 0.57)
+    # A sheet with no cached price charges hits in full: the ratio does not move.
+    assert api_prices.output_input_price_ratio("Gemini 3 Pro (preview)", 0.9) == pytest.approx(6)
+    price = api_prices.request_price_usd(sheet, 64_000, 8_000, 0.9)
+    assert price == pytest.approx((64_000 * 0.57 + 8_000 * 15.0) / 1e6, rel=1e-12)
+    with pytest.raises(ValueError, match="cache_hit_fraction"):
+        api_prices.blended_input_usd_per_million(sheet, 1.5)
+
+
+# ---- a workload: the 2023 chat and today's long agentic contexts ---------------------------
+AGENTIC = Setting(Deployment(pricing.with_context_limit("Llama-3-70B", 131_072), "H100", 8), 65_536)
+
+
+def test_long_context_workload_is_kv_bound_and_its_ratio_far_above_chat() -> None:
+    chat = pricing.workload_cost(Setting(LLAMA, 2048), utilisation=0.5)
+    agentic = pricing.workload_cost(AGENTIC, cache_hit_fraction=0.9, utilisation=0.5)
+    # The most sequences that fit: (8 x 80e9 - weights) / (65,536 x 327,680 B), by default.
+    assert agentic.batch == float(capacity.max_batch(AGENTIC.deployment, 65_536))
+    assert not agentic.compute_bound and agentic.kv_read_share > 0.5
+    assert agentic.output_input_ratio > 10 * chat.output_input_ratio
+    # Cache hits lower the input the request pays, so output weighs more still.
+    assert agentic.blended_output_input_ratio > agentic.output_input_ratio
+    blended = 0.1 * agentic.input_usd_per_million + 0.9 * agentic.cached_input_usd_per_million
+    assert agentic.blended_input_usd_per_million == pytest.approx(blended, rel=1e-12)
+
+
+def test_a_cache_hit_costs_the_cheapest_way_to_have_the_kv_back() -> None:
+    cost = pricing.workload_cost(AGENTIC, hold_s=300.0)
+    prefix = memory_tiers.prefix_cache(AGENTIC.deployment, 65_536, 300.0, 1)
+    keep = np.where(prefix.fits & prefix.in_time, prefix.hold_usd + prefix.reload_usd, np.inf)
+    assert cost.cached_option == prefix.tiers[int(np.argmin(keep))]
+    assert cost.cached_input_usd_per_million == pytest.approx(
+        float(np.min(keep)) / 65_536 * 1e6, rel=1e-12
+    )
+    assert 0 < cost.cached_input_share < 1  # cheaper than a prefill of the same tokens
+    # Held for a day, nothing is cheaper than recomputing: the hit costs a prefill.
+    day = pricing.workload_cost(AGENTIC, hold_s=86_400.0 * 30)
+    assert day.cached_option == "recompute" and day.cached_input_share == pytest.approx(1.0)
+
+
+def test_workload_cost_refuses_a_serial_setting() -> None:
+    with pytest.raises(ValueError, match="overlap 'perfect'"):
+        pricing.workload_cost(Setting(LLAMA, 2048, "none"))
 
 
 def test_unknown_sheet_lists_the_known_ones() -> None:
