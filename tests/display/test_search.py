@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from urllib.parse import quote_plus, urlparse
 
 import pytest
-from playwright.sync_api import Browser
-from site_support import HTML, chromium, serve
+from playwright.sync_api import Browser, Page
+from site_support import HTML, serve
 from wait_support import ms
 
 pytestmark = pytest.mark.browser
@@ -42,34 +42,36 @@ CONCEPTS = {
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as opened:
-        yield opened
-
-
-@pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
     with serve(HTML) as url:
         yield url
 
 
-def ranked_pages(browser: Browser, base_url: str, query: str) -> list[str]:
-    """The pages search.html lists for ``query``, in the order it shows them (a page once,
-    at its first result), once it says the search finished."""
+@pytest.fixture(scope="module")
+def tab(browser: Browser) -> Iterator[Page]:
+    """One tab (of the worker's browser) that every search of this module loads search.html in."""
     page = browser.new_page()
-    try:
-        page.goto(f"{base_url}/search.html?q={quote_plus(query)}")
-        # searchtools.js titles the page "Search Results" once the list is whole (or empty);
-        # its Search is a script-level const, not a property of window.
-        page.wait_for_function(
-            "() => typeof Search !== 'undefined' && Search.title?.innerText === 'Search Results'",
-            timeout=ms(60),
-        )
-        links = page.eval_on_selector_all(
-            "#search-results ul.search li > a", "links => links.map(a => a.href)"
-        )
-    finally:
-        page.close()
+    yield page
+    page.close()
+
+
+# searchtools.js titles the page "Search Results" once the list is whole (or empty); its
+# Search is a script-level const, not a property of window. It lists the results one by one,
+# best first, so the first one listed is the first one for good.
+FINISHED = "typeof Search !== 'undefined' && Search.title?.innerText === 'Search Results'"
+FIRST_LISTED = "document.querySelector('#search-results ul.search li > a') !== null"
+
+
+def ranked_pages(tab: Page, base_url: str, query: str, whole: bool = True) -> list[str]:
+    """The pages search.html lists for ``query``, in the order it shows them (a page once,
+    at its first result), once it says the search finished; ``whole=False``: as soon as it
+    lists one (a long list takes seconds to show whole)."""
+    tab.goto(f"{base_url}/search.html?q={quote_plus(query)}")
+    done = FINISHED if whole else f"{FINISHED} || {FIRST_LISTED}"
+    tab.wait_for_function(f"() => {done}", timeout=ms(60))
+    links = tab.eval_on_selector_all(
+        "#search-results ul.search li > a", "links => links.map(a => a.href)"
+    )
     ranked: list[str] = []
     for link in links:
         path = urlparse(link).path.lstrip("/").removesuffix(".html")
@@ -78,18 +80,18 @@ def ranked_pages(browser: Browser, base_url: str, query: str) -> list[str]:
     return ranked
 
 
-def test_search_finds_what_it_is_asked(browser: Browser, base_url: str) -> None:
+def test_search_finds_what_it_is_asked(tab: Page, base_url: str) -> None:
     """The reading itself: a query for a word of one page only lists that page, so an empty
     list below means no result, not a search that never ran."""
-    assert ranked_pages(browser, base_url, "nbgitpuller")[:1] == ["book/instructor"]
+    assert ranked_pages(tab, base_url, "nbgitpuller")[:1] == ["book/instructor"]
 
 
 @pytest.mark.parametrize("query", CONCEPTS)
-def test_the_page_that_teaches_a_concept_ranks_first(
-    browser: Browser, base_url: str, query: str
-) -> None:
-    ranked = ranked_pages(browser, base_url, query)
+def test_the_page_that_teaches_a_concept_ranks_first(tab: Page, base_url: str, query: str) -> None:
     teacher = CONCEPTS[query]
+    if ranked_pages(tab, base_url, query, whole=False)[:1] == [teacher]:
+        return
+    ranked = ranked_pages(tab, base_url, query)  # the whole list, to say where the page is
     assert ranked[:1] == [teacher], (
         f"searching {query!r} lists {ranked[:5]} first; {teacher} is "
         f"{'number ' + str(ranked.index(teacher) + 1) if teacher in ranked else 'not listed'}"
