@@ -3,12 +3,12 @@
 axe-core (Deque's rules, vendored from npm by ``scripts/vendor_js.py`` into ``tests/_vendor``,
 not shipped with the book) runs in every built page once its widgets and maths have drawn:
 no serious or critical violation. Each explorer works from the keyboard alone, and each lesson
-at a phone's 390 x 844 viewport scrolls only down.
+at a phone's 390 x 844 viewport scrolls only down. Each page is loaded once at a desktop's
+width for axe and the keyboard (the ``opened`` fixture), and once at a phone's.
 
 ``python tests/display/test_accessibility.py --report out.json`` writes axe's findings for every
 page (each rule's impact and how many elements break it), the numbers the issue asks for before and
-after a change.
-"""
+after a change."""
 
 from __future__ import annotations
 
@@ -48,6 +48,16 @@ def base_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def opened(browser: Browser, base_url: str, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """The page ``request.param`` at a desktop's width, drawn (``open_page``), loaded once for
+    every test of this module that names it: pytest runs them together (axe's first, on the
+    page as loaded), then closes it."""
+    page = open_page(browser, f"{base_url}/{request.param}")
+    yield page
+    page.close()
+
+
 def open_page(browser: Browser, url: str, viewport: dict[str, int] | None = None) -> Page:
     """``url`` once its widgets and maths have drawn (axe judges what a reader meets)."""
     page = browser.new_page(viewport=viewport or {"width": 1280, "height": 900})  # type: ignore[arg-type]
@@ -66,26 +76,81 @@ def open_page(browser: Browser, url: str, viewport: dict[str, int] | None = None
 #: axe's rules for WCAG 2.2 level AA (and the levels below it), which the book must pass
 #: entirely, and its best practices, of which it must break no serious or critical one (#45).
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+#: One page of each kind the book builds from one template or one generator: axe checks every
+#: element of these against every rule. The others are checked by ``STYLE_SAMPLED`` rules only
+#: on a sample of their elements, and by every other rule on every element.
+WHOLE_PAGES = (
+    "lessons/roofline.html",  # an executed lesson: explorers, figures, maths, package code
+    "exercises/roofline/roofline.html",  # an exercise notebook's student version
+    "book/notation.html",  # a book page: tables, maths, admonitions
+    "book/api/tools.html",  # the API reference (book/_ext/llmmath_api.py): signatures, fields
+    "index.html",  # the landing page (a redirect)
+    "py-modindex.html",  # Sphinx's module index
+)
+#: Rules whose verdict on an element follows from its computed style: a text's colour against
+#: the background behind it, at its size and weight. Two elements of one page that look the
+#: same get the same verdict, so on a page outside ``WHOLE_PAGES`` these run on one element of
+#: each look (``MARK_ONE_OF_EACH_LOOK``): a colour, size or background that only that page has
+#: (a table, a widget's label, a kind of admonition, highlighted code) is still checked there.
+#: It is most of axe's time on a long page: 122 of 189 s on the API's core page (18,500
+#: elements) under load, every other rule together about 65 s.
+STYLE_SAMPLED = ["color-contrast"]
+SAMPLE = "data-axe-sample"
+#: Marks with ``SAMPLE`` each element that holds text of its own, once per look: its colour,
+#: size, weight, the nearest background colour behind it and the opacity of it and its
+#: ancestors. Returns how many it marked.
+MARK_ONE_OF_EACH_LOOK = """(sample) => {
+    const behind = new Map();  // element -> [background colour, opacity], its ancestors' too
+    const backdrop = e => {
+        if (!e) return ['', 1];
+        if (!behind.has(e)) {
+            const s = getComputedStyle(e), [colour, opacity] = backdrop(e.parentElement);
+            const own = s.backgroundColor;
+            const shown = own !== 'rgba(0, 0, 0, 0)' && own !== 'transparent';
+            behind.set(e, [shown ? own : colour, opacity * parseFloat(s.opacity)]);
+        }
+        return behind.get(e);
+    };
+    const seen = new Set();
+    for (const e of document.body.querySelectorAll('*')) {
+        if (![...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+        const s = getComputedStyle(e);
+        const look = [s.color, s.fontSize, s.fontWeight, ...backdrop(e)].join('|');
+        if (seen.has(look)) continue;
+        seen.add(look);
+        e.setAttribute(sample, '');
+    }
+    return seen.size;
+}"""
 
 
-def axe_violations(page: Page) -> list[dict[str, Any]]:
+def axe_violations(page: Page, sampled: bool = False) -> list[dict[str, Any]]:
     """axe's violations on ``page``: rule, impact, whether it is a WCAG 2.2 AA rule, help and
-    the elements (as CSS targets)."""
+    the elements (as CSS targets). ``sampled``: the ``STYLE_SAMPLED`` rules on one element of
+    each look, every other rule on every element."""
     page.add_script_tag(path=str(AXE))
+    if sampled:
+        assert page.evaluate(MARK_ONE_OF_EACH_LOOK, SAMPLE), "no text to sample on the page"
     result = page.evaluate(
-        """async (wcag) => {
-            const r = await axe.run(document, {
-                runOnly: {type: 'tag', values: [...wcag, 'best-practice']},
-                resultTypes: ['violations'],
-            });
-            return r.violations.map(v => ({
+        """async ([wcag, sampled, styled, sample]) => {
+            const report = r => r.violations.map(v => ({
                 id: v.id, impact: v.impact, help: v.help,
                 wcag: v.tags.some(t => wcag.includes(t)),
                 targets: v.nodes.map(n => n.target.join(' ')).slice(0, 5),
                 count: v.nodes.length,
             }));
+            const tags = {runOnly: {type: 'tag', values: [...wcag, 'best-practice']},
+                          resultTypes: ['violations']};
+            if (!sampled) return report(await axe.run(document, tags));
+            const rest = await axe.run(document, {
+                ...tags, rules: Object.fromEntries(styled.map(id => [id, {enabled: false}])),
+            });
+            const looks = await axe.run({include: [[`[${sample}]`]]}, {
+                runOnly: {type: 'rule', values: styled}, resultTypes: ['violations'],
+            });
+            return [...report(rest), ...report(looks)];
         }""",
-        WCAG_AA,
+        [WCAG_AA, sampled, STYLE_SAMPLED, SAMPLE],
     )
     return list(result)
 
@@ -97,13 +162,24 @@ def _describe(violations: list[dict[str, Any]]) -> str:
     )
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_axe_finds_nothing_serious(browser: Browser, base_url: str, path: str) -> None:
-    """No violation of axe's WCAG 2.2 AA rules, and no serious one of its best practices."""
-    page = open_page(browser, f"{base_url}/{path}")
-    blocking = [v for v in axe_violations(page) if v["wcag"] or v["impact"] in BLOCKING]
-    page.close()
+@pytest.mark.parametrize("opened", PAGES, indirect=True)
+def test_axe_finds_nothing_serious(opened: Page, request: pytest.FixtureRequest) -> None:
+    """No violation of axe's WCAG 2.2 AA rules, and no serious one of its best practices: on
+    ``WHOLE_PAGES`` every rule on every element; on the others ``STYLE_SAMPLED`` on one
+    element of each look and every other rule (ids, names and text alternatives, landmarks,
+    headings, lists, tables, ARIA, links in text, target sizes) on every element."""
+    path = request.node.callspec.params["opened"]
+    violations = axe_violations(opened, sampled=path not in WHOLE_PAGES)
+    blocking = [v for v in violations if v["wcag"] or v["impact"] in BLOCKING]
     assert not blocking, f"{path}: axe finds {_describe(blocking)}"
+
+
+def test_every_kind_of_page_is_checked_whole() -> None:
+    """``WHOLE_PAGES`` are built pages, one of each kind there is."""
+    assert set(WHOLE_PAGES) <= set(PAGES), set(WHOLE_PAGES) - set(PAGES)
+    kinds = {"lessons/", "exercises/", "book/api/", "book/"}
+    for kind in kinds:
+        assert any(p.startswith(kind) for p in WHOLE_PAGES), kind
 
 
 #: Pages that show a figure of the book's own (an image under ``_images/``), outside the API
@@ -166,11 +242,13 @@ def frames_shown(page: Page) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("path", LESSONS)
-def test_every_explorer_works_from_the_keyboard(browser: Browser, base_url: str, path: str) -> None:
+@pytest.mark.parametrize("opened", LESSONS, indirect=True)
+def test_every_explorer_works_from_the_keyboard(
+    opened: Page, request: pytest.FixtureRequest
+) -> None:
     """From the top of the page, Tab alone reaches every control, and the keys a reader
     would press (arrows on a slider or a menu, Space on a button) change the figure."""
-    page = open_page(browser, f"{base_url}/{path}")
+    page, path = opened, request.node.callspec.params["opened"]
     counts = {
         "slider": page.locator(".widget-slider .noUi-handle").count(),
         "menu": page.locator(".widget-dropdown select").count(),
@@ -201,7 +279,6 @@ def test_every_explorer_works_from_the_keyboard(browser: Browser, base_url: str,
             dead.append(f"{kind} {reached[kind]}")
         if reached == counts:
             break
-    page.close()
     assert reached == counts, f"{path}: Tab reached {reached} of the controls {counts}"
     assert not dead, f"{path}: keys did not change the figure for {dead}"
 
