@@ -39,10 +39,12 @@ LONGEST_FIRST = (
     "test_instructor.py",  # 126: the term's grading, regrade, SIGKILL, the formgrader
     "hub-thirty",  # 130: thirty servers started, thirty submissions
     "test_lab.py",  # 178: every lesson and exercise in JupyterLab
-    "test_accessibility.py",  # 215 (alone): axe over every page, the keyboard, a phone's width
     "test_hub.py",  # 128: a class of three in the browser, and its hub's shutdown
+    # ~120 (est.: 276 -> ~150 test-s since axe's colour contrast runs on one element of each
+    # look outside one page of each kind): axe over every page, the keyboard, a phone's width
+    "test_accessibility.py",
     "lab-check",  # 45
-    "test_browser.py",  # 59
+    "test_browser.py",  # ~45 (est.: 59 before each page was loaded once for all its tests)
     "test_grading.py",  # 42
     "test_grading_sandbox.py",  # ~100 alone: the attackers' class, and a killed regrade
     "test_plots_widgets.py",  # 16
