@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # imported where a test asks for a browser: the model's tests
 # Tests that need no fixture of their module's, so run apart from it: test name -> group.
 APART = {
     "test_thirty_students_submit_at_once": "hub-thirty",  # its own hub of thirty
+    # No class hub: the forger's OS users and no hub at all; the restart's hub of its own.
+    "test_a_forged_submission_is_refused_and_reported": "hub-alone",
+    "test_the_class_survives_a_restart": "hub-alone",
     "test_gradebook_on_postgresql_with_parallel_autograde": "instructor-apart",  # own courses
     "test_a_patched_builtin_never_reaches_the_next_students_tests": "instructor-apart",
     "test_make_check_passes_a_correct_copy": "lab-check",  # `make check` needs no Lab server
@@ -39,10 +42,13 @@ LONGEST_FIRST = (
     "test_instructor.py",  # 126: the term's grading, regrade, SIGKILL, the formgrader
     "hub-thirty",  # 130: thirty servers started, thirty submissions
     "test_lab.py",  # 178: every lesson and exercise in JupyterLab
-    "test_hub.py",  # 128: a class of three in the browser, and its hub's shutdown
+    "test_hub.py",  # ~204 of 306 (the rest is hub-alone): a class of three, the launch button
     # ~120 (est.: 276 -> ~150 test-s since axe's colour contrast runs on one element of each
     # look outside one page of each kind): axe over every page, the keyboard, a phone's width
     "test_accessibility.py",
+    "hub-alone",  # ~102: a forged submission (OS users, no hub), a hub stopped and restarted
+    "test_visible_checks.py",  # ~80 (160 under load 18): was unlisted, so scheduled last
+    "test_hub_attacks.py",  # 58: a hub of two, an attacker's submission in the formgrader
     "lab-check",  # 45
     "test_browser.py",  # ~45 (est.: 59 before each page was loaded once for all its tests)
     "test_grading.py",  # 42
