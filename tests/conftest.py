@@ -41,7 +41,7 @@ APART = {
 LONGEST_FIRST = (
     "test_instructor.py",  # 126: the term's grading, regrade, SIGKILL, the formgrader
     "hub-thirty",  # 130: thirty servers started, thirty submissions
-    "test_lab.py",  # 178: every lesson and exercise in JupyterLab
+    "test_lab.py",  # ~135: every lesson and exercise in Lab (178 before they shared tabs)
     "test_hub.py",  # ~204 of 306 (the rest is hub-alone): a class of three, the launch button
     # ~120 (est.: 276 -> ~150 test-s since axe's colour contrast runs on one element of each
     # look outside one page of each kind): axe over every page, the keyboard, a phone's width

@@ -352,16 +352,27 @@ class Learner:
         self.page.goto(self.lab.page_url(path))
         self.page.locator("#jp-main-dock-panel").wait_for(timeout=ms(STARTUP_S))
 
+    def open_beside(self, path: str) -> None:
+        """Open ``path`` in a new tab of this page, as a double click in the file browser does
+        (no page load), and wait until it is the current tab with its kernel idle (the status
+        bar still shows the previous tab's "Idle" for a moment)."""
+        self.page.evaluate(
+            "path => { jupyterapp.commands.execute('docmanager:open', {path}); }", path
+        )
+        self.page.wait_for_function(
+            """path => {
+                const tab = jupyterapp.shell.currentWidget;
+                return tab?.context?.path === path
+                    && tab.sessionContext?.session?.kernel?.status === "idle";
+            }""",
+            arg=path,
+            timeout=ms(STARTUP_S),
+        )
+        self.wait_for_kernel()
+
     @property
     def notebook(self) -> Locator:
         return self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-
-    def open_rendered(self, path: str) -> None:
-        """Open ``path``, wait for its kernel and for every Markdown cell rendered as MyST."""
-        self.open(path)
-        self.wait_for_kernel()
-        self.notebook.locator(".jp-MarkdownCell .myst").first.wait_for()
-        self.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
 
     def wait_for_kernel(self) -> None:
         self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").wait_for()
@@ -616,17 +627,24 @@ def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
     learner.close()
 
 
-@pytest.mark.parametrize("page", ["START.md", *(f"{a}/{a}.ipynb" for a in EXERCISES)])
-def test_a_learners_page_opens_unmodified(lab: Lab, browser: Browser, page: str) -> None:
-    """#36 item 6: the start page and an exercise copy, opened and left alone, show no unsaved
-    dot once their kernel is idle (its language info once made every one look edited)."""
-    learner = Learner(browser, lab, f"clean-{Path(page).stem}")
-    learner.open(f"{LEARNER}/{page}")
+def test_the_start_page_opens_unmodified(lab: Lab, browser: Browser) -> None:
+    """#36 item 6: the start page, opened and left alone, shows no unsaved dot once its kernel
+    is idle (its language info once made every one look edited)."""
+    learner = Learner(browser, lab, "clean-START")
+    learner.open(f"{LEARNER}/START.md")
     learner.wait_for_kernel()
     edited = learner.dirty_once_the_kernel_is_known()
-    assert not edited, f"opening {LEARNER}/{page} marks it modified"
+    assert not edited, f"opening {LEARNER}/START.md marks it modified"
     learner.shot("opened")
     learner.close()
+
+
+@pytest.mark.parametrize("learners_copy", EXERCISES, indirect=True)
+def test_a_learners_copy_opens_unmodified(learners_copy: OpenedCopy) -> None:
+    """#36 item 6: an exercise copy, opened and left alone, shows no unsaved dot once its kernel
+    is idle. Read by the fixture the moment the copy opened, before any test of this exercise
+    touches it, so it holds whichever of them runs first."""
+    assert not learners_copy.edited_on_open, f"opening {learners_copy.path} marks it modified"
 
 
 #: Where the current tab shows the element of id ``label``: its page, whether the tab is a
@@ -663,15 +681,76 @@ def open_at(learner: Learner, link: Locator, label: str, path: str) -> dict[str,
     return where()
 
 
+@dataclass
+class OpenedLesson:
+    """A lesson open in a tab, its kernel idle; ``run_all`` runs it there once."""
+
+    lesson: Path
+    learner: Learner
+    #: Whether the tab showed unsaved changes once the kernel was known, right after opening.
+    edited_on_open: bool
+    ran: bool = False
+
+    def front(self) -> Learner:
+        """Bring the lesson's tab to the front (a link a test followed may have opened another)
+        and return its learner."""
+        path = f"lessons/{self.lesson.name}"
+        self.learner.page.evaluate(
+            """path => {
+                const tab = [...jupyterapp.shell.widgets("main")]
+                    .find(w => w.context?.path === path);
+                jupyterapp.shell.activateById(tab.id);
+            }""",
+            path,
+        )
+        self.learner.page.wait_for_function(
+            "path => jupyterapp.shell.currentWidget?.context?.path === path", arg=path
+        )
+        return self.learner
+
+    def rendered(self) -> Learner:
+        """``front``, once every Markdown cell shows as rendered MyST."""
+        learner = self.front()
+        learner.notebook.locator(".jp-MarkdownCell .myst").first.wait_for()
+        learner.page.wait_for_function(MARKDOWN_RENDERED, timeout=ms(30))
+        return learner
+
+    def run_all(self) -> None:
+        """Run All on this tab's kernel, unless a test of this lesson already ran it here."""
+        if not self.ran:
+            self.learner.run_all()
+            self.ran = True
+
+
+@pytest.fixture(scope="module")
+def opened_lesson(
+    request: pytest.FixtureRequest, lab: Lab, browser: Browser
+) -> Iterator[OpenedLesson]:
+    """One lesson (its name the parameter, ``indirect``), opened once for the tests that read or
+    drive it, and run once for those that need it run: opening a lesson (a page load and a
+    kernel start) and running it all is most of such a test (the roofline lesson: 19 s for the
+    slider drag alone). pytest runs the tests of one lesson one after another and closes the
+    tab, and every kernel, before the next. Whether it opened modified is read here, before any
+    test runs a cell; a link test's other tab is sent back with ``front``."""
+    lesson = ROOT / "lessons" / f"{request.param}.md"
+    learner = Learner(browser, lab, f"lesson-{lesson.stem}")
+    try:
+        learner.open(f"lessons/{lesson.name}")
+        learner.wait_for_kernel()
+        yield OpenedLesson(lesson, learner, learner.dirty_once_the_kernel_is_known())
+    finally:
+        learner.close()
+
+
+@pytest.mark.parametrize("opened_lesson", ["batching"], indirect=True)
 def test_citations_and_references_resolve_and_a_glossary_link_opens_the_page_at_its_term(
-    lab: Lab, browser: Browser
+    lab: Lab, opened_lesson: OpenedLesson
 ) -> None:
     """#36 item 2: jupyterlab-myst alone marks every {cite} and {ref} "Not Found"; served
     through lab/learner/myst_links.py they are links. #46 item 5: a glossary link opens the
     glossary read-only, rendered, with no kernel, at the term (it opened as a notebook that
     started a kernel of its own and was marked modified, at the page's top)."""
-    learner = Learner(browser, lab, "links")
-    learner.open_rendered("lessons/batching.md")
+    learner = opened_lesson.rendered()
     missing = learner.notebook.locator(
         '[title="Citation Not Found"], [title$="Reference Not Found"]'
     )
@@ -692,14 +771,15 @@ def test_citations_and_references_resolve_and_a_glossary_link_opens_the_page_at_
     assert shown["writable"] is False, "the glossary opened writable"
     kernels = [s["path"] for s in lab.api("GET", "sessions")]
     assert "book/glossary.md" not in kernels, f"the glossary started a kernel: {kernels}"
-    learner.close()
 
 
-def test_a_reference_to_a_label_on_its_own_page_jumps_there(lab: Lab, browser: Browser) -> None:
+@pytest.mark.parametrize("opened_lesson", ["parallelism"], indirect=True)
+def test_a_reference_to_a_label_on_its_own_page_jumps_there(opened_lesson: OpenedLesson) -> None:
     """#46 item 5: a {ref} to a label of the same lesson (parallelism's collectives, ten in the
-    course) was dead text in JupyterLab; it is a link that scrolls the lesson to the label."""
-    learner = Learner(browser, lab, "same-page")
-    learner.open_rendered("lessons/parallelism.md")
+    course) was dead text in JupyterLab; it is a link that scrolls the lesson to the label.
+    First on the lesson's tab (the file's order): it starts where a fresh tab starts, at the
+    top, and checks that it does."""
+    learner = opened_lesson.rendered()
     link = learner.notebook.locator('.jp-MarkdownCell a[href="#collective-latency"]').filter(
         has_text=re.compile(r"\w")  # not the heading's own "¶"
     )
@@ -709,19 +789,19 @@ def test_a_reference_to_a_label_on_its_own_page_jumps_there(lab: Lab, browser: B
     shown = open_at(learner, link.first, "collective-latency", "lessons/parallelism.md")
     learner.shot("same-page-label")
     assert shown["notebook"] and not shown["dirty"], shown
-    learner.close()
 
 
 # ---- lessons ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("opened_lesson", [p.stem for p in LESSONS], indirect=True)
 def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
-    lab: Lab, browser: Browser, lesson: Path
+    lab: Lab, opened_lesson: OpenedLesson
 ) -> None:
+    """The first test that runs cells on the lesson's tab (the file's order; a link test before
+    it only reads and clicks links): what it checks before Run All, it sees before any cell
+    ran."""
+    lesson, learner = opened_lesson.lesson, opened_lesson.front()
     book = book_prose(lesson)
-    learner = Learner(browser, lab, f"lesson-{lesson.stem}")
-    learner.open(f"lessons/{lesson.name}")
-    learner.wait_for_kernel()
-    assert not learner.dirty_once_the_kernel_is_known(), f"opening {lesson.name} marks it modified"
+    assert not opened_lesson.edited_on_open, f"opening {lesson.name} marks it modified"
     code = learner.code_cells()
     assert code.count() > 0, f"{lesson.name} did not open as a notebook with code cells"
     # #36 item 4: before it runs, the lesson says what to do (the book hides this note).
@@ -733,7 +813,7 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     assert rendered.count() >= 1, "jupyterlab-myst is not loaded: the lesson's MyST is not rendered"
     hidden = learner.notebook.locator(".jp-CodeCell .jp-InputPlaceholder")
     assert hidden.count() >= 1, "the cells the book hides are not collapsed in JupyterLab"
-    learner.run_all()
+    opened_lesson.run_all()
     learner.shot("ran")
     errors = error_texts(learner.notebook)
     assert not errors, f"{lesson.name} printed errors in JupyterLab: {errors}"
@@ -842,18 +922,17 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     learner.page.get_by_text(f"lessons/{lesson.name} is read-only").wait_for()
     assert not learner.outside, f"JupyterLab reached outside the machine: {learner.outside}"
     assert not learner.errors, f"page errors: {learner.errors}"
-    learner.close()
     assert (lab.root / "lessons" / lesson.name).read_bytes() == lesson.read_bytes(), (
         f"reading {lesson.name} in JupyterLab changed the file"
     )
     assert lab.api("GET", f"contents/lessons/{lesson.name}?content=0")["writable"] is False
 
 
-def test_a_reference_to_another_lesson_s_label_opens_it_there(lab: Lab, browser: Browser) -> None:
+@pytest.mark.parametrize("opened_lesson", ["batching"], indirect=True)
+def test_a_reference_to_another_lesson_s_label_opens_it_there(opened_lesson: OpenedLesson) -> None:
     """#46 item 5: batching's link to the collectives of the parallelism lesson opens that
     lesson as a notebook at the label (JupyterLab's notebook knows only its own heading ids)."""
-    learner = Learner(browser, lab, "other-lesson")
-    learner.open_rendered("lessons/batching.md")
+    learner = opened_lesson.rendered()
     link = learner.notebook.locator('.jp-MarkdownCell a[href*="parallelism.md"]').filter(
         has_text=re.compile("^collectives$")
     )
@@ -862,7 +941,6 @@ def test_a_reference_to_another_lesson_s_label_opens_it_there(lab: Lab, browser:
     shown = open_at(learner, link.first, "collectives", "lessons/parallelism.md")
     learner.shot("other-lesson-label")
     assert shown["notebook"] and not shown["dirty"], shown
-    learner.close()
 
 
 def test_kv_explorer_end_key_goes_to_the_new_model_s_longest_context(
@@ -924,17 +1002,28 @@ def test_kv_explorer_end_key_goes_to_the_new_model_s_longest_context(
     (lab.root / LEARNER / "kv_end_key.ipynb").unlink()
 
 
-def test_roofline_batch_slider_is_dragged_to_the_critical_batch(lab: Lab, browser: Browser) -> None:
+@pytest.mark.parametrize("opened_lesson", ["roofline"], indirect=True)
+def test_roofline_batch_slider_is_dragged_to_the_critical_batch(
+    opened_lesson: OpenedLesson,
+) -> None:
     """ "Raise the batch until the step turns compute-bound" is answered by dragging: the
     batch slider is on a log scale (its middle is 2^6, not 2,048), and a drag to where the
-    critical batch sits lands within a few percent of it and redraws the figure."""
+    critical batch sits lands within a few percent of it and redraws the figure. On the
+    lesson's tab after its lesson test (which ran it all and moved a slider: every drag below
+    starts from wherever the handle is and waits for the figure to change)."""
     from llmmath.core import roofline
 
     critical = float(roofline.critical_batch("H100", "bf16", "bf16"))
-    learner = Learner(browser, lab, "lesson-roofline-log-slider")
-    learner.open("lessons/roofline.md")
-    learner.wait_for_kernel()
-    learner.run_all()
+    learner = opened_lesson.front()
+    opened_lesson.run_all()
+    toasts = learner.page.locator(".Toastify__toast")  # the lesson test's refused save says so
+    wait_until(
+        lambda: toasts.count() == 0,
+        "the notifications over the page to close (they would take the drag's clicks)",
+        30,
+        lambda: toasts.all_inner_texts(),
+        pause=in_page(learner.page),
+    )
     explorer = (
         learner.page.locator(".jp-OutputArea-output")
         .filter(has=learner.page.locator(".widget-image"))
@@ -967,10 +1056,46 @@ def test_roofline_batch_slider_is_dragged_to_the_critical_batch(lab: Lab, browse
     wait_for_change(learner, image, before, "dragging to the critical batch")
     learner.shot("critical-batch")
     assert not error_texts(learner.notebook), error_texts(learner.notebook)
-    learner.close()
 
 
 # ---- exercises --------------------------------------------------------------------------------
+@dataclass
+class OpenedCopy:
+    """The learner's copy of one exercise, open in a tab with its kernel idle."""
+
+    assignment: str
+    path: str
+    learner: Learner
+    #: Whether the tab showed unsaved changes once the kernel was known, right after opening.
+    edited_on_open: bool
+
+
+@pytest.fixture(scope="module")
+def learners_copy(
+    request: pytest.FixtureRequest, lab: Lab, browser: Browser
+) -> Iterator[OpenedCopy]:
+    """One exercise's learner copy, opened once for the tests of that exercise.
+
+    Opening a notebook is a page load of JupyterLab and a kernel start (about 8 s of each test,
+    on two cores). The tests that take this fixture, with the assignment as its parameter
+    (``indirect``), share one tab: pytest runs them one after another (a module fixture with
+    parameters) and closes the tab, and its kernels, before the next exercise. They stay
+    separate tests: whether it opened modified is read here, before any of them types; the
+    wrong answer is typed into the copy itself; Run All and Validate open their own notebooks
+    beside it (``open_beside``), each with its own kernel, so no test sees another's names."""
+    assignment = str(request.param)
+    path = f"{LEARNER}/{assignment}/{first_answer(assignment)[0]}"
+    learner = Learner(browser, lab, f"exercise-{assignment}")
+    try:
+        learner.open(path)
+        learner.wait_for_kernel()
+        edited = learner.dirty_once_the_kernel_is_known()
+        learner.shot("opened")
+        yield OpenedCopy(assignment, path, learner, edited)
+    finally:
+        learner.close()
+
+
 def first_answer(assignment: str) -> tuple[str, int, int, str]:
     """The release notebook's name, the index of its first answer cell and of that answer's
     test cell, and the solution's code for it (marker lines removed)."""
@@ -991,17 +1116,16 @@ def first_answer(assignment: str) -> tuple[str, int, int, str]:
     return notebook.name, index, test, code
 
 
-@pytest.mark.parametrize("assignment", EXERCISES)
+@pytest.mark.parametrize("learners_copy", EXERCISES, indirect=True)
 def test_exercise_wrong_answer_shows_the_message_and_a_correct_one_passes(
-    lab: Lab, browser: Browser, assignment: str
+    learners_copy: OpenedCopy,
 ) -> None:
+    """In the learner's copy itself, on its fresh kernel (the one test that runs code there)."""
+    assignment, learner = learners_copy.assignment, learners_copy.learner
     name, answer_index, test_index, correct = first_answer(assignment)
     stub = nbformat.read(ROOT / "exercises" / assignment / name, as_version=4)
     # Wrong first, so that no name a correct answer defined is left in the kernel.
     wrong, message = WRONG.get(assignment, (stub.cells[answer_index].source, "not answered yet"))
-    learner = Learner(browser, lab, f"exercise-{assignment}")
-    learner.open(f"{LEARNER}/{assignment}/{name}")
-    learner.wait_for_kernel()
     cells = learner.cells()
     answer, test = cells.nth(answer_index), cells.nth(test_index)
 
@@ -1039,7 +1163,6 @@ def test_exercise_wrong_answer_shows_the_message_and_a_correct_one_passes(
     assert not error_texts(test), f"the visible test failed a correct answer: {error_texts(test)}"
     assert not learner.outside, f"JupyterLab reached outside the machine: {learner.outside}"
     assert not learner.errors, f"page errors: {learner.errors}"
-    learner.close()
 
 
 #: A wrong answer the visible checks catch (#36 item 1), for the exercises whose spec lists no
@@ -1102,9 +1225,9 @@ def graded_outputs(learner: Learner) -> list[list[dict[str, Any]]]:
     )
 
 
-@pytest.mark.parametrize("assignment", EXERCISES)
+@pytest.mark.parametrize("learners_copy", EXERCISES, indirect=True)
 def test_run_all_reports_every_part_in_one_line_past_blank_and_wrong_parts(
-    lab: Lab, browser: Browser, assignment: str
+    lab: Lab, learners_copy: OpenedCopy
 ) -> None:
     """#36 items 1 and 3 as a learner meets them in Lab. The learner's copy with the next-to-last
     part left as released (blank), one part wrong in a way the visible checks catch, the rest
@@ -1113,6 +1236,7 @@ def test_run_all_reports_every_part_in_one_line_past_blank_and_wrong_parts(
     (grading_support.run_visible) - : the blank part "not answered yet", the wrong one
     "failed: <why>" on stderr (nbgrader scores it 0), the last "consistent" or "plausible" with
     what the hidden tests still check, never "passed"."""
+    assignment, learner = learners_copy.assignment, learners_copy.learner
     spec = SPECS[assignment]
     parts = part_cells(assignment)
     ids = answer_ids(assignment)
@@ -1134,9 +1258,7 @@ def test_run_all_reports_every_part_in_one_line_past_blank_and_wrong_parts(
     assert expected[part_of[wrong]][1].startswith(f"Part {part_of[wrong] + 1}: failed: ")
     assert not expected[-1][0], f"the last part should pass its visible checks: {expected[-1]}"
 
-    learner = Learner(browser, lab, f"run-all-{assignment}")
-    learner.open(learner_notebook(lab, assignment, f"{assignment}-run-all.ipynb", filled))
-    learner.wait_for_kernel()
+    learner.open_beside(learner_notebook(lab, assignment, f"{assignment}-run-all.ipynb", filled))
     learner.run_all(timeout_s=180)  # every code cell ran: Run All went past every raise
 
     outputs = graded_outputs(learner)
@@ -1163,12 +1285,12 @@ def test_run_all_reports_every_part_in_one_line_past_blank_and_wrong_parts(
         learner.shot(label, cells.nth(parts[n][1]).locator(".jp-Cell-outputWrapper"))
     assert not learner.outside, f"JupyterLab reached outside the machine: {learner.outside}"
     assert not learner.errors, f"page errors: {learner.errors}"
-    learner.close()
 
 
 @pytest.mark.skipif(FULL not in EXERCISES, reason="LAB_CHAPTERS leaves it out")
+@pytest.mark.parametrize("learners_copy", [FULL], indirect=True)
 def test_validate_never_calls_values_only_the_hidden_tests_check_a_success(
-    lab: Lab, browser: Browser
+    lab: Lab, learners_copy: OpenedCopy
 ) -> None:
     """#36 item 1: every answer right, so no visible check fails; Validate says that and that the
     hidden tests check the values when it is graded - not nbgrader's "Success! Your notebook
@@ -1177,9 +1299,8 @@ def test_validate_never_calls_values_only_the_hidden_tests_check_a_success(
     for grade_id in SPECS[FULL].manual_cells:  # Validate calls an empty one a failure
         cell_by_id(notebook, grade_id).source = "A step reads every weight once, whatever B."
     path = learner_notebook(lab, FULL, f"{FULL}-validate.ipynb", notebook)
-    learner = Learner(browser, lab, "validate-right")
-    learner.open(path)
-    learner.wait_for_kernel()
+    learner = learners_copy.learner
+    learner.open_beside(path)
     learner.notebook.locator(".jp-Toolbar").get_by_text("Validate", exact=True).click()
     results = learner.page.locator(".jp-Dialog #validation-message")
     results.wait_for(timeout=ms(120))
@@ -1191,7 +1312,6 @@ def test_validate_never_calls_values_only_the_hidden_tests_check_a_success(
     assert NBGRADER_SUCCESS not in learner.page.locator(".jp-Dialog").inner_text()
     learner.page.locator(".jp-Dialog button").last.click()
     assert not learner.errors, f"page errors: {learner.errors}"
-    learner.close()
 
 
 # ---- make check -------------------------------------------------------------------------------
