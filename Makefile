@@ -176,6 +176,12 @@ HUB_HOME ?= /opt/llmmath-hub
 HUB_STATE ?= /var/lib/llmmath-hub
 # What one student's server, kernels and terminals may use together (a memory cgroup).
 HUB_MEM_LIMIT ?= 1G
+# Each student's private /tmp (and /var/tmp) and /dev/shm; the exchange's filesystem and the
+# part of it only the instructor may write (book/instructor.md, "Disk").
+HUB_TMP_SIZE ?= 256M
+HUB_SHM_SIZE ?= 64M
+HUB_EXCHANGE_SIZE ?= 2G
+HUB_EXCHANGE_RESERVE ?= 256M
 STUDENTS ?= 3
 HUB_PORT ?= 8000
 export LLMMATH_HUB_HOME := $(HUB_HOME)
@@ -192,7 +198,8 @@ hub-env: hub/node_modules/.installed $(UV)
 
 hub: setup hub-env
 	$(BIN)/python scripts/hub.py --students $(STUDENTS) --port $(HUB_PORT) --state $(HUB_STATE) \
-		--mem-limit $(HUB_MEM_LIMIT)
+		--mem-limit $(HUB_MEM_LIMIT) --tmp-size $(HUB_TMP_SIZE) --shm-size $(HUB_SHM_SIZE) \
+		--exchange-size $(HUB_EXCHANGE_SIZE) --exchange-reserve $(HUB_EXCHANGE_RESERVE)
 
 # The whole class in one tar.gz (mode 600), safe while the hub runs: make hub-backup TO=x.tar.gz
 TO ?= llmmath-hub-$(shell date +%F).tar.gz

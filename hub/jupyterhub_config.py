@@ -9,7 +9,9 @@ the folders and passes them in ``LLMMATH_HUB_*`` variables:
   runs as root and switches user), from an environment every user can read (``HUB_ENV``), so
   a student cannot read another student's home, submission or the instructor's ``solutions/``;
   it runs in a memory cgroup of its own (``LimitedSpawner``, below), with its kernels and
-  terminals: together they get ``LLMMATH_HUB_MEM_LIMIT``;
+  terminals: together they get ``LLMMATH_HUB_MEM_LIMIT``; and in a mount namespace of its
+  own, with private, size-capped /tmp, /var/tmp and /dev/shm (``LLMMATH_HUB_TMP_SIZE``,
+  ``LLMMATH_HUB_SHM_SIZE``; hub/private-tmp.sh);
 - students' servers load nbgrader's *Assignments* tab only (formgrader, course list and
   create-assignment are disabled in their config folder, ``<state>/config/student``), cull
   kernels and terminals idle for 30 minutes, and the hub stops a server idle for an hour
@@ -74,12 +76,15 @@ class LimitedSpawner(LocalProcessSpawner):
     def make_preexec_fn(self, name):
         switch_user = super().make_preexec_fn(name)
         procs = self._cgroup_procs
+        private = self._private_tmp
 
         def preexec():  # in the child, still root: join the cgroup, then become the user
             if procs:
                 with open(procs, "w") as fh:
                     fh.write(str(os.getpid()))
-            switch_user()
+            if not private:
+                switch_user()
+            # else private-tmp.sh becomes the user (setpriv), once its mounts are made as root
 
         return preexec
 
@@ -87,6 +92,13 @@ class LimitedSpawner(LocalProcessSpawner):
         self._cgroup_procs = memory_cgroup(self.user.name, self.mem_limit)
         if self._cgroup_procs is None and self.mem_limit:
             self.log.warning("No memory cgroup for %s: its limit is not enforced", self.user.name)
+        # A student's server in a mount namespace of its own, with private, capped /tmp,
+        # /var/tmp and /dev/shm (the instructor's is not: their grading has its own sandbox).
+        self._private_tmp = private_tmp_works and self.user.name != instructor
+        if self.user.name != instructor and not private_tmp_works:
+            self.log.warning("No private /tmp for %s: its writes there are not bounded",
+                             self.user.name)  # fmt: skip
+        self.cmd = private_tmp_cmd(self.user.name) if self._private_tmp else server_cmd
         return await super().start()
 
     def get_env(self):
@@ -142,11 +154,45 @@ def delegated_grading_cgroup(user):
 
 
 grading_cgroup = delegated_grading_cgroup(instructor)
+server_cmd = [str(hub_env / "bin" / "jupyterhub-singleuser")]
+# What a student may write outside their home, beside the exchange (whose cap is its own
+# filesystem's, made by llmmath_course.hub.exchange): /tmp and /var/tmp get TMP_SIZE each,
+# /dev/shm SHM_SIZE. They are tmpfs, in memory: what a student keeps there counts toward their
+# memory cgroup too.
+tmp_size = env.get("LLMMATH_HUB_TMP_SIZE", "256M")
+shm_size = env.get("LLMMATH_HUB_SHM_SIZE", "64M")
+private_tmp_script = config / "private-tmp.sh"
+
+
+def private_tmp_cmd(user):
+    """The server's command, run by util-linux's unshare in a new mount namespace (private
+    propagation: nothing mounted there reaches the machine's) through private-tmp.sh."""
+    return [
+        "unshare", "--mount", "--propagation", "private", "--",
+        "/bin/sh", str(private_tmp_script), user, str(state), tmp_size, shm_size, "--",
+        *server_cmd,
+    ]  # fmt: skip
+
+
+def private_tmp_probe():
+    """Whether this machine lets root make a mount namespace and a tmpfs in it (a container
+    without CAP_SYS_ADMIN does not): else students' servers start as before, with a warning."""
+    import subprocess
+
+    probe = ["unshare", "--mount", "--propagation", "private", "--",
+             "mount", "-t", "tmpfs", "-o", "size=1M", "llmmath-probe", "/mnt"]  # fmt: skip
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+private_tmp_works = private_tmp_script.is_file() and private_tmp_probe()
 
 # One OS user per student: the hub (root) starts each server as that user.
 c.JupyterHub.spawner_class = LimitedSpawner
 c.Spawner.mem_limit = env.get("LLMMATH_HUB_MEM_LIMIT") or None
-c.Spawner.cmd = [str(hub_env / "bin" / "jupyterhub-singleuser")]
+c.Spawner.cmd = server_cmd
 c.Spawner.default_url = "/lab"
 # The course's vendored MathJax, served by every server at <server>/static/mathjax/: feedback
 # and the formgrader render their maths. make hub (llmmath_course.hub) copies it into the state

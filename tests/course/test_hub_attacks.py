@@ -476,3 +476,18 @@ def test_the_instructors_grading_kernels_get_cgroups_of_their_own(attacked_class
     assert Path(lines["CGROUPS"][0]).parent == delegated, said
     assert lines["RC"] == ["137", "OOM", "True"], said
     assert lines["LEFT"] == [], said
+
+
+def test_the_hubs_bounds_refuse_what_is_no_size() -> None:
+    """make hub's caps fail at once, naming the setting (issue #48: writes outside a student's
+    home are bounded; the caps themselves are attacked in tests/course/test_hub_bounds.py)."""
+    from llmmath_course.hub.exchange import size_bytes
+    from llmmath_course.hub.running import Bounds
+
+    assert size_bytes("256M", "--tmp-size") == 256 * 2**20
+    assert size_bytes("2g", "--exchange-size") == 2 * 2**30
+    with pytest.raises(ValueError, match="--tmp-size must be a size"):
+        Bounds(tmp_size="lots").check()
+    with pytest.raises(ValueError, match="--exchange-reserve .* must be less than"):
+        Bounds(exchange_size="1G", exchange_reserve="1G").check()
+    Bounds(exchange_size="0", exchange_reserve="256M").check()  # 0: no filesystem, no reserve

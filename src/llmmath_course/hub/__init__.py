@@ -5,6 +5,8 @@
 - ``accounts``: the class's OS accounts (``add_user``, ``remove_user``, ``processes_of``);
 - ``configs``: each server's Jupyter settings and the instructor's course root;
 - ``running``: ``running_hub``, a started hub (``Hub``), stopped on leaving;
+- ``exchange``: the exchange on a filesystem of its own, of a fixed size (students' writes
+  there bounded; each student's private /tmp is hub/private-tmp.sh);
 - ``backup``: the whole class in one archive (``make hub-backup``);
 - ``cli``: the command line ``scripts/hub.py`` runs.
 

@@ -11,23 +11,27 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from llmmath_course.hub.exchange import exchange_mounted, image_of
+
 
 def backup(state: Path, to: Path) -> list[str]:
-    """The whole class in one tar.gz (root only, mode 600): the state folder with the homes of
-    the accounts made there, and the instructor's course root wherever it is. Each SQLite
-    database (the hub's, the gradebook) is copied with SQLite's backup API, consistent even while
-    the hub or a grading run writes to it. Returns the archive's member names.
+    """The whole class in one tar.gz (root only, mode 600): the state folder with the homes of the
+    accounts made there, and the instructor's course root wherever it is. Each SQLite database (the
+    hub's, the gradebook) is copied with SQLite's backup API, consistent even while the hub or a
+    grading run writes to it. Returns the archive's member names.
 
-    Left out: the hub's own copy of the static files (``<state>/static``, rewritten at each
-    start), and whatever is neither a file, a folder nor a symbolic link (a student's unix
-    socket or FIFO, a device node), each named in a warning on stderr: a socket stopped the
-    archive half way, and reading a FIFO would wait forever. Files are read without following
-    a link (``O_NOFOLLOW``): a student who swaps a file for a link between the listing and the
-    read gets an error for that file, not root's reading of what it points to."""
+    Left out: the hub's own copy of the static files (``<state>/static``, rewritten at each start),
+    the exchange's filesystem image (its files are archived from ``exchange/``, the image mounted
+    read-only for the while if the hub is stopped), and whatever is neither a file, a folder nor a
+    symbolic link (a student's unix socket or FIFO, a device node), each named in a warning on
+    stderr: a socket stopped the archive half way, and reading a FIFO would wait forever. Files are
+    read without following a link (``O_NOFOLLOW``): a student who swaps a file for a link between
+    the listing and the read gets an error for that file, not root's reading of what it points
+    to."""
     if not (state / "hub").is_dir():
         raise ValueError(f"--state {state} holds no class (no hub/ folder in it)")
-    own_static = state / "static"
-    with tempfile.TemporaryDirectory() as scratch:
+    own_static, image = state / "static", image_of(state)
+    with exchange_mounted(state), tempfile.TemporaryDirectory() as scratch:
         snapshots: dict[Path, Path] = {}
         for db in [*state.rglob("*.sqlite"), *state.rglob("gradebook.db")]:
             if not db.is_file() or db.is_symlink():
@@ -43,7 +47,7 @@ def backup(state: Path, to: Path) -> list[str]:
             for path in sorted([state, *state.rglob("*")]):
                 if path.name.endswith(("-journal", "-wal", "-shm")):
                     continue
-                if path == own_static or own_static in path.parents:
+                if path in (own_static, image) or own_static in path.parents:
                     continue
                 _add(tar, path, path.relative_to(state.parent).as_posix(), snapshots)
             return tar.getnames()

@@ -19,6 +19,10 @@ once and kept in ``hub/initial-passwords.txt`` (root only); an account that exis
 is, with its own password and home. Every account joins the class group (``<prefix>-class``),
 the only one, with root, that may enter the exchange (mode 1770, not 777).
 
+What a student writes outside their home is bounded: their server has private tmpfs on /tmp,
+/var/tmp (``--tmp-size`` each) and /dev/shm (``--shm-size``), and the exchange is a filesystem
+of its own (``--exchange-size``, of which ``--exchange-reserve`` only the instructor may write).
+
 ``--throwaway`` (tests/course/test_hub.py, a quick look) keeps the state in a temporary folder
 and on exit stops the hub, every server and every process of the accounts it made, then
 deletes those accounts and the folder.
@@ -41,7 +45,8 @@ from llmmath_course.hub.accounts import accounts
 from llmmath_course.hub.backup import backup
 from llmmath_course.hub.configs import FORMGRADER_URL
 from llmmath_course.hub.environment import LOCK, build_env
-from llmmath_course.hub.running import MEM_LIMIT, running_hub
+from llmmath_course.hub.exchange import EXCHANGE_RESERVE, EXCHANGE_SIZE
+from llmmath_course.hub.running import MEM_LIMIT, SHM_SIZE, TMP_SIZE, Bounds, running_hub
 
 STATE = Path("/var/lib/llmmath-hub")
 
@@ -54,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default="llmm", help="made accounts start with this")
     parser.add_argument("--state", type=Path, default=STATE, help="where the class lives")
     parser.add_argument("--mem-limit", default=MEM_LIMIT, help="per student, e.g. 1G")
+    parser.add_argument("--tmp-size", default=TMP_SIZE,
+                        help="each student's private /tmp, and /var/tmp (tmpfs)")  # fmt: skip
+    parser.add_argument("--shm-size", default=SHM_SIZE, help="each student's private /dev/shm")
+    parser.add_argument("--exchange-size", default=EXCHANGE_SIZE,
+                        help="the exchange's filesystem (0: a plain folder)")  # fmt: skip
+    parser.add_argument("--exchange-reserve", default=EXCHANGE_RESERVE,
+                        help="of it, what only the instructor may write")  # fmt: skip
     parser.add_argument("--throwaway", action="store_true", help="a demo: removed on exit")
     parser.add_argument("--backup", type=Path, metavar="FILE", help="archive --state, and exit")
     parser.add_argument(
@@ -70,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         names = backup(args.state.resolve(), args.backup)
         print(f"{len(names)} entries of {args.state} in {args.backup} (mode 600)")
         return 0
+    bounds = Bounds(args.mem_limit, args.tmp_size, args.shm_size, args.exchange_size,
+                    args.exchange_reserve)  # fmt: skip
     try:
         accounts(args.students, args.prefix, args.instructor)
+        bounds.check()
     except ValueError as error:
         parser.error(str(error))
     # A plain `kill` (SIGTERM) must stop the hub too: turn it into an exit that runs the finally.
@@ -79,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     state = None if args.throwaway else args.state.resolve()
     with running_hub(
         args.students, args.port, args.prefix, state=state, instructor=args.instructor,
-        mem_limit=args.mem_limit,
+        bounds=bounds,
     ) as hub:  # fmt: skip
         print(f"JupyterHub on {hub.url}; the class in {hub.state} (log: {hub.log}, root only)")
         print(f"instructor: {hub.instructor}; course root {hub.course}; formgrader at "

@@ -165,6 +165,8 @@ def write_configs(state: Path, exchange: Path) -> None:
     shutil.copytree(REPO / "src" / "llmmath_course", python / "llmmath_course", ignore=skip)
     shutil.copytree(REPO / "lab" / "learner" / "labextensions", state / "config" / "labextensions")
     (state / "config" / "check.mk").write_text(CHECK_MAKEFILE.format(check=python / "check.py"))
+    # What the hub (root) runs each student's server through: private, capped /tmp and /dev/shm.
+    shutil.copy2(REPO / "hub" / "private-tmp.sh", state / "config" / "private-tmp.sh")
     subprocess.run(["chmod", "-R", "u=rwX,go=rX", str(state / "config")], check=True)
 
 

@@ -23,12 +23,50 @@ from pathlib import Path
 from llmmath_course.hub.accounts import RUNUSER, accounts, add_user, exists, remove_user
 from llmmath_course.hub.configs import COURSE, course_copy, write_configs
 from llmmath_course.hub.environment import HUB_ENV, HUB_HOME, HUB_LIB, PROXY, REPO
+from llmmath_course.hub.exchange import (
+    EXCHANGE_RESERVE,
+    EXCHANGE_SIZE,
+    mount_exchange,
+    size_bytes,
+    unmount_exchange,
+)
 
 # A hub stops a class's servers in well under this; a slower stop keeps its log (_keep_log).
 SLOW_STOP_S = 20
 # What each student's server and its kernels and terminals may use together (a cgroup, see
 # hub/jupyterhub_config.py); a server alone takes about 100 MB, a kernel 60-100 MB.
 MEM_LIMIT = "1G"
+# What a student's server may write outside their home, beside the exchange (exchange.py): a
+# private tmpfs of TMP_SIZE on each of /tmp and /var/tmp and one of SHM_SIZE on /dev/shm, in a
+# mount namespace of the server's own (hub/private-tmp.sh). Memory, counted in MEM_LIMIT too.
+TMP_SIZE = "256M"
+SHM_SIZE = "64M"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What each student may take: memory, their private /tmp and /dev/shm, and the students'
+    share of the exchange (its size less the instructor's reserve). Sizes as ``make hub`` takes
+    them (512M, 2G)."""
+
+    mem_limit: str = MEM_LIMIT
+    tmp_size: str = TMP_SIZE
+    shm_size: str = SHM_SIZE
+    exchange_size: str = EXCHANGE_SIZE
+    exchange_reserve: str = EXCHANGE_RESERVE
+
+    def check(self) -> None:
+        """Fail at once on a size that is no size, naming the setting."""
+        for name in ("mem_limit", "tmp_size", "shm_size", "exchange_size", "exchange_reserve"):
+            size_bytes(getattr(self, name), "--" + name.replace("_", "-"))
+        size = size_bytes(self.exchange_size, "--exchange-size")
+        if size and size_bytes(self.exchange_reserve, "--exchange-reserve") >= size:
+            raise ValueError(
+                f"--exchange-reserve ({self.exchange_reserve}) must be less than --exchange-size "
+                f"({self.exchange_size})"
+            )
+
+
 # Where the hub makes the instructor's delegated grading cgroup (cgroup v1; jupyterhub_config.py).
 GRADING_CGROUPS = Path("/sys/fs/cgroup/memory/llmmath-hub")
 
@@ -97,7 +135,9 @@ def _wait_for(url: str, process: subprocess.Popen[bytes], log: Path, timeout: fl
     raise RuntimeError(f"jupyterhub did not answer within {timeout} s:\n{log.read_text()}")
 
 
-def _prepare(state: Path, instructor: str, students: list[str], group: str) -> dict[str, str]:
+def _prepare(
+    state: Path, instructor: str, students: list[str], group: str, bounds: Bounds
+) -> dict[str, str]:
     """The state folder, the class group and the accounts; the passwords of accounts made now.
 
     Made once and kept: state/ (755), state/hub/ (700, root: the hub's database, cookie secret,
@@ -124,6 +164,9 @@ def _prepare(state: Path, instructor: str, students: list[str], group: str) -> d
             fh.writelines(f"{name}\t{password}\n" for name, password in made.items())
     exchange = state / "exchange"
     exchange.mkdir(exist_ok=True)
+    size = size_bytes(bounds.exchange_size, "--exchange-size")
+    reserve = size_bytes(bounds.exchange_reserve, "--exchange-reserve")
+    print(mount_exchange(state, exchange, instructor, size, reserve), flush=True)
     os.chown(exchange, 0, grp.getgrnam(group).gr_gid)
     exchange.chmod(0o1770)
     planted = course_exchange(exchange, instructor)
@@ -151,12 +194,16 @@ def running_hub(
     instructor: str | None = None,
     admin_token: str | None = None,
     mem_limit: str = MEM_LIMIT,
+    bounds: Bounds | None = None,
     start_timeout_s: float = 60,
 ) -> Iterator[Hub]:
     """Start the class hub on ``state`` (None: a throwaway class in a temporary folder, whose
     accounts and folder are removed on leaving); on leaving, stop the hub and its servers.
     ``start_timeout_s``: how long to wait for the hub's API to answer (the tests scale it with
-    the machine's load)."""
+    the machine's load). ``bounds``: what each student may take (``mem_limit`` alone sets
+    its memory)."""
+    bounds = bounds or Bounds(mem_limit=mem_limit)
+    bounds.check()
     _check_ready()
     throwaway = state is None
     if state is None:
@@ -171,7 +218,7 @@ def running_hub(
     try:
         existing = {n for n in [inst, *names] if exists(n)}
         try:
-            made = _prepare(state, inst, names, group)
+            made = _prepare(state, inst, names, group, bounds)
         finally:
             made_now = [n for n in [inst, *names] if n not in existing and exists(n)]
         course = Path(pwd.getpwnam(inst).pw_dir) / "course"
@@ -179,7 +226,8 @@ def running_hub(
             os.environ,
             LLMMATH_HUB_STATE=str(state), LLMMATH_HUB_PORT=str(port),
             LLMMATH_HUB_ENV=str(HUB_ENV), LLMMATH_HUB_LIB=str(HUB_LIB),
-            LLMMATH_HUB_PROXY=str(PROXY), LLMMATH_HUB_MEM_LIMIT=mem_limit,
+            LLMMATH_HUB_PROXY=str(PROXY), LLMMATH_HUB_MEM_LIMIT=bounds.mem_limit,
+            LLMMATH_HUB_TMP_SIZE=bounds.tmp_size, LLMMATH_HUB_SHM_SIZE=bounds.shm_size,
             LLMMATH_HUB_INSTRUCTOR=inst, LLMMATH_HUB_STUDENTS=",".join(names),
             LLMMATH_HUB_COURSE=str(course),
             PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
@@ -209,6 +257,7 @@ def running_hub(
         if process is not None:
             _stop(process)
         stopped = time.monotonic()
+        unmount_exchange(state / "exchange")  # its files stay in hub/exchange.img
         if throwaway:
             for name in made_now:
                 remove_user(name)
