@@ -488,6 +488,6 @@ def test_the_hubs_bounds_refuse_what_is_no_size() -> None:
     assert size_bytes("2g", "--exchange-size") == 2 * 2**30
     with pytest.raises(ValueError, match="--tmp-size must be a size"):
         Bounds(tmp_size="lots").check()
-    with pytest.raises(ValueError, match="--exchange-reserve .* must be less than"):
+    with pytest.raises(ValueError, match=r"--exchange-reserve .* must be less than"):
         Bounds(exchange_size="1G", exchange_reserve="1G").check()
     Bounds(exchange_size="0", exchange_reserve="256M").check()  # 0: no filesystem, no reserve
