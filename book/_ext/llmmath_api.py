@@ -114,7 +114,7 @@ LAYERS: dict[str, Layer] = {
         "The command line",
         (
             "cli", "cli.command", "cli.commands", "cli.inputs", "cli.search", "cli.training",
-            "cli.plan", "cli.formatting",
+            "cli.plan", "cli.calibrate", "cli.formatting",
         ),
     ),
 }  # fmt: skip

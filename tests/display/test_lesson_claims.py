@@ -1953,9 +1953,9 @@ CLAIMS += [
 def _benchmark_ratios() -> dict[str, tuple[float, str]]:
     """measured/floor and the floor's decode bound of each published serving benchmark
     (``llmmath calibrate``), as book/cli.md reads them."""
-    from llmmath.cli import calibrate
+    from llmmath.cli import calibrate, command
 
-    results = [calibrate.run_benchmark(key) for key in calibrate.benchmarks()]
+    results = [calibrate.run_benchmark(k, command.workload_data) for k in calibrate.benchmarks()]
     return {r.key: (r.ratio, r.bound) for r in results}
 
 

@@ -18,12 +18,16 @@ from __future__ import annotations
 import shlex
 import statistics
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from llmmath.cli.formatting import InputError, Report, table
 from llmmath.core import data
+
+#: Runs ``llmmath workload ARGV`` and gives its report's data: the command line passes its own
+#: (``cli.command`` imports this module, so this module does not import it back).
+WorkloadRunner = Callable[[list[str]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -58,15 +62,7 @@ def benchmarks() -> dict[str, dict[str, Any]]:
     return reproduced
 
 
-def _workload_data(argv: list[str]) -> dict[str, Any]:
-    from llmmath.cli import command  # the command line imports this module
-
-    args = command.build_parser().parse_args(argv)
-    report, _ = command.run(args)
-    return report.data
-
-
-def run_benchmark(key: str) -> BenchmarkResult:
+def run_benchmark(key: str, workload: WorkloadRunner) -> BenchmarkResult:
     """``workload`` at benchmark ``key``'s setting, calibrated to its measured rate."""
     specs = benchmarks()
     if key not in specs:
@@ -74,14 +70,14 @@ def run_benchmark(key: str) -> BenchmarkResult:
     spec = specs[key]
     argv = ["workload", *shlex.split(spec["workload"])]
     measured = float(spec["value"])
-    floor_data = _workload_data(argv)
+    floor_data = workload(argv)
     rate = "decode_tokens_per_s_per_chip" if floor_data["disaggregated"] else (
         "output_tokens_per_s_per_chip")  # fmt: skip
     floor = float(floor_data[rate])
     efficiency = None
     bound = "?"
     if measured <= floor:
-        fitted = _workload_data([*argv, "--calibrate", repr(measured)])
+        fitted = workload([*argv, "--calibrate", repr(measured)])
         efficiency = float(fitted["fitted_efficiency"])
         bound = str(fitted["decode_bound_at_floor"])
     return BenchmarkResult(
@@ -177,17 +173,52 @@ def calibrate_report(results: Sequence[BenchmarkResult]) -> Report:
     return report
 
 
-def calibrate(keys: Sequence[str]) -> Report:
+def calibrate(keys: Sequence[str], workload: WorkloadRunner) -> Report:
     """``llmmath calibrate [KEY ...]``: the named benchmarks (default: every one)."""
-    return calibrate_report([run_benchmark(key) for key in keys or list(benchmarks())])
+    return calibrate_report([run_benchmark(key, workload) for key in keys or list(benchmarks())])
+
+
+def plan_calibration(
+    choice: str | None, efficiency_flag: str, workload: WorkloadRunner
+) -> tuple[float, str] | None:
+    """``plan --calibrate [KEY]`` (``choice``; ``"benchmarks"`` when given with no key): the
+    efficiency to size at and a note saying where it came from; a benchmark that beats its floor
+    is refused (its setting, not the floor, is wrong)."""
+    if choice is None:
+        return None
+    if efficiency_flag.strip() not in ("1", "1.0"):
+        raise InputError("give --efficiency or --calibrate, not both")
+    if choice == "benchmarks":
+        results = [run_benchmark(key, workload) for key in benchmarks()]
+        efficiency = carried_efficiency(results)
+        counted = sum(r.efficiency is not None and r.bound != "network" for r in results)
+        return efficiency, (
+            f"calibrated: efficiency {efficiency:.2f}, the median of {counted} published "
+            "benchmarks' (llmmath calibrate); times and chip counts are estimates, not floors"
+        )
+    if not choice.strip():
+        raise InputError("--calibrate takes nothing (the benchmarks' median) or a benchmark "
+                         "key (llmmath calibrate lists them); got ''")  # fmt: skip
+    if choice not in benchmarks():
+        raise InputError(f"--calibrate {choice!r} is not a benchmark key (llmmath "
+                         "calibrate lists them)")  # fmt: skip
+    result = run_benchmark(choice, workload)
+    if result.efficiency is None:
+        raise InputError(f"--calibrate {wrong_setting(result)}")
+    return result.efficiency, (
+        f"calibrated: efficiency {result.efficiency:.2f}, benchmark {result.key}'s "
+        f"(measured/floor {result.ratio:.2f}); times and chip counts are estimates, not floors"
+    )
 
 
 __all__ = [
     "BenchmarkResult",
+    "WorkloadRunner",
     "benchmarks",
     "calibrate",
     "calibrate_report",
     "carried_efficiency",
+    "plan_calibration",
     "run_benchmark",
     "wrong_setting",
 ]

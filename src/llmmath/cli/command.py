@@ -27,7 +27,6 @@ from typing import Any, NoReturn
 
 from llmmath import __version__
 from llmmath.beyond import layout_search, planning, serving_systems
-from llmmath.beyond.plan_workers import MODES
 from llmmath.cli import calibrate as cli_calibrate
 from llmmath.cli import commands as cli_commands
 from llmmath.cli import plan as cli_plan
@@ -174,7 +173,7 @@ def _plan(
     max_chips = parse_number(args.max_chips, "--max-chips", whole=True, low=1)
     args.cluster = f"{next(iter(chips))}x{max_chips:.0f}"
     dep, placed = build_deployment(args, model, checkpoint)
-    calibration = _plan_calibration(args)
+    calibration = cli_calibrate.plan_calibration(args.calibrate, args.efficiency, workload_data)
     if calibration is not None:
         dep = dataclasses.replace(dep, flops_efficiency=calibration[0],
                                   bandwidth_efficiency=calibration[0])  # fmt: skip
@@ -191,36 +190,6 @@ def _plan(
         report.data["plot"] = args.plot
         report.add(f"frontier drawn to {args.plot}")
     return report, placed
-
-
-def _plan_calibration(args: argparse.Namespace) -> tuple[float, str] | None:
-    """``plan --calibrate``: the efficiency to size at and a note saying where it came from;
-    a benchmark that beats its floor is refused (its setting, not the floor, is wrong)."""
-    if args.calibrate is None:
-        return None
-    if args.efficiency.strip() not in ("1", "1.0"):
-        raise InputError("give --efficiency or --calibrate, not both")
-    if args.calibrate == "benchmarks":
-        results = [cli_calibrate.run_benchmark(key) for key in cli_calibrate.benchmarks()]
-        efficiency = cli_calibrate.carried_efficiency(results)
-        counted = sum(r.efficiency is not None and r.bound != "network" for r in results)
-        return efficiency, (
-            f"calibrated: efficiency {efficiency:.2f}, the median of {counted} published "
-            "benchmarks' (llmmath calibrate); times and chip counts are estimates, not floors"
-        )
-    if not args.calibrate.strip():
-        raise InputError("--calibrate takes nothing (the benchmarks' median) or a benchmark "
-                         "key (llmmath calibrate lists them); got ''")  # fmt: skip
-    if args.calibrate not in cli_calibrate.benchmarks():
-        raise InputError(f"--calibrate {args.calibrate!r} is not a benchmark key (llmmath "
-                         "calibrate lists them)")  # fmt: skip
-    result = cli_calibrate.run_benchmark(args.calibrate)
-    if result.efficiency is None:
-        raise InputError(f"--calibrate {cli_calibrate.wrong_setting(result)}")
-    return result.efficiency, (
-        f"calibrated: efficiency {result.efficiency:.2f}, benchmark {result.key}'s "
-        f"(measured/floor {result.ratio:.2f}); times and chip counts are estimates, not floors"
-    )
 
 
 def _train(args: argparse.Namespace, model: ModelConfig) -> tuple[Report, list[str]]:
@@ -343,38 +312,7 @@ Exit status: 0 answered, 1 the weights do not fit, 2 bad input."""
 
 def _plan_parser(plan: argparse.ArgumentParser) -> None:
     plan.add_argument("model", help="preset name, config.json (or its folder), or file.toml[:NAME]")
-    plan.add_argument("--chips", required=True, help="chip types to compare, comma-separated, "
-                      "each at its example price (data/chip_prices.toml) or CHIP=USD per "
-                      "chip-hour, e.g. H100,B200=5")  # fmt: skip
-    plan.add_argument("--chip-file", help="TOML file of extra chips, shaped like "
-                      "data/hardware.toml (default: the presets only)")  # fmt: skip
-    plan.add_argument("--rate", required=True, help="requests per second arriving (Poisson)")
-    plan.add_argument("--input", default="2000", help="prompt tokens per request: a length, or "
-                      "a file of lengths each request draws one from")  # fmt: skip
-    plan.add_argument("--output", default="500", help="output tokens per request: a length, or "
-                      "a file of lengths")  # fmt: skip
-    plan.add_argument("--ttft", default="2s@p99", help="time to first token at a percentile "
-                      "(p50 or p99), e.g. 2s@p99")  # fmt: skip
-    plan.add_argument("--tpot", default="50ms@p99", help="time per output token at a "
-                      "percentile, e.g. 50ms@p99")  # fmt: skip
-    plan.add_argument("--cache-hit", default="0", help="share of prompt tokens found in the "
-                      "prefix cache, in [0, 1)")  # fmt: skip
-    plan.add_argument("--max-running", default="256", help="most sequences a worker runs at "
-                      "once (vLLM's max_num_seqs)")  # fmt: skip
-    plan.add_argument("--max-batched-tokens",
-                      default=f"{serving_systems.default_prefill_chunk():.0f}",
-                      help="tokens a step (vLLM's max_num_batched_tokens)")  # fmt: skip
-    plan.add_argument("--no-chunked-prefill", action="store_true", help="prefill each prompt "
-                      "whole in one step (default: chunked into the step's budget)")  # fmt: skip
-    plan.add_argument("--mode", choices=("both", *MODES), default="both",
-                      help="aggregated (prefill and decode on the same workers), "
-                      "disaggregated (separate pools), or both")  # fmt: skip
-    plan.add_argument("--max-chips", default="64", help="most chips per chip type (a power of "
-                      "two; workers of 1, 2, 4, ... chips)")  # fmt: skip
-    plan.add_argument("--requests", default="1000", help="requests the queueing simulation runs")
-    plan.add_argument("--seed", default="0", help="the simulation's seed")
-    plan.add_argument("--plot", help="draw the throughput-per-chip vs speed-per-user frontier "
-                      "with the chosen points to FILE.png or FILE.svg (default: none)")  # fmt: skip
+    cli_plan.add_stream_flags(plan)
     plan.add_argument("--json", action="store_true", help=_JSON)
     _serving_options(plan, layout=False, timed=False)
     _dispatch_options(plan)
@@ -495,7 +433,7 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
         held = [fmt.description if fmt else None for _, _, fmt in resolved]
         return cli_training.models([m for m, _, _ in resolved], held), notes
     if args.command == "calibrate":
-        return cli_calibrate.calibrate(args.benchmark), []
+        return cli_calibrate.calibrate(args.benchmark, workload_data), []
     model, notes, checkpoint = resolve_model(args.model)
     if args.command == "train":
         report, placed = _train(args, model)
@@ -506,6 +444,12 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
     commands = {"serve": _serve, "fit": _fit, "best": _best, "workload": _workload}
     dep, placed = build_deployment(args, model, checkpoint)
     return commands[args.command](args, dep), [*notes, *placed]
+
+
+def workload_data(argv: list[str]) -> dict[str, Any]:
+    """``llmmath workload ARGV``'s report data (what ``calibrate`` runs each benchmark with)."""
+    report, _ = run(build_parser().parse_args(argv))
+    return report.data
 
 
 def flag_message(message: str, args: argparse.Namespace) -> str:

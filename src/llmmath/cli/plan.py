@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from llmmath.beyond import planning
-from llmmath.beyond.plan_workers import PERCENTILES, WALLS, Refusal, Stream, Targets
+from llmmath.beyond import planning, serving_systems
+from llmmath.beyond.plan_workers import MODES, PERCENTILES, WALLS, Refusal, Stream, Targets
 from llmmath.beyond.planning import ChipPlan, Configuration
 from llmmath.cli.commands import floor_note, setting_line, settings
 from llmmath.cli.formatting import (
@@ -441,7 +441,45 @@ def check_plot_path(text: str | None) -> None:
         raise InputError(f"--plot {text}: no such folder {str(folder)!r}")
 
 
+def add_stream_flags(plan: argparse.ArgumentParser) -> None:
+    """``plan``'s own flags: the chips compared, the request stream, its latency targets, the
+    engine's caps, the search and the simulation (the model and format flags are ``serve``'s)."""
+    plan.add_argument("--chips", required=True, help="chip types to compare, comma-separated, "
+                      "each at its example price (data/chip_prices.toml) or CHIP=USD per "
+                      "chip-hour, e.g. H100,B200=5")  # fmt: skip
+    plan.add_argument("--chip-file", help="TOML file of extra chips, shaped like "
+                      "data/hardware.toml (default: the presets only)")  # fmt: skip
+    plan.add_argument("--rate", required=True, help="requests per second arriving (Poisson)")
+    plan.add_argument("--input", default="2000", help="prompt tokens per request: a length, or "
+                      "a file of lengths each request draws one from")  # fmt: skip
+    plan.add_argument("--output", default="500", help="output tokens per request: a length, or "
+                      "a file of lengths")  # fmt: skip
+    plan.add_argument("--ttft", default="2s@p99", help="time to first token at a percentile "
+                      "(p50 or p99), e.g. 2s@p99")  # fmt: skip
+    plan.add_argument("--tpot", default="50ms@p99", help="time per output token at a "
+                      "percentile, e.g. 50ms@p99")  # fmt: skip
+    plan.add_argument("--cache-hit", default="0", help="share of prompt tokens found in the "
+                      "prefix cache, in [0, 1)")  # fmt: skip
+    plan.add_argument("--max-running", default="256", help="most sequences a worker runs at "
+                      "once (vLLM's max_num_seqs)")  # fmt: skip
+    plan.add_argument("--max-batched-tokens",
+                      default=f"{serving_systems.default_prefill_chunk():.0f}",
+                      help="tokens a step (vLLM's max_num_batched_tokens)")  # fmt: skip
+    plan.add_argument("--no-chunked-prefill", action="store_true", help="prefill each prompt "
+                      "whole in one step (default: chunked into the step's budget)")  # fmt: skip
+    plan.add_argument("--mode", choices=("both", *MODES), default="both",
+                      help="aggregated (prefill and decode on the same workers), "
+                      "disaggregated (separate pools), or both")  # fmt: skip
+    plan.add_argument("--max-chips", default="64", help="most chips per chip type (a power of "
+                      "two; workers of 1, 2, 4, ... chips)")  # fmt: skip
+    plan.add_argument("--requests", default="1000", help="requests the queueing simulation runs")
+    plan.add_argument("--seed", default="0", help="the simulation's seed")
+    plan.add_argument("--plot", help="draw the throughput-per-chip vs speed-per-user frontier "
+                      "with the chosen points to FILE.png or FILE.svg (default: none)")  # fmt: skip
+
+
 __all__ = [
+    "add_stream_flags",
     "cache_hit",
     "check_plot_path",
     "frontier_plot",
