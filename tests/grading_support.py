@@ -8,10 +8,14 @@ in ``test_grading.py`` run every spec through one scratch nbgrader course.
 from __future__ import annotations
 
 import ast
+import atexit
+import functools
 import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +97,44 @@ def hidden_expected_values(spec: AssignmentSpec) -> dict[str, list[float]]:
                 if isinstance(expected, ast.Constant):
                     pinned.setdefault(ast.unparse(actual), []).append(expected.value)
     return pinned
+
+
+# ---- one generate_assignment per test process -----------------------------------------------
+@functools.cache
+def _generated_once(assignment: str) -> Path:
+    """A scratch course (the root nbgrader_config.py, grading/ and solutions/<assignment>/) in
+    which ``nbgrader generate_assignment <assignment> --force`` ran, once in this process."""
+    root = Path(tempfile.mkdtemp(prefix=f"llmmath-generated-{assignment}-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    shutil.copy2(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    shutil.copytree(ROOT / "grading", root / "grading", ignore=shutil.ignore_patterns("__py*"))
+    shutil.copytree(
+        ROOT / "solutions" / assignment,
+        root / "solutions" / assignment,
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints"),
+    )
+    # The gradebook shells out to alembic, which sits next to this interpreter.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"],
+        cwd=root, env=dict(os.environ, PATH=path), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, f"generate_assignment {assignment}:\n{result.stderr}"
+    return root
+
+
+def generate_assignment(root: Path, assignment: str) -> None:
+    """What ``nbgrader generate_assignment <assignment> --force`` writes into the course at
+    ``root``: the release (exercises/<assignment>/) and the gradebook that records its cells,
+    copied from one run of it in this test process. Every scratch course of the grading tests
+    starts from the same generated files; running nbgrader (and its alembic) for each cost a
+    Python start and seconds of CPU per course for identical output. test_grading checks a fresh
+    generate_assignment of every assignment against the committed release."""
+    generated = _generated_once(assignment)
+    shutil.copytree(
+        generated / "exercises" / assignment, root / "exercises" / assignment, dirs_exist_ok=True
+    )
+    shutil.copy2(generated / "gradebook.db", root / "gradebook.db")
 
 
 # ---- one scratch course that releases and grades every assignment ---------------------------

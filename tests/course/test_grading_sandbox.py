@@ -24,7 +24,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from grading_support import ROOT, load_specs, read, submission_from_release
+from grading_support import ROOT, generate_assignment, load_specs, read, submission_from_release
 
 from llmmath_course.instructor.course import gradebook
 from llmmath_course.simulate import reflected
@@ -169,10 +169,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         JUPYTERHUB_API_TOKEN=TOKEN,
         JUPYTERHUB_API_URL="http://127.0.0.1:8081/hub/api",
     )
-    subprocess.run(
-        [sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"],
-        cwd=root, env=env, check=True, capture_output=True,
-    )  # fmt: skip
+    generate_assignment(root, ASSIGNMENT)
     release = root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     notebooks: dict[str, Any] = {
         "alice": reflected(submission_from_release(release, SPEC.source_nb, {}), SPEC),

@@ -46,7 +46,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from grading_support import ROOT, load_specs, submission_from_release
+from grading_support import ROOT, generate_assignment, load_specs, submission_from_release
 from port_support import free_port_block
 from wait_support import in_page, ms, seconds, wait_until
 
@@ -1113,7 +1113,7 @@ def test_a_forged_submission_is_refused_and_reported() -> None:
         def nbgrader(user: str, *args: str) -> str:
             return as_student(user, PYTHON, "-m", "nbgrader", *args, f"--course={COURSE}")
 
-        course.instructor(f"nbgrader generate_assignment {ASSIGNMENT} --force")
+        generate_assignment(course.root, ASSIGNMENT)
         course.instructor(f"nbgrader release_assignment {ASSIGNMENT}")
         for user, wrong in ((victim, {}), (forger, SPEC.wrong_answers)):
             nbgrader(user, "fetch_assignment", ASSIGNMENT)
