@@ -13,8 +13,9 @@ a fresh cache each load. For each page it reports
 * ``transferred_bytes``: the bytes that crossed the (emulated) network, headers included,
   until the page is interactive (Network.loadingFinished's encodedDataLength, summed);
 * ``fcp_s``: first contentful paint (the paint timing entry);
-* ``interactive_s``: the load event has fired, every explorer has rendered its controls
-  (no ``widget-view+json`` placeholder is left unrendered) and the main thread has been idle
+* ``interactive_s``: the load event has fired, every explorer has its controls working
+  (explorer.js has set up each static explorer; no ipywidgets ``widget-view+json``
+  placeholder, if a page had one, is left unrendered) and the main thread has been idle
   for 0.5 s (no long task), from the start of navigation;
 * ``requests`` and ``failed``: requests made, and those that failed or answered >= 400.
 
@@ -73,6 +74,7 @@ RENDERED = """() => {
     if (!(next && next.classList.contains('jupyter-widgets'))
         && !view.parentElement.querySelector('.jupyter-widgets')) return false;
   }
+  if (document.querySelector('.llm-explorer:not([data-ready])')) return false;
   return document.readyState === 'complete';
 }"""
 

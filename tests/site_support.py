@@ -19,12 +19,10 @@ from llmmath_course.browser import CHROMIUM, CHROMIUM_ARGS, MISSING, serve  # no
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 # Console errors a page may log, each with its reason (#45: every other error fails, and so
-# does every failed request). The book's own pages log none (book/_ext/lean_pages.py).
-HARMLESS_CONSOLE = (
-    # The widget renderer (html-manager 1.0.6) when key presses arrive faster than it has
-    # rendered the last frame; the frame shown is still the last key's (toolchain.md).
-    "processLuminoMessage",
-)
+# does every failed request). The book's own pages log none (book/_ext/lean_pages.py), and
+# since the explorers are plain HTML (no widget renderer's "processLuminoMessage" under fast
+# keys), there is no exception left.
+HARMLESS_CONSOLE: tuple[str, ...] = ()
 
 
 # What a page waits where a call names none (Playwright's own default is 30 s).

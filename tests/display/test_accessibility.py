@@ -65,8 +65,8 @@ def open_page(browser: Browser, url: str, viewport: dict[str, int] | None = None
                and not route.request.url.startswith(("data:", "blob:", "about:"))
                else route.continue_())  # fmt: skip
     page.goto(url, wait_until="load")
-    if page.locator(".jupyter-widgets").count():
-        page.locator(".widget-image, .jupyter-widgets img").first.wait_for(
+    if page.locator(".llm-explorer").count():  # explorer.js has set each up
+        page.locator(".llm-explorer[data-ready] .explorer-view > *").first.wait_for(
             state="visible", timeout=ms(20)
         )
     typeset(page)
@@ -223,20 +223,20 @@ def test_every_figure_has_a_text_alternative(path: str) -> None:
 FOCUSED_CONTROL = """() => {
     const e = document.activeElement;
     if (!e) return "";
-    if (e.matches('.widget-slider .noUi-handle')) return "slider";
-    if (e.matches('.widget-dropdown select')) return "menu";
-    if (e.matches('.widget-toggle-buttons button')) return "buttons";
+    if (e.matches('.llm-explorer input[type="range"]')) return "slider";
+    if (e.matches('.llm-explorer select')) return "menu";
+    if (e.matches('.llm-explorer input[type="radio"]')) return "buttons";
     return "";
 }"""
 #: The keys that move each kind of control: a slider one stop right, a menu the next option,
-#: a group of toggle buttons (a radio group, one Tab stop: a11y.js) the next choice.
+#: a group of toggles (a radio group, one Tab stop) the next choice.
 KEYS = {"slider": ["ArrowRight"], "menu": ["ArrowDown"], "buttons": ["ArrowRight"]}
 
 
 def frames_shown(page: Page) -> list[str]:
-    """What the widgets show now: each visible frame's ``src`` and each visible panel's HTML."""
-    images = page.locator(".widget-image:visible, .jupyter-widgets img:visible")
-    panels = page.locator(".widget-html-content:visible")
+    """What the explorers show now: each visible frame's ``src`` and each visible panel's HTML."""
+    images = page.locator(".llm-explorer .explorer-view img:visible")
+    panels = page.locator(".llm-explorer .explorer-panel:visible")
     return [images.nth(i).get_attribute("src") or "" for i in range(images.count())] + [
         panels.nth(i).inner_html() for i in range(panels.count())
     ]
@@ -250,9 +250,9 @@ def test_every_explorer_works_from_the_keyboard(
     would press (arrows on a slider or a menu, Space on a button) change the figure."""
     page, path = opened, request.node.callspec.params["opened"]
     counts = {
-        "slider": page.locator(".widget-slider .noUi-handle").count(),
-        "menu": page.locator(".widget-dropdown select").count(),
-        "buttons": page.locator(".widget-toggle-buttons").count(),
+        "slider": page.locator(".llm-explorer input[type='range']").count(),
+        "menu": page.locator(".llm-explorer select").count(),
+        "buttons": page.locator(".llm-explorer fieldset.explorer-buttons").count(),
     }
     assert sum(counts.values()), f"{path} has no controls"
     reached = dict.fromkeys(counts, 0)
@@ -270,7 +270,7 @@ def test_every_explorer_works_from_the_keyboard(
         reached[kind] += 1
         before = frames_shown(page)
         if kind == "buttons":  # the one Tab stop of its group is its chosen button
-            checked = "() => document.activeElement.getAttribute('aria-checked') === 'true'"
+            checked = "() => document.activeElement.checked === true"
             assert page.evaluate(checked), f"{path}: Tab stopped on an unchosen toggle"
         for key in KEYS[kind]:
             page.keyboard.press(key)
@@ -303,34 +303,40 @@ FOCUS_RING = f"""e => {{
 
 
 def test_an_explorer_speaks_and_shows_focus(browser: Browser, base_url: str) -> None:
-    """#45 item 5, on the KV-cache lesson: readouts cannot be typed into; each row of toggle
-    buttons is a radio group with one Tab stop; focus shows as a ring of at least 3:1 against
-    the page; a frame's alt says what the frame shows (its numbers), and a change is
-    announced by a live region."""
+    """#45 item 5, on the KV-cache lesson: readouts cannot be typed into; each row of toggles
+    is a radio group, named, with one Tab stop (one name, one choice checked); focus shows as
+    a ring of at least 3:1 against the page; a frame's alt says what the frame shows (its
+    numbers), and a change is announced by a live region."""
     page = open_page(browser, f"{base_url}/lessons/kv_cache.html")
-    assert page.locator(".widget-readout").count()
-    assert page.locator(".widget-readout[contenteditable='true']").count() == 0
-    groups = page.locator(".widget-toggle-buttons [role='radiogroup']")
-    assert groups.count() == page.locator(".widget-toggle-buttons").count() >= 1
+    readouts = page.locator(".llm-explorer .explorer-readout")
+    assert readouts.count()
+    editable = readouts.evaluate_all("rs => rs.filter(r => r.isContentEditable).length")
+    assert editable == 0 and readouts.evaluate_all("rs => rs.every(r => r.tagName === 'OUTPUT')")
+    groups = page.locator(".llm-explorer fieldset.explorer-buttons[role='radiogroup']")
+    assert groups.count() == page.locator(".llm-explorer .explorer-buttons").count() >= 1
     for group in groups.all():
-        assert group.locator("[role='radio'][tabindex='0']").count() == 1
-    for control in [groups.first.locator("[aria-checked='true']"), page.locator("select").first]:
+        radios = group.locator("input[type='radio']")
+        assert radios.count() >= 2 and group.locator("input:checked").count() == 1
+        assert len(set(radios.evaluate_all("rs => rs.map(r => r.name)"))) == 1
+        name = group.evaluate("g => document.getElementById(g.getAttribute('aria-labelledby'))")
+        assert name, "a radio group without its name"
+    checked = groups.first.locator("input:checked")
+    for control in [checked, page.locator(".llm-explorer select").first]:
         control.focus()
         width, style, colour = control.evaluate(FOCUS_RING)
         assert width >= 2 and style != "none", (width, style)
         assert contrast(colour, [255, 255, 255]) >= 3, colour
-    frame = page.locator("img.widget-image:visible").first
+    frame = page.locator(".llm-explorer .explorer-view img:visible").first
     alt = frame.get_attribute("alt") or ""
     assert "It shows:" in alt and any(ch.isdigit() for ch in alt.split("It shows:")[1]), alt
     region = page.locator(".frame-announcer").first
-    button = groups.first.locator("[aria-checked='true']")
-    button.focus()
+    checked.focus()
     page.keyboard.press("ArrowRight")
     said = poll(lambda: region.text_content(), 10, pause=in_page(page))
     assert said, "the live region announced nothing"
     # The visible frame switches after the announcement is written: wait for it to match.
     wait_until(
-        lambda: said in (page.locator("img.widget-image:visible").first.get_attribute("alt") or ""),
+        lambda: said in (frame.get_attribute("alt") or ""),
         f"the visible frame's alt to hold what the live region said ({said!r})",
         10,
         pause=in_page(page),
@@ -382,12 +388,12 @@ def test_page_fits_a_phone(browser: Browser, base_url: str, path: str) -> None:
             "['auto', 'scroll'].includes(getComputedStyle(t.parentElement).overflowX)"
         )
         assert fits, f"{path}: a table is wider than the phone and does not scroll itself"
-    for image in page.locator(".jupyter-widgets img.widget-image:visible").all():
+    for image in page.locator(".llm-explorer .explorer-view img:visible").all():
         box, column = image.evaluate(
             "i => [i.getBoundingClientRect().width, i.closest('.cell_output').clientWidth]"
         )
         assert box <= column, f"{path}: an explorer figure ({box}px) is wider than the column"
-    rows = page.locator(".jupyter-widgets .widget-hbox:visible").all()
+    rows = page.locator(".llm-explorer .explorer-row:visible").all()
     for row in rows:
         tops = row.evaluate(
             "r => [...r.children].filter(c => c.offsetWidth).map(c => c.getBoundingClientRect())"

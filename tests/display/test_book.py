@@ -204,7 +204,9 @@ def test_no_page_declares_thebe_it_does_not_use() -> None:
 
 
 def test_no_dead_files_in_static() -> None:
-    """Source maps and bundles no page loads are not shipped (book/_ext/lean_pages.py)."""
+    """Source maps and bundles no page loads are not shipped (book/_ext/lean_pages.py): the
+    widget renderer, require.js and its shims only if a page loads them (none does: the
+    explorers are plain HTML), the explorers' script only if a page has an explorer."""
     static = HTML / "_static"
     dead = [p.relative_to(static).as_posix() for p in static.rglob("*.map")]
     dead += [
@@ -217,5 +219,26 @@ def test_no_dead_files_in_static() -> None:
         )
         if (static / name).exists()
     ]
+    pages = [p.read_text() for p in HTML.rglob("*.html") if "_static" not in p.parts]
+    for name in ("html-manager/embed-amd.js", "require.js", "widget_compat.js", "explorer.js"):
+        loaded = any(f"_static/{name}" in page for page in pages)
+        if (static / name).exists() != loaded:
+            dead.append(f"{name} (loaded by a page: {loaded}, shipped: {not loaded})")
+    assert any("_static/explorer.js" in page for page in pages), "no page loads explorer.js"
     assert not dead, dead
-    assert (static / "html-manager" / "embed-amd.js").is_file()
+
+
+def test_explorer_script_loads_deferred_and_only_where_an_explorer_is() -> None:
+    """A page with an explorer loads explorer.js (deferred: it never holds back the first
+    paint); a page without one loads neither it nor the widget renderer (#45 item 3)."""
+    for path in HTML.rglob("*.html"):
+        if "_static" in path.parts:
+            continue
+        page = path.read_text()
+        scripts = re.findall(r"<script[^>]*\bsrc=\"[^\"]*_static/explorer\.js[^>]*>", page)
+        if 'class="llm-explorer"' in page:
+            assert len(scripts) == 1 and "defer" in scripts[0], (path, scripts)
+        else:
+            assert not scripts, path
+        if "application/vnd.jupyter.widget-state+json" not in page:  # no ipywidgets in it
+            assert "html-manager" not in page and "_static/require.js" not in page, path

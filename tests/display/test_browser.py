@@ -109,15 +109,24 @@ def test_page_renders_offline(visit: Visit) -> None:
     assert "\\frac" not in raw_tex, f"{path} shows raw TeX: MathJax did not typeset it"
 
 
+#: An explorer's frame (an image) and panel (a precomputed table), and each kind of control
+#: (llmmath.display.widgets.common.StaticExplorer; book/static/explorer.js drives them).
+FRAME = ".llm-explorer .explorer-view img"
+PANEL = ".llm-explorer .explorer-panel"
+SLIDER = ".llm-explorer input[type='range']"
+MENU = ".llm-explorer select"
+TOGGLES = ".llm-explorer fieldset.explorer-buttons"
+
+
 def visible_frames(page: Page, between_frames_ok: bool = False) -> list[str]:
-    """What the widgets show now: the ``src`` of every visible widget image and the text
-    of every visible HTML panel (a precomputed table is a frame too). ``between_frames_ok``:
-    while a figure switches frames no image may be visible for a moment (then: [])."""
-    images = page.locator(".widget-image:visible, .jupyter-widgets img:visible")
+    """What the explorers show now: the ``src`` of every visible frame and the HTML of every
+    visible panel (a precomputed table is a frame too). ``between_frames_ok``: while a
+    figure switches frames no image may be visible for a moment (then: [])."""
+    images = page.locator(f"{FRAME}:visible")
     if between_frames_ok and images.count() == 0:
         return []
-    assert images.count() >= 1, "no widget figure is visible"
-    panels = page.locator(".widget-html-content:visible")
+    assert images.count() >= 1, "no explorer figure is visible"
+    panels = page.locator(f"{PANEL}:visible")
     return [images.nth(i).get_attribute("src") or "" for i in range(images.count())] + [
         panels.nth(i).inner_html() for i in range(panels.count())
     ]
@@ -135,17 +144,18 @@ def test_every_lesson_is_in_the_book() -> None:
 def test_every_lesson_control_switches_the_figure(visit: Visit) -> None:
     """No dead control: each slider, menu and toggle on the page changes a figure."""
     path, page = visit.path, visit.page
-    page.locator(".widget-image").first.wait_for(state="visible", timeout=ms(20))
+    ready = ".llm-explorer[data-ready] .explorer-view img"  # explorer.js has set it up
+    page.locator(ready).first.wait_for(state="visible", timeout=ms(20))
     captions = page.locator(".cell_output p", has_text=re.compile(r"^Figure\. \w"))
     assert captions.count() >= 1 and captions.first.is_visible(), "no captioned figure"
     assert page.locator(".cell_output img").first.is_visible(), "no figure"
 
     moves = []
-    for i in range(page.locator(".widget-slider").count()):
+    for i in range(page.locator(SLIDER).count()):
         moves.append((f"slider {i}", lambda i=i: _nudge_slider(page, i)))
-    for i in range(page.locator(".widget-dropdown select").count()):
+    for i in range(page.locator(MENU).count()):
         moves.append((f"menu {i}", lambda i=i: _pick_other_option(page, i)))
-    for i in range(page.locator(".widget-toggle-buttons").count()):
+    for i in range(page.locator(TOGGLES).count()):
         moves.append((f"toggle {i}", lambda i=i: _click_other_toggle(page, i)))
     assert moves, f"{path} has no controls"
     for name, move in moves:
@@ -158,27 +168,26 @@ def test_every_lesson_control_switches_the_figure(visit: Visit) -> None:
             seen=lambda: "the same frames",
             pause=in_page(page),
         )
-    assert not visit.outside, f"the widgets reached outside the machine: {visit.outside}"
-    assert not visit.errors, f"the widgets logged errors: {visit.errors}"
+    assert not visit.outside, f"the explorers reached outside the machine: {visit.outside}"
+    assert not visit.errors, f"the explorers logged errors: {visit.errors}"
 
 
 def _nudge_slider(page: Page, index: int) -> None:
-    slider = page.locator(".widget-slider").nth(index)
-    slider.locator(".noUi-handle, .ui-slider-handle").first.focus()
+    page.locator(SLIDER).nth(index).focus()
     for _ in range(2):
         page.keyboard.press("ArrowRight")
 
 
 def _pick_other_option(page: Page, index: int) -> None:
-    select = page.locator(".widget-dropdown select").nth(index)
+    select = page.locator(MENU).nth(index)
     options = select.locator("option").all_inner_texts()
     current = select.evaluate("element => element.options[element.selectedIndex].text")
     select.select_option(label=next(o for o in reversed(options) if o != current))
 
 
 def _click_other_toggle(page: Page, index: int) -> None:
-    group = page.locator(".widget-toggle-buttons").nth(index)
-    group.locator("button:not(.mod-active)").first.click()
+    group = page.locator(TOGGLES).nth(index)
+    group.locator("input[type='radio']:not(:checked)").first.click()
 
 
 @pytest.mark.parametrize("visit", LESSON_PAGES, indirect=True)

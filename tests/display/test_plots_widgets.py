@@ -6,13 +6,14 @@ from __future__ import annotations
 import html
 import io
 import itertools
+import json
 import math
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from html.parser import HTMLParser
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import unquote
 
 import ipywidgets as w
 import jupytext
@@ -220,106 +221,114 @@ class LabelledFrames:
 
 
 @pytest.fixture
-def recorded_links(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """Every ipywidgets Link the code creates (the real jslink still runs)."""
-    links: list[Any] = []
-    real = w.jslink
-
-    def recording(source: Any, target: Any) -> Any:
-        link = real(source, target)
-        links.append(link)
-        return link
-
-    monkeypatch.setattr(w, "jslink", recording)  # widgets calls it as w.jslink
-    yield links
-
-
-@pytest.fixture
-def static_box(monkeypatch: pytest.MonkeyPatch, recorded_links: list[Any]) -> w.VBox:
+def static_box(monkeypatch: pytest.MonkeyPatch) -> widgets.StaticExplorer:
     monkeypatch.setattr(roofline_widgets, "RooflineExplorer", LabelledFrames)
     return widgets.common.static_explorer(roofline_widgets.declaration("Llama-3-8B"))
 
 
-def leaves(widget: w.Widget) -> list[w.Widget]:
-    if isinstance(widget, w.Stack):
-        return [leaf for child in widget.children for leaf in leaves(child)]
-    return [widget]
+def leaves(box: widgets.StaticExplorer) -> list[widgets.common.Frame]:
+    return list(box.frames.values())
 
 
-def stacks(widget: w.Widget, depth: int = 0) -> list[tuple[int, w.Stack]]:
-    if not isinstance(widget, w.Stack):
-        return []
-    found = [(depth, widget)]
-    for child in widget.children:
-        found += stacks(child, depth + 1)
-    return found
-
-
-def static_parts(box: w.VBox) -> tuple[w.Dropdown, w.ToggleButtons, w.SelectionSlider, w.Stack]:
-    (chip, weights), batch, root, _caption = box.children[0].children, *box.children[1:]
-    assert [chip, weights, batch] == list(box.controls.values())
-    return chip, weights, batch, root
-
-
-def test_static_explorer_has_one_leaf_per_frame(static_box: w.VBox) -> None:
-    assert isinstance(static_box, w.VBox)
-    *_, root = static_parts(static_box)
-    images = leaves(root)
+def test_static_explorer_has_one_leaf_per_frame(static_box: widgets.StaticExplorer) -> None:
+    images = leaves(static_box)
     assert len(images) == 4 * 2 * 13  # chips x weight formats x batches 1 ... 4096
-    assert all(isinstance(image, w.Image) and image.format == "png" for image in images)
+    assert all(image.format == "png" for image in images)
 
 
-def test_static_explorer_leaves_hold_the_frame_for_their_position(static_box: w.VBox) -> None:
-    *_, root = static_parts(static_box)
+def test_static_explorer_leaves_hold_the_frame_for_their_position(
+    static_box: widgets.StaticExplorer,
+) -> None:
     batches = [2**i for i in range(13)]
     for i, chip in enumerate(["A100", "H100", "B200", "TPU-v5e"]):
         for j, weights in enumerate(["bf16", "int8"]):
             for k, batch in enumerate(batches):
-                leaf = root.children[i].children[j].children[k]
+                leaf = static_box.frames[i, j, k]
                 assert bytes(leaf.value) == f"{chip}|Llama-3-8B|{batch}|bf16|{weights}".encode()
 
 
-def test_static_explorer_controls_match_the_stack_axes(static_box: w.VBox) -> None:
-    chip, weights, batch, root = static_parts(static_box)
+def test_static_explorer_controls_match_the_frame_axes(static_box: widgets.StaticExplorer) -> None:
+    chip, weights, batch = static_box.controls.values()
+    assert [chip.look, weights.look, batch.look] == ["menu", "buttons", "slider"]
     assert [label for label, _ in chip.options] == ["A100", "H100", "B200", "TPU-v5e"]
     assert [value for _, value in weights.options] == ["bf16", "int8"]
     assert [value for _, value in batch.options] == [2**i for i in range(13)]
     assert (chip.value, weights.value, batch.value) == ("H100", "bf16", 1)
-    # Every Stack starts on the frame its control shows.
-    for depth, stack in stacks(root):
-        assert stack.selected_index == (chip, weights, batch)[depth].index
+    # The page first shows the frame its controls show.
+    assert static_box.start() == (1, 0, 0) and static_box.shown() is static_box.frames[1, 0, 0]
 
 
-def test_static_explorer_links_each_control_to_every_stack_of_its_level(
-    static_box: w.VBox, recorded_links: list[Any]
+class ExplorerPage(HTMLParser):
+    """What a static explorer's HTML holds: its controls (tag, attributes, options, the
+    option or radio chosen), the frame shown and the frames listed for explorer.js."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.controls: list[dict[str, Any]] = []
+        self.images: list[dict[str, str | None]] = []
+        self.script = ""
+        self._in_script = False
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if "data-level" in found:
+            self.controls.append({"tag": tag, **found, "choices": [], "chosen": None})
+        elif tag in ("option", "input") and self.controls:
+            choices = self.controls[-1]["choices"]
+            if "selected" in found or "checked" in found:
+                self.controls[-1]["chosen"] = len(choices)
+            choices.append(found)
+        elif tag == "img":
+            self.images.append(found)
+        self._in_script = tag == "script" and "explorer-frames" in (found.get("class") or "")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.script += data
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+
+def test_static_explorer_page_lists_each_frame_where_its_controls_find_it(
+    static_box: widgets.StaticExplorer,
 ) -> None:
-    chip, weights, batch, root = static_parts(static_box)
-    by_level: dict[int, set[int]] = {0: set(), 1: set(), 2: set()}
-    for depth, stack in stacks(root):
-        by_level[depth].add(id(stack))
-    assert [len(by_level[d]) for d in range(3)] == [1, 4, 8]
+    """explorer.js shows frame ``sum(stop index x stride)`` of the page's list: each control
+    in the page carries its level and stride, and that frame is the one for those stops."""
+    page = ExplorerPage(static_box._repr_html_())
+    listed = json.loads(page.script)
+    assert len(listed) == len(static_box.frames)
+    controls = sorted(page.controls, key=lambda c: int(c["data-level"]))
+    assert [c["tag"] for c in controls] == ["select", "fieldset", "input"]
+    strides = [int(c["data-stride"]) for c in controls]
+    assert strides == static_box.strides() == [2 * 13, 13, 1]
+    for position, frame in static_box.frames.items():
+        at = sum(i * stride for i, stride in zip(position, strides, strict=True))
+        assert listed[at]["src"] == frame.src()
+    # Controls start where the frame shown is: the menu's option, the radio, the slider.
+    chip, weights, batch = controls
+    assert (chip["chosen"], weights["chosen"], int(batch["value"])) == static_box.start()
+    assert len({radio["name"] for radio in weights["choices"]}) == 1  # one group, one Tab stop
+    assert batch["type"] == "range" and batch["max"] == "12"
+    (image,) = page.images
+    assert image["src"] == static_box.shown().src()
 
-    controls = {id(chip): 0, id(weights): 1, id(batch): 2}
-    linked: dict[int, set[int]] = {0: set(), 1: set(), 2: set()}
-    assert len(recorded_links) == 1 + 4 + 8
-    for link in recorded_links:
-        assert isinstance(link, w.widgets.widget_link.Link)
-        (source, source_trait), (target, target_trait) = link.source, link.target
-        assert (source_trait, target_trait) == ("index", "selected_index")
-        assert isinstance(target, w.Stack)
-        linked[controls[id(source)]].add(id(target))
-    assert linked == by_level
+
+def test_a_static_explorers_readout_takes_no_typing(static_box: widgets.StaticExplorer) -> None:
+    """#45 item 5: a slider's readout is an <output> (the slider moves it; it takes no
+    typing); the first frame's alt says the settings."""
+    page = static_box._repr_html_()
+    assert re.search(r'<output class="explorer-readout" for="[^"]+">1</output>', page)
+    assert "contenteditable" not in page
+    assert 'alt="Explorer figure, chip H100, weights bf16, batch 1"' in page
 
 
-def test_nested_stacks_with_plain_labels() -> None:
-    first = w.Dropdown(options=["a", "b"], index=1)
-    second = w.ToggleButtons(options=["x", "y", "z"], index=2)
-    root = widgets.nested_stacks(
-        [["a", "b"], ["x", "y", "z"]], lambda p, q: w.Label(value=p + q), [first, second]
-    )
-    assert [leaf.value for leaf in leaves(root)] == ["ax", "ay", "az", "bx", "by", "bz"]
-    assert root.selected_index == 1
-    assert all(child.selected_index == 2 for child in root.children)
+def test_no_frame_ends_the_script_that_lists_the_frames() -> None:
+    panel = widgets.common.Frame("html", "<p>a</p><script>x</script>")
+    box = widgets.StaticExplorer({}, {(): panel}, ())
+    page = ExplorerPage(box._repr_html_())
+    assert json.loads(page.script) == [{"html": "<p>a</p><script>x</script>"}]
 
 
 # ---- widgets: live ------------------------------------------------------------------------
@@ -443,10 +452,8 @@ def recorded(spec: widgets.Explorer) -> widgets.Explorer:
     return replace(spec, view=Recorder, static_view=None)
 
 
-def selected_leaf(root: w.Widget) -> w.Widget:
-    while isinstance(root, w.Stack):
-        root = root.children[root.selected_index]
-    return root
+def selected_leaf(box: widgets.StaticExplorer) -> widgets.common.Frame:
+    return box.shown()
 
 
 def test_a_control_declared_once_makes_both_flavours() -> None:
@@ -454,7 +461,7 @@ def test_a_control_declared_once_makes_both_flavours() -> None:
         "batch", "batch", 4, (1, 4, 16), live=widgets.Range(1, 64, integer=True)
     )
     static, live = widgets.common.static_widget(batch), widgets.common.live_widget(batch)
-    assert isinstance(static, w.SelectionSlider) and static.index == 1 and static.value == 4
+    assert static.look == "slider" and static.index == 1 and static.value == 4
     assert [label for label, _ in static.options] == ["1", "4", "16"]
     assert isinstance(live, w.IntSlider) and (live.min, live.max, live.value) == (1, 64, 4)
     log = replace(batch, live=widgets.Range(1, 4096, 0.5, log_base=2))
@@ -462,28 +469,27 @@ def test_a_control_declared_once_makes_both_flavours() -> None:
     assert isinstance(slider, w.FloatLogSlider)
     assert (slider.base, slider.min, slider.max, slider.value) == (2, 0, 12, 4)
     stops_only = replace(batch, static="buttons", live=None)
-    assert isinstance(widgets.common.static_widget(stops_only), w.ToggleButtons)
+    assert widgets.common.static_widget(stops_only).look == "buttons"
     buttons = widgets.common.live_widget(stops_only)
     assert isinstance(buttons, w.ToggleButtons) and buttons.value == 4
     menu = widgets.Control(
         "chip", "chip", "B200", ("H100", "B200"), "menu", widgets.Options(["A100", "B200"])
     )
-    assert isinstance(widgets.common.static_widget(menu), w.Dropdown)
+    assert widgets.common.static_widget(menu).look == "menu"
     assert widgets.common.live_widget(menu).options == ("A100", "B200")
 
 
 @pytest.mark.parametrize("name", DECLARATIONS)
-def test_static_flavour_has_a_linked_frame_for_every_stop(
-    name: str, recorded_links: list[Any]
-) -> None:
+def test_static_flavour_has_a_frame_for_every_stop(name: str) -> None:
     spec = recorded(DECLARATIONS[name]())
     box = widgets.common.static_explorer(spec)
-    frames = [bytes(leaf.value) for leaf in leaves(box.stacks)]
+    frames = [bytes(leaf.value) for leaf in leaves(box)]
     assert len(frames) == len(set(frames)) == spec.frame_count() <= 150
     assert set(box.controls) == {c.name for c in spec.controls if c.in_static}
-    linked = {id(link.source[0]) for link in recorded_links}
-    assert linked == {id(control) for control in box.controls.values()}
-    first = selected_leaf(box.stacks)
+    # Each control is in the page, where explorer.js finds it.
+    page = ExplorerPage(box._repr_html_())
+    assert len(page.controls) == len(box.controls)
+    first = selected_leaf(box)
     expected = Recorder()
     expected.update(**spec.settings(spec.start()))
     assert bytes(first.value) == expected.png()  # the first frame is the declared start
@@ -530,7 +536,7 @@ def test_the_books_figure_is_the_explorer_at_its_start(name: str) -> None:
 def test_the_roofline_figure_is_the_static_explorers_first_frame() -> None:
     spec = roofline_widgets.declaration()
     box = widgets.common.static_explorer(spec)
-    shown = selected_leaf(box.stacks).value
+    shown = selected_leaf(box).value
     assert pixels(plots.figure_png(spec.figure())) == pixels(shown)
 
 
@@ -539,23 +545,28 @@ def test_static_frames_as_files_are_the_inline_frames(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a frames folder, each leaf loads its frame by URL from a file holding the very
-    PNG the inline flavour embeds; equal frames share one file."""
+    PNG the inline flavour embeds; equal frames share one file, and the page names each
+    frame's size."""
     spec = widgets.overtraining_pricing.overtraining_declaration()
     monkeypatch.setenv(widgets.common.FRAMES_ENV, "")
-    inline = [bytes(leaf.value) for leaf in leaves(widgets.common.static_explorer(spec).stacks)]
+    inline = [bytes(leaf.value) for leaf in leaves(widgets.common.static_explorer(spec))]
     monkeypatch.setenv(widgets.common.FRAMES_ENV, str(tmp_path))
     box = widgets.common.static_explorer(spec)
-    urls = [bytes(leaf.value).decode() for leaf in leaves(box.stacks)]
-    assert all(leaf.format == "url" for leaf in leaves(box.stacks))
+    urls = [str(leaf.value) for leaf in leaves(box)]
+    assert all(leaf.format == "url" for leaf in leaves(box))
     assert all(url.startswith(f"{tmp_path.as_posix()}/") for url in urls)
-    files = [(tmp_path / url.split("#")[0].rsplit("/", 1)[1]).read_bytes() for url in urls]
+    files = [(tmp_path / url.rsplit("/", 1)[1]).read_bytes() for url in urls]
     assert files == inline
+    assert all(
+        (leaf.width, leaf.height) == png_image(file).size
+        for leaf, file in zip(leaves(box), files, strict=True)
+    )
     assert len(list(tmp_path.iterdir())) == len(set(inline))
-    # What each frame says rides in its URL's fragment (a11y.js puts it in the alt, #45).
+    # What each frame says goes with it (explorer.js puts it in the alt and announces it, #45).
     view = spec.view()
     view.update(**spec.settings(spec.start()))
-    first = bytes(selected_leaf(box.stacks).value).decode()
-    assert unquote(first.split("#", 1)[1]) == view.summary() != ""
+    assert selected_leaf(box).said == view.summary() != ""
+    assert html.escape(view.summary()) in box._repr_html_()
 
 
 def test_frames_are_inline_outside_a_book_build(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -765,7 +776,7 @@ def test_every_static_frame_is_a_full_draw() -> None:
         for inner in order[1].stops
     ]
     full = spec.view()
-    for values, leaf in zip(settings, leaves(box.stacks), strict=True):
+    for values, leaf in zip(settings, leaves(box), strict=True):
         full.update(**spec.settings(values))
         full._backgrounds.clear()  # a whole-figure draw (the layout frozen at the first)
         assert pixels(leaf.value) == pixels(full.png()), values

@@ -3,8 +3,9 @@ in the words, section numbers that agree between a lesson and its exercise, refe
 and sections that exist, and one measurement of the machine that built the book.
 
 "Text" is what a page shows in words: its main content outside code, maths and the figures'
-data, and the words its explorers show (their readouts, labels and captions, kept in the
-page's widget state). The API reference (book/api/) is left out: its text is the package's
+data, and the words its explorers show (their labels and stops are in the page; the frames
+not shown first, panels of HTML and what each image says, are listed in the explorer's
+script of frames). The API reference (book/api/) is left out: its text is the package's
 docstrings and contracts, written in Python's notation for readers of Python (``>= 1e6``).
 """
 
@@ -36,12 +37,9 @@ RAW_TUPLE = re.compile(
 CODE_TAGS = frozenset({"script", "style", "pre", "code", "kbd", "samp", "svg", "math"})
 CODE_CLASSES = frozenset({"math", "highlight", "sig", "MathJax", "cell_input"})
 VOID_TAGS = frozenset({"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "wbr"})
-WIDGET_STATE = re.compile(
-    r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', re.S
+EXPLORER_FRAMES = re.compile(
+    r'<script type="application/json" class="explorer-frames">(.*?)</script>', re.S
 )
-# Widget models whose value is words the reader sees, and the fields that hold them.
-TEXT_WIDGETS = frozenset({"HTMLModel", "HTMLMathModel", "LabelModel"})
-LABEL_FIELDS = ("description", "tooltip", "placeholder")
 
 
 class _Prose(HTMLParser):
@@ -85,14 +83,14 @@ def prose_of(html: str, *, whole: bool = False) -> list[str]:
 
 
 def widget_words(html: str) -> Iterator[str]:
-    """The words a page's explorers show: text widgets' values (parsed as HTML) and labels."""
-    for block in WIDGET_STATE.findall(html):
-        for model in json.loads(block)["state"].values():
-            state = model["state"]
-            if model["model_name"] in TEXT_WIDGETS and isinstance(state.get("value"), str):
-                yield from prose_of(state["value"], whole=True)
-            yield from (state[field] for field in LABEL_FIELDS if state.get(field))
-            yield from state.get("_options_labels", ())
+    """The words a page's explorers show in their frames: each panel (parsed as HTML) and
+    what each image says (its alt and the live region's announcement)."""
+    for block in EXPLORER_FRAMES.findall(html):
+        for frame in json.loads(block):
+            if "html" in frame:
+                yield from prose_of(frame["html"], whole=True)
+            if frame.get("said"):
+                yield frame["said"]
 
 
 def book_pages() -> list[Path]:

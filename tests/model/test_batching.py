@@ -922,18 +922,12 @@ class LabelledFrames:
         return self.setting.encode()
 
 
-def leaves(widget: w.Widget) -> list[w.Widget]:
-    if isinstance(widget, w.Stack):
-        return [leaf for child in widget.children for leaf in leaves(child)]
-    return [widget]
-
-
 def test_static_explorer_frames_spell_out_the_presets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batching_widgets, "BatchingExplorer", LabelledFrames)
     spec = batching_widgets.declaration()
     box = widgets.common.static_explorer(spec)
     c = box.controls
-    images = leaves(box.stacks)
+    images = list(box.frames.values())
     assert len(images) == spec.frame_count() == 108 <= 150
     assert [c["batch"].value, c["context"].value] == [1, 2048]
     assert (c["setup"].index, c["batch"].index, c["context"].index, c["efficiency"].index) == (
@@ -943,7 +937,7 @@ def test_static_explorer_frames_spell_out_the_presets(monkeypatch: pytest.Monkey
         0,
     )
     # Nesting: setup > context > efficiency > batch.
-    leaf = box.stacks.children[2].children[1].children[1].children[3]
+    leaf = box.frames[2, 1, 1, 3]
     assert bytes(leaf.value) == b"Llama-3-70B|TPU-v5e|16|64|2048|0.5"
 
 

@@ -624,23 +624,17 @@ class LabelledFrames:
         return "|".join(str(part) for part in self.setting).encode()
 
 
-def leaves(widget: w.Widget) -> list[w.Widget]:
-    if isinstance(widget, w.Stack):
-        return [leaf for child in widget.children for leaf in leaves(child)]
-    return [widget]
-
-
 def test_static_explorer_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(moe_widgets, "MoEExplorer", LabelledFrames)
     spec = moe_widgets.declaration()
     box = widget_common.static_explorer(spec)
-    frames = leaves(box.stacks)
+    frames = list(box.frames.values())
     assert len(frames) == spec.frame_count() == 3 * 3 * 3 * 4 <= 150
-    assert all(isinstance(frame, w.Image) for frame in frames)
-    leaf = box.stacks.children[0].children[2].children[1].children[3]
+    assert all(frame.format == "png" for frame in frames)
+    leaf = box.frames[0, 2, 1, 3]
     assert bytes(leaf.value) == b"HGX H100 (8 GPUs)|256|2|32768"
-    assert set(box.controls) == {"domain", "n_experts", "experts_per_token", "batch"}
-    assert box.stacks.selected_index == box.controls["domain"].index == 1  # NVL72 first
+    assert list(box.controls) == ["domain", "n_experts", "experts_per_token", "batch"]
+    assert box.start()[0] == box.controls["domain"].index == 1  # NVL72 first
 
 
 def test_live_explorer_keeps_its_controls_consistent() -> None:

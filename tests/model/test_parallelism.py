@@ -628,7 +628,7 @@ def test_static_explorer_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     n_layouts, n_micro = len(widgets.STATIC_LAYOUTS), len(widgets.MICROBATCHES)
     assert spec.frame_count() == n_layouts * n_micro * 3 <= 150  # the CONTRIBUTING budget
     i, j, k = 4, 2, 1
-    leaf = box.stacks.children[i].children[j].children[k]
+    leaf = box.frames[i, j, k]
     expected = (
         f"Llama-3-70B|H100|{widgets.STATIC_LAYOUTS[i]}|{widgets.STATIC_BATCH_TOKENS}|"
         f"{widgets.MICROBATCHES[j]}|{parallelism.ACTIVATION_MODES[k]}"
@@ -637,7 +637,7 @@ def test_static_explorer_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     c = box.controls
     assert (c["layout"].index, c["microbatches"].value, c["activations"].value) == (2, 8, "stored")
     assert c["layout"].value == widgets.STATIC_LAYOUTS[2]
-    assert box.stacks.selected_index == 2 and box.stacks.children[0].selected_index == 3
+    assert box.start()[:2] == (2, 3)  # the layout, then the microbatches: shown first
 
 
 def test_live_explorer_redraws_and_explains_a_bad_layout(monkeypatch: pytest.MonkeyPatch) -> None:

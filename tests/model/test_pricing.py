@@ -379,17 +379,14 @@ def test_serving_explorer_marker_follows_the_cost() -> None:
     assert (x[0], y[0]) == (128, pytest.approx(float(cost.output_usd_per_million)))
 
 
-def _images(widget: object) -> int:
-    import ipywidgets as w
+def _images(box: object) -> int:
+    from llmmath.display.widgets.common import StaticExplorer
 
-    if isinstance(widget, w.Image):
-        return 1
-    return sum(_images(child) for child in getattr(widget, "children", ()))
+    assert isinstance(box, StaticExplorer)
+    return sum(frame.format != "html" for frame in box.frames.values())
 
 
 def test_static_explorers_stay_small_and_linked(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ipywidgets as w
-
     from llmmath.display.widgets import STATIC_ENV
     from llmmath.display.widgets import overtraining_pricing as pricing_widgets
 
@@ -406,16 +403,17 @@ def test_static_explorers_stay_small_and_linked(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv(STATIC_ENV, "1")
     monkeypatch.setattr(pricing_widgets, "OvertrainingExplorer", Blank)
     monkeypatch.setattr(pricing_widgets, "ServingExplorer", Blank)
-    links: list[object] = []
-    real = w.jslink
-    monkeypatch.setattr(w, "jslink", lambda a, b: links.append((a, b)) or real(a, b))
     over = pricing_widgets.overtraining_explorer()
     serve = pricing_widgets.serving_explorer()
     sheet = pricing_widgets.price_sheet_explorer()
     assert _images(over) == 3 * 10 and _images(serve) == 3 * 3 * 9
     assert _images(over) + _images(serve) <= 150
-    assert links, "static controls must be jslinked to their Stacks"
-    assert len(sheet.stacks.children) == len(pricing.list_price_sheets())
+    # Every control is in the page, its stride in the frames its axis's size below it.
+    page = over._repr_html_()
+    for control, stride in zip(over.controls, over.strides(), strict=True):
+        assert f'id="{over.key}-{control}"' in page or f'name="{over.key}-{control}"' in page
+        assert f'data-stride="{stride}"' in page
+    assert len(sheet.frames) == len(pricing.list_price_sheets())
 
 
 def test_live_explorers_redraw(monkeypatch: pytest.MonkeyPatch) -> None:

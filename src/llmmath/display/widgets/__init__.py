@@ -16,8 +16,8 @@ from llmmath.display.widgets.common import (
     Explorer,
     Options,
     Range,
+    StaticExplorer,
     explorer,
-    nested_stacks,
     static_mode,
 )
 
@@ -64,11 +64,11 @@ __all__ = [
     "Explorer",
     "Options",
     "Range",
+    "StaticExplorer",
     "chapter_declarations",
     "declarations",
     "explorer",
     "main_declaration",
-    "nested_stacks",
     "static_mode",
     *_CHAPTER_MODULES,
 ]

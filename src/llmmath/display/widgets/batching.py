@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import ipywidgets as w
-
 from llmmath.core.chip_prices import example_price, list_example_prices
 from llmmath.core.hardware import list_chips
 from llmmath.core.models import get_model, list_models
@@ -14,6 +12,7 @@ from llmmath.display.plots.batching import BatchingExplorer
 from llmmath.display.widgets.common import (
     Control,
     Explorer,
+    ExplorerView,
     LiveControls,
     Options,
     Range,
@@ -139,6 +138,6 @@ def declaration(model: str = "Llama-3-70B", chip: str = "H100") -> Explorer:
     )
 
 
-def batching_explorer() -> w.VBox:
+def batching_explorer() -> ExplorerView:
     """Cost per token and latency against batch for a model on some chips."""
     return explorer(declaration())

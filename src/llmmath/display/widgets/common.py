@@ -7,11 +7,12 @@ book's stops and what the live flavour accepts). :func:`explorer` then builds
 * ``live``: with a kernel (JupyterLab), every change re-runs the model and redraws, for any
   value the control accepts;
 * ``static``: for the built book, where no kernel runs. Every frame is rendered at build time
-  into an ``ipywidgets.Image`` inside nested ``Stack`` widgets (in the book, a file under
-  ``_static/frames/`` the image loads by URL, see :func:`frame_files`; elsewhere inline
-  PNG bytes), and each control is
-  ``jslink``-ed to the ``selected_index`` of the Stacks it drives, so moving it switches
-  frames in the browser with no Python behind it.
+  (in the book, a file under ``_static/frames/`` loaded by URL, see :func:`frame_files`;
+  elsewhere inline PNG bytes), and the explorer is plain HTML (:class:`StaticExplorer`): a
+  native ``<select>``, a range input or a radio group per control and the frame shown as an
+  ``<img>``, with every frame listed in the page; ``book/static/explorer.js`` (a few kB,
+  deferred, loaded only by pages that have an explorer) switches frames as the controls move,
+  with no Python and no widget renderer behind it (#45: the ipywidgets renderer was 4.4 MB).
 
 :func:`explorer` picks the flavour with :func:`static_mode`: static while the book is being
 built (the Makefile sets ``LLMMATH_STATIC_WIDGETS=1``), live otherwise.
@@ -19,8 +20,11 @@ built (the Makefile sets ``LLMMATH_STATIC_WIDGETS=1``), live otherwise.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
+import itertools
+import json
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,7 +32,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote
 
 import ipywidgets as w
 from matplotlib.figure import Figure
@@ -175,16 +178,6 @@ class Explorer:
 
 
 # ---- building -----------------------------------------------------------------------------
-class StaticBox(w.VBox):  # type: ignore[misc]  # ipywidgets has no type hints
-    """The static flavour as the page shows it (a ``VBox``), with its controls by name and the
-    nested Stacks they switch."""
-
-    def __init__(self, children: list[w.Widget], controls: dict[str, w.Widget], stacks: w.Stack):
-        super().__init__(children)
-        self.controls = controls
-        self.stacks = stacks
-
-
 class LiveBox(w.VBox):  # type: ignore[misc]  # ipywidgets has no type hints
     """The live flavour as the page shows it (a ``VBox``), with its controls by name, the view
     they drive and ``redraw`` (which the benchmark times)."""
@@ -202,34 +195,9 @@ class LiveBox(w.VBox):  # type: ignore[misc]  # ipywidgets has no type hints
         self.redraw = redraw
 
 
-def explorer(spec: Explorer) -> StaticBox | LiveBox:
+def explorer(spec: Explorer) -> ExplorerView:
     """The static flavour while the book is built, the live one otherwise."""
     return static_explorer(spec) if static_mode() else live_explorer(spec)
-
-
-@dataclass(frozen=True)
-class FrameFiles:
-    """Where static frames are written, and the URL a page loads that folder by."""
-
-    folder: Path
-    url: str
-
-    def image(self, png: bytes, summary: str = "") -> w.Image:
-        """An image widget that loads ``png`` from a file named by its content (written once):
-        a page carries a short URL per frame, and a browser fetches only the frames shown.
-        ``summary`` (what the frame says in words) rides in the URL's fragment, which no
-        request sends: the book's a11y.js reads it into the frame's ``alt`` and announces it
-        when the frame changes (#45)."""
-        name = f"{hashlib.sha1(png).hexdigest()[:20]}.png"
-        path = self.folder / name
-        if not path.exists():
-            # Whole or absent: the book's lessons run side by side, and two may share a frame.
-            self.folder.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.part")
-            partial.write_bytes(png)
-            partial.replace(path)
-        fragment = f"#{quote(summary, safe='')}" if summary else ""
-        return w.Image(value=f"{self.url}/{name}{fragment}".encode(), format="url")
 
 
 def _in_kernel() -> bool:
@@ -257,14 +225,6 @@ def frame_files() -> FrameFiles | None:
     return None
 
 
-def _leaf(view: Any, files: FrameFiles | None = None) -> w.Widget:
-    if hasattr(view, "png"):
-        png = view.png()
-        summary = view.summary() if hasattr(view, "summary") else ""
-        return files.image(png, summary) if files else w.Image(value=png, format="png")
-    return w.HTML(view.html())
-
-
 def _rows(rows: Sequence[Sequence[str]], made: Mapping[str, w.Widget]) -> list[w.Widget]:
     rows = [[made[name] for name in row if name in made] for row in rows]
     return [row[0] if len(row) == 1 else w.HBox(row) for row in rows if row]
@@ -281,33 +241,8 @@ def _look_kwargs(control: Control, buttons: bool) -> Settings:
     return kwargs
 
 
-_STATIC_WIDGETS = {"menu": w.Dropdown, "buttons": w.ToggleButtons, "slider": w.SelectionSlider}
-
-
-def static_widget(control: Control) -> w.Widget:
-    """The static flavour of ``control``: its stops, by index (each has an ``index`` trait),
-    labelled; its ``value`` is the stop itself."""
-    make = _STATIC_WIDGETS[control.static]
-    options = list(zip(control.stop_labels(), control.stops, strict=True))
-    index = list(control.stops).index(control.start)
-    look = _look_kwargs(control, control.static == "buttons")
-    return make(options=options, index=index, **look)
-
-
-def static_explorer(spec: Explorer) -> StaticBox:
-    """Precomputed frames over every stop of every static control, switched client-side."""
-    view = (spec.static_view or spec.view)()
-    order = spec.static_controls()
-    made = {c.name: static_widget(c) for c in order}
-    files = frame_files()
-
-    def frame(*stops: Any) -> w.Widget:
-        view.update(**spec.settings(dict(zip((c.name for c in order), stops, strict=True))))
-        return _leaf(view, files)
-
-    stacks = nested_stacks([list(c.stops) for c in order], frame, [made[c.name] for c in order])
-    caption = [w.HTML(f"<small>{spec.caption}</small>")] if spec.caption else []
-    return StaticBox([*_rows(spec.static_rows or spec.rows, made), stacks, *caption], made, stacks)
+#: The live flavour's widget for each look of a list of options.
+_LIVE_LOOKS = {"menu": w.Dropdown, "buttons": w.ToggleButtons, "slider": w.SelectionSlider}
 
 
 def live_widget(control: Control) -> w.Widget:
@@ -318,7 +253,7 @@ def live_widget(control: Control) -> w.Widget:
     buttons = isinstance(live, Options) and live.look == "buttons"
     kwargs = {**_look_kwargs(control, buttons), "value": control.start}
     if isinstance(live, Options):
-        return _STATIC_WIDGETS[live.look](options=list(live.values), **kwargs)
+        return _LIVE_LOOKS[live.look](options=list(live.values), **kwargs)
     assert isinstance(live, Range)
     if live.readout_format:
         kwargs["readout_format"] = live.readout_format
@@ -427,25 +362,236 @@ def live_explorer(spec: Explorer) -> LiveBox:
     return LiveBox(children, controls.widgets, view, redraw)
 
 
-def nested_stacks(
-    axes: Sequence[Sequence[Any]],
-    make_leaf: Callable[..., w.Widget],
-    controls: Sequence[w.Widget],
-) -> w.Stack:
-    """A Stack per level of ``axes``; ``controls[i]`` drives every Stack at level ``i``.
+# ---- the static flavour: plain HTML and one small script -----------------------------------
+@dataclass(frozen=True)
+class Frame:
+    """One precomputed frame: a PNG (``format`` "png": its bytes inline; "url": the URL of its
+    file) with ``said``, what it shows in words (its titles and readouts: the image's alt and
+    the live region's announcement), or a panel of HTML (``format`` "html")."""
 
-    Each control must have an ``index`` trait (Dropdown, ToggleButtons, SelectionSlider)
-    whose positions match ``axes[i]``; links run in the browser via ``jslink``.
-    """
+    format: Literal["png", "url", "html"]
+    value: bytes | str
+    said: str = ""
+    width: int = 0
+    height: int = 0
 
-    def build(level: int, chosen: tuple[Any, ...]) -> w.Widget:
-        if level == len(axes):
-            return make_leaf(*chosen)
-        children = [build(level + 1, (*chosen, value)) for value in axes[level]]
-        stack = w.Stack(children=children, selected_index=int(controls[level].index))
-        w.jslink((controls[level], "index"), (stack, "selected_index"))
-        return stack
+    def src(self) -> str:
+        """What an ``<img>`` loads: the file's URL, or the PNG inline as a data URL."""
+        if self.format == "url":
+            return str(self.value)
+        assert isinstance(self.value, bytes)
+        return f"data:image/png;base64,{base64.b64encode(self.value).decode()}"
 
-    root = build(0, ())
-    assert isinstance(root, w.Stack)
-    return root
+    def as_json(self) -> dict[str, Any]:
+        if self.format == "html":
+            return {"html": self.value}
+        return {"src": self.src(), "said": self.said}
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    """A PNG's width and height from its header (0, 0 for anything else)."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 24:
+        return 0, 0
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+@dataclass(frozen=True)
+class FrameFiles:
+    """Where static frames are written, and the URL a page loads that folder by."""
+
+    folder: Path
+    url: str
+
+    def frame(self, png: bytes, said: str = "") -> Frame:
+        """A frame that loads ``png`` from a file named by its content (written once): a page
+        carries a short URL per frame, and a browser fetches only the frames shown."""
+        name = f"{hashlib.sha1(png).hexdigest()[:20]}.png"
+        path = self.folder / name
+        if not path.exists():
+            # Whole or absent: the book's lessons run side by side, and two may share a frame.
+            self.folder.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.part")
+            partial.write_bytes(png)
+            partial.replace(path)
+        return Frame("url", f"{self.url}/{name}", said, *_png_size(png))
+
+
+def _frame(view: Any, files: FrameFiles | None = None) -> Frame:
+    """The frame ``view`` shows now: a PNG (in a file, or inline) or a panel of HTML."""
+    if not hasattr(view, "png"):
+        return Frame("html", view.html())
+    png = view.png()
+    said = view.summary() if hasattr(view, "summary") else ""
+    return files.frame(png, said) if files else Frame("png", png, said, *_png_size(png))
+
+
+@dataclass(frozen=True)
+class StaticControl:
+    """A static control: the declaration's stops, ``index`` the one shown first."""
+
+    control: Control
+
+    @property
+    def name(self) -> str:
+        return self.control.name
+
+    @property
+    def look(self) -> Look:
+        return self.control.static
+
+    @property
+    def options(self) -> list[tuple[str, Any]]:
+        return list(zip(self.control.stop_labels(), self.control.stops, strict=True))
+
+    @property
+    def index(self) -> int:
+        return list(self.control.stops).index(self.control.start)
+
+    @property
+    def value(self) -> Any:
+        return self.control.start
+
+
+def static_widget(control: Control) -> StaticControl:
+    """The static flavour of ``control``: its stops, labelled, the start chosen."""
+    return StaticControl(control)
+
+
+_EXPLORER_IDS = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class StaticExplorer:
+    """The static flavour as the built book shows it: plain HTML (a native ``<select>``, a
+    range input with a read-only readout, a radio group per row of toggles, the frame shown
+    as an ``<img>`` whose alt says what it shows, a polite live region), with every frame
+    listed in the page. ``book/static/explorer.js``, loaded (deferred) by the pages that have
+    an explorer (book/_ext/lean_pages.py), switches frames as the controls move: no kernel,
+    no widget renderer.
+
+    ``frames`` holds one frame per combination of stops, keyed by the stops' indices in the
+    order of ``controls`` (the declaration's ``nesting``), outermost first."""
+
+    controls: dict[str, StaticControl]
+    frames: dict[tuple[int, ...], Frame]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+    key: str = field(default_factory=lambda: f"explorer-{next(_EXPLORER_IDS)}")
+
+    def start(self) -> tuple[int, ...]:
+        return tuple(c.index for c in self.controls.values())
+
+    def shown(self) -> Frame:
+        """The frame the page shows before any control moves."""
+        return self.frames[self.start()]
+
+    def strides(self) -> list[int]:
+        """How far one step of each control moves in the list of frames."""
+        sizes = [len(c.options) for c in self.controls.values()]
+        return [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
+
+    def alt(self) -> str:
+        """The first frame's alt (explorer.js adds the section's heading in the page)."""
+        settings = ", ".join(
+            f"{c.control.label} {c.options[c.index][0]}" for c in self.controls.values()
+        )
+        said = self.shown().said
+        return f"Explorer figure, {settings}" + (f". It shows: {said}" if said else "")
+
+    def _control_html(self, control: StaticControl, level: int, stride: int) -> str:
+        ident = f"{self.key}-{control.name}"
+        label = html.escape(control.control.label)
+        data = f'data-level="{level}" data-stride="{stride}"'
+        labels = [html.escape(text) for text, _ in control.options]
+        if control.look == "menu":
+            options = "".join(
+                f'<option value="{i}"{" selected" if i == control.index else ""}>{text}</option>'
+                for i, text in enumerate(labels)
+            )
+            return (
+                f'<div class="explorer-control explorer-menu">'
+                f'<label class="explorer-label" for="{ident}">{label}</label>'
+                f'<select id="{ident}" {data}>{options}</select></div>'
+            )
+        if control.look == "buttons":
+            radios = "".join(
+                f'<label class="explorer-choice"><input type="radio" name="{ident}" value="{i}"'
+                f"{' checked' if i == control.index else ''}><span>{text}</span></label>"
+                for i, text in enumerate(labels)
+            )
+            return (
+                f'<fieldset class="explorer-control explorer-buttons" role="radiogroup" '
+                f'aria-labelledby="{ident}-label" {data}>'
+                f'<legend class="explorer-label" id="{ident}-label">{label}</legend>'
+                f'<div class="explorer-choices">{radios}</div></fieldset>'
+            )
+        shown = labels[control.index]
+        return (
+            f'<div class="explorer-control explorer-slider">'
+            f'<label class="explorer-label" for="{ident}">{label}</label>'
+            f'<input type="range" id="{ident}" min="0" max="{len(labels) - 1}" step="1" '
+            f'value="{control.index}" aria-valuetext="{shown}" '
+            f"data-labels='{html.escape(json.dumps([t for t, _ in control.options]))}' {data}>"
+            f'<output class="explorer-readout" for="{ident}">{shown}</output></div>'
+        )
+
+    def _view_html(self) -> str:
+        shown = self.shown()
+        if shown.format == "html":
+            assert isinstance(shown.value, str)
+            return f'<div class="explorer-panel">{shown.value}</div>'
+        size = f' width="{shown.width}" height="{shown.height}"' if shown.width else ""
+        return (
+            f'<img class="explorer-frame" src="{html.escape(shown.src())}"{size} '
+            f'alt="{html.escape(self.alt())}">'
+        )
+
+    def _repr_html_(self) -> str:
+        levels = {name: level for level, name in enumerate(self.controls)}
+        strides = self.strides()
+        rows = []
+        for row in self.rows:
+            made = [
+                self._control_html(self.controls[n], levels[n], strides[levels[n]])
+                for n in row
+                if n in self.controls
+            ]
+            if made:
+                rows.append(f'<div class="explorer-row">{"".join(made)}</div>')
+        # Every frame, in order; "</" escaped so that no frame's HTML can end the script.
+        frames = json.dumps([f.as_json() for f in self.frames.values()]).replace("</", "<\\/")
+        caption = f'<p class="explorer-caption"><small>{self.caption}</small></p>'
+        return (
+            f'<div class="llm-explorer" id="{self.key}">{"".join(rows)}'
+            f'<div class="explorer-view">{self._view_html()}</div>'
+            '<div class="frame-announcer visually-hidden" role="status" aria-live="polite">'
+            "</div>"
+            f'<script type="application/json" class="explorer-frames">{frames}</script>'
+            f"{caption if self.caption else ''}</div>"
+        )
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.controls)
+        return f"<static explorer: {len(self.frames)} frames over {names}>"
+
+
+def static_explorer(spec: Explorer) -> StaticExplorer:
+    """Precomputed frames over every stop of every static control, switched in the browser."""
+    view = (spec.static_view or spec.view)()
+    order = spec.static_controls()
+    files = frame_files()
+    frames = {}
+    for position in itertools.product(*(range(len(c.stops)) for c in order)):
+        stops = {c.name: c.stops[i] for c, i in zip(order, position, strict=True)}
+        view.update(**spec.settings(stops))
+        frames[position] = _frame(view, files)
+    return StaticExplorer(
+        {c.name: static_widget(c) for c in order},
+        frames,
+        tuple(map(tuple, spec.static_rows or spec.rows)),
+        spec.caption,
+    )
+
+
+#: What :func:`explorer` returns: the static flavour in the book build, the live one otherwise.
+ExplorerView = StaticExplorer | LiveBox

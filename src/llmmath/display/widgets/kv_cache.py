@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import ipywidgets as w
-
 from llmmath.core.models import get_model, list_models
 from llmmath.display.plots.kv_cache import KVCacheExplorer, TierExplorer
 from llmmath.display.widgets.common import (
     Control,
     Explorer,
+    ExplorerView,
     LiveControls,
     Options,
     Range,
@@ -166,11 +165,11 @@ def tier_declaration(model: str = "Llama-3-70B") -> Explorer:
     )
 
 
-def kv_cache_explorer() -> w.VBox:
+def kv_cache_explorer() -> ExplorerView:
     """The capacity wall and the step time against context."""
     return explorer(declaration())
 
 
-def tier_explorer() -> w.VBox:
+def tier_explorer() -> ExplorerView:
     """Which tier should a cached prefix live in?"""
     return explorer(tier_declaration())

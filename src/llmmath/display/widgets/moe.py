@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import ipywidgets as w
-
 from llmmath import moe
 from llmmath.core.models import get_model, list_models
 from llmmath.display.plots.moe import MoEExplorer
 from llmmath.display.widgets.common import (
     Control,
     Explorer,
+    ExplorerView,
     LiveControls,
     Options,
     Range,
@@ -129,6 +128,6 @@ def declaration(model: str = SHAPE_MODEL) -> Explorer:
     )
 
 
-def moe_explorer(model: str = SHAPE_MODEL) -> w.VBox:
+def moe_explorer(model: str = SHAPE_MODEL) -> ExplorerView:
     """Rack, experts, top-k, EP width and batch against one MoE layer's three clocks."""
     return explorer(declaration(model))

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import html
 
-import ipywidgets as w
-
 from llmmath import pricing, scaling
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
@@ -19,6 +17,7 @@ from llmmath.display.plots.overtraining_pricing import (
 from llmmath.display.widgets.common import (
     Control,
     Explorer,
+    ExplorerView,
     Options,
     Range,
     Settings,
@@ -79,7 +78,7 @@ def overtraining_declaration() -> Explorer:
     )
 
 
-def overtraining_explorer() -> w.VBox:
+def overtraining_explorer() -> ExplorerView:
     """Target loss and lifetime inference tokens against the cheapest model size."""
     return explorer(overtraining_declaration())
 
@@ -134,7 +133,7 @@ def serving_declaration(deployment: Deployment | None = None) -> Explorer:
     )
 
 
-def serving_explorer(deployment: Deployment | None = None) -> w.VBox:
+def serving_explorer(deployment: Deployment | None = None) -> ExplorerView:
     """Chip price, utilisation and decode batch against cost per million tokens."""
     return explorer(serving_declaration(deployment))
 
@@ -228,6 +227,6 @@ def price_sheet_declaration() -> Explorer:
     )
 
 
-def price_sheet_explorer() -> w.VBox:
+def price_sheet_explorer() -> ExplorerView:
     """Pick a dated price sheet; see what it does and does not reveal."""
     return explorer(price_sheet_declaration())

@@ -4,8 +4,6 @@ breakdown."""
 
 from __future__ import annotations
 
-import ipywidgets as w
-
 from llmmath.core.hardware import list_chips
 from llmmath.core.models import list_models
 from llmmath.core.placement import Layout
@@ -13,6 +11,7 @@ from llmmath.display.plots.parallelism import ParallelismExplorer
 from llmmath.display.widgets.common import (
     Control,
     Explorer,
+    ExplorerView,
     Options,
     Range,
     Settings,
@@ -121,6 +120,6 @@ def declaration(model: str = STATIC_MODEL) -> Explorer:
     )
 
 
-def parallelism_explorer(model: str = STATIC_MODEL) -> w.VBox:
+def parallelism_explorer(model: str = STATIC_MODEL) -> ExplorerView:
     """Layout, microbatches and activation memory against memory per GPU and step time."""
     return explorer(declaration(model))

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import ipywidgets as w
-
 from llmmath.core.hardware import list_chips
 from llmmath.core.models import list_models
 from llmmath.display.plots.roofline import RooflineExplorer
-from llmmath.display.widgets.common import Control, Explorer, Options, Settings, explorer, log_range
+from llmmath.display.widgets.common import (
+    Control,
+    Explorer,
+    ExplorerView,
+    Options,
+    Settings,
+    explorer,
+    log_range,
+)
 
 STATIC_CHIPS = ("A100", "H100", "B200", "TPU-v5e")
 WEIGHT_DTYPES = ("bf16", "int8")
@@ -34,6 +40,6 @@ def declaration(model: str = "Llama-3-70B") -> Explorer:
     )
 
 
-def roofline_explorer(model: str = "Llama-3-70B") -> w.VBox:
+def roofline_explorer(model: str = "Llama-3-70B") -> ExplorerView:
     """Chip, weight format and batch against the roofline and the decode-step time."""
     return explorer(declaration(model))
