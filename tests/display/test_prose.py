@@ -3,9 +3,8 @@ in the words, section numbers that agree between a lesson and its exercise, refe
 and sections that exist, and one measurement of the machine that built the book.
 
 "Text" is what a page shows in words: its main content outside code, maths and the figures'
-data, and the words its explorers show (their labels and stops are in the page; the frames
-not shown first, panels of HTML and what each image says, are listed in the explorer's
-script of frames). The API reference (book/api/) is left out: its text is the package's
+data, and the words its explorers show (their labels and stops are in the page; the panels
+of text not shown first are listed in the explorer's script of frames). The API reference (book/api/) is left out: its text is the package's
 docstrings and contracts, written in Python's notation for readers of Python (``>= 1e6``).
 """
 
@@ -83,14 +82,13 @@ def prose_of(html: str, *, whole: bool = False) -> list[str]:
 
 
 def widget_words(html: str) -> Iterator[str]:
-    """The words a page's explorers show in their frames: each panel (parsed as HTML) and
-    what each image says (its alt and the live region's announcement)."""
+    """The words a page's explorers show in the frames not shown first: each panel of text
+    (parsed as HTML). An image frame's words are the figure's own (its titles and readouts,
+    read out in its alt), not scanned here."""
     for block in EXPLORER_FRAMES.findall(html):
         for frame in json.loads(block):
             if "html" in frame:
                 yield from prose_of(frame["html"], whole=True)
-            if frame.get("said"):
-                yield frame["said"]
 
 
 def book_pages() -> list[Path]:
