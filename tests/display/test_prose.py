@@ -4,8 +4,9 @@ and sections that exist, and one measurement of the machine that built the book.
 
 "Text" is what a page shows in words: its main content outside code, maths and the figures'
 data, and the words its explorers show (their labels and stops are in the page; the panels
-of text not shown first are listed in the explorer's script of frames). The API reference (book/api/) is left out: its text is the package's
-docstrings and contracts, written in Python's notation for readers of Python (``>= 1e6``).
+of text not shown first are listed in the explorer's script of frames). The API reference
+(book/api/) is left out: its text is the package's docstrings and contracts, written in
+Python's notation for readers of Python (``>= 1e6``).
 """
 
 from __future__ import annotations
