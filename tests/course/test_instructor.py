@@ -36,6 +36,7 @@ from grading_support import (
     ROOT,
     cell_by_id,
     error_text,
+    generate_assignment,
     hidden_expected_values,
     load_specs,
     read,
@@ -159,7 +160,7 @@ class Course:
 def term(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     course = Course(tmp_path_factory.mktemp("term"))
     root = course.root
-    course.instructor(f"nbgrader generate_assignment {ASSIGNMENT} --force")
+    generate_assignment(root, ASSIGNMENT)  # as `nbgrader generate_assignment roofline --force`
     course.instructor(f"nbgrader release_assignment {ASSIGNMENT}")
     fetched = {}
     for student in GOOD:
@@ -606,62 +607,70 @@ def course_lab(server_root: Path, course_root: Path) -> Iterator[str]:
         assert process.poll() is not None and port_is_free(port)
 
 
-def test_feedback_is_small_and_typesets_offline_from_disk_and_from_the_lab(
-    term: dict[str, Any],
-) -> None:
-    """Each feedback file loads the course's one vendored MathJax by a relative URL: opened
-    from the instructor's feedback/ (next to the shared copy) or from a student's Lab server
-    (which serves it), its maths is typeset with every request off this machine refused."""
-    from site_support import chromium
+class TestTheTermsPagesInALab:
+    """The feedback and the formgrader's pages, served by one Lab on the term's course (the
+    two tests each started the same server and a browser of their own). The Lab works in the
+    course folder: it stops after these tests, before the killed run's check that no process
+    is left there."""
 
-    course = term["course"]
-    base = course.root.parent
-    mine = course.root / "feedback" / "bob" / ASSIGNMENT / f"{NOTEBOOK}.html"
-    fetched = next((course.home("bob") / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
-    shared = course.root / "feedback" / "mathjax" / "tex-svg.js"
-    assert shared.read_bytes() == MATHJAX.read_bytes(), "release-feedback keeps one shared copy"
-    for path in (mine, fetched):
-        html = path.read_text(encoding="utf-8")
-        assert len(html.encode()) < FEEDBACK_BYTES, f"{path.name}: {len(html.encode())} bytes"
-        assert not re.search(r"""<script[^>]+src=["']?https?:""", html), "a script from the web"
-        assert "window.MathJax" in html and RAW_MATH in html
-    shots = base / "screenshots"
-    shots.mkdir(exist_ok=True)
-    with chromium() as browser:
+    @pytest.fixture(scope="class")
+    @classmethod
+    def served(cls, term: dict[str, Any]) -> Iterator[str]:
+        course = term["course"]
+        with course_lab(course.root.parent, course.root) as served:
+            yield served
+
+    def test_feedback_is_small_and_typesets_offline_from_disk_and_from_the_lab(
+        self, term: dict[str, Any], served: str, browser: Any
+    ) -> None:
+        """Each feedback file loads the course's one vendored MathJax by a relative URL: opened
+        from the instructor's feedback/ (next to the shared copy) or from a student's Lab server
+        (which serves it), its maths is typeset with every request off this machine refused."""
+        course = term["course"]
+        base = course.root.parent
+        mine = course.root / "feedback" / "bob" / ASSIGNMENT / f"{NOTEBOOK}.html"
+        fetched = next((course.home("bob") / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))
+        shared = course.root / "feedback" / "mathjax" / "tex-svg.js"
+        assert shared.read_bytes() == MATHJAX.read_bytes(), "release-feedback keeps one shared copy"
+        for path in (mine, fetched):
+            html = path.read_text(encoding="utf-8")
+            assert len(html.encode()) < FEEDBACK_BYTES, f"{path.name}: {len(html.encode())} bytes"
+            assert not re.search(r"""<script[^>]+src=["']?https?:""", html), "a script from the web"
+            assert "window.MathJax" in html and RAW_MATH in html
+        shots = base / "screenshots"
+        shots.mkdir(exist_ok=True)
         count, raw, refused = typeset(browser, mine.as_uri(), shots / "feedback-disk.png")
         assert refused == [] and count > 10 and not raw, (count, raw, refused)
         # Bob's long failure messages wrap inside a narrow window rather than run off its edge.
         assert "AssertionError" in mine.read_text(encoding="utf-8")
         assert outputs_overflowing(browser, mine.as_uri()) == []
-        with course_lab(base, course.root) as served:
-            url, token = served.split("|")
-            path = urllib.parse.quote(fetched.relative_to(base).as_posix())
-            count, raw, refused = typeset(
-                browser, f"{url}/files/{path}?token={token}", shots / "feedback-lab.png"
-            )
-            assert refused == [] and count > 10 and not raw, (count, raw, refused)
+        url, token = served.split("|")
+        path = urllib.parse.quote(fetched.relative_to(base).as_posix())
+        count, raw, refused = typeset(
+            browser, f"{url}/files/{path}?token={token}", shots / "feedback-lab.png"
+        )
+        assert refused == [] and count > 10 and not raw, (count, raw, refused)
 
+    def test_formgrader_typesets_maths_offline(
+        self, term: dict[str, Any], served: str, browser: Any
+    ) -> None:
+        """A grader's view of a submission in the formgrader (make lab ROLE=instructor) loads the
+        vendored MathJax from the Lab server, not nbconvert's CDN: with the web out of reach the
+        maths is typeset, not raw $B$."""
+        from nbgrader.api import Gradebook
 
-def test_formgrader_typesets_maths_offline(term: dict[str, Any]) -> None:
-    """A grader's view of a submission in the formgrader (make lab ROLE=instructor) loads the
-    vendored MathJax from the Lab server, not nbconvert's CDN: with the web out of reach the
-    maths is typeset, not raw $B$."""
-    from nbgrader.api import Gradebook
-    from site_support import chromium
-
-    course = term["course"]
-    base = course.root.parent
-    db = f"sqlite:///{course.root / 'gradebook.db'}"
-    with Gradebook(db, COURSE) as gradebook:
-        submission = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "bob").id
-    with chromium() as browser, course_lab(base, course.root) as served:
+        course = term["course"]
+        base = course.root.parent
+        db = f"sqlite:///{course.root / 'gradebook.db'}"
+        with Gradebook(db, COURSE) as gradebook:
+            submission = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "bob").id
         url, token = served.split("|")
         page = f"{url}/formgrader/submissions/{submission}/?token={token}"
         shot = base / "screenshots" / "formgrader.png"
         shot.parent.mkdir(exist_ok=True)
         count, raw, refused = typeset(browser, page, shot)
-    assert count > 10 and not raw, f"{count} formulas typeset, raw TeX shown: {raw}"
-    assert not [u for u in refused if "mathjax" in u.lower()], refused
+        assert count > 10 and not raw, f"{count} formulas typeset, raw TeX shown: {raw}"
+        assert not [u for u in refused if "mathjax" in u.lower()], refused
 
 
 def test_rubric_is_for_graders_only(term: dict[str, Any]) -> None:
@@ -928,7 +937,7 @@ def test_a_patched_builtin_never_reaches_the_next_students_tests(
     """One worker grades a cheater, then an honest student, in that order: each kernel is new
     (forked from a process that never ran a student's code), so the patches die with the first."""
     course = Course(tmp_path_factory.mktemp("isolation"))
-    course.instructor(f"nbgrader generate_assignment {ASSIGNMENT} --force")
+    generate_assignment(course.root, ASSIGNMENT)
     release = course.root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     patches = (
         "import builtins, math\n"
