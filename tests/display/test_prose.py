@@ -84,12 +84,14 @@ def prose_of(html: str, *, whole: bool = False) -> list[str]:
 
 def widget_words(html: str) -> Iterator[str]:
     """The words a page's explorers show in the frames not shown first: each panel of text
-    (parsed as HTML). An image frame's words are the figure's own (its titles and readouts,
-    read out in its alt), not scanned here."""
+    (parsed as HTML), and what each frame says (``said``: its figure's titles and readouts,
+    read out in its alt and announced when it is shown)."""
     for block in EXPLORER_FRAMES.findall(html):
         for frame in json.loads(block):
             if "html" in frame:
                 yield from prose_of(frame["html"], whole=True)
+            if frame.get("said"):
+                yield frame["said"]
 
 
 def book_pages() -> list[Path]:

@@ -25,10 +25,6 @@ from typing import Any
 from llmmath.cli.formatting import InputError, Report, table
 from llmmath.core import data
 
-#: Runs ``llmmath workload ARGV`` and gives its report's data: the command line passes its own
-#: (``cli.command`` imports this module, so this module does not import it back).
-WorkloadRunner = Callable[[list[str]], dict[str, Any]]
-
 
 @dataclass(frozen=True)
 class BenchmarkResult:
@@ -62,8 +58,11 @@ def benchmarks() -> dict[str, dict[str, Any]]:
     return reproduced
 
 
-def run_benchmark(key: str, workload: WorkloadRunner) -> BenchmarkResult:
-    """``workload`` at benchmark ``key``'s setting, calibrated to its measured rate."""
+def run_benchmark(key: str, workload: Callable[[list[str]], dict[str, Any]]) -> BenchmarkResult:
+    """``llmmath workload`` at benchmark ``key``'s setting, calibrated to its measured rate.
+    ``workload`` runs ``llmmath workload ARGV`` and gives its report's data: the command line
+    passes its own, ``cli.command.workload_data`` (that module imports this one, so this one
+    does not import it back)."""
     specs = benchmarks()
     if key not in specs:
         raise InputError(f"benchmark {key!r} is not one of {', '.join(specs)}")
@@ -173,13 +172,13 @@ def calibrate_report(results: Sequence[BenchmarkResult]) -> Report:
     return report
 
 
-def calibrate(keys: Sequence[str], workload: WorkloadRunner) -> Report:
+def calibrate(keys: Sequence[str], workload: Callable[[list[str]], dict[str, Any]]) -> Report:
     """``llmmath calibrate [KEY ...]``: the named benchmarks (default: every one)."""
     return calibrate_report([run_benchmark(key, workload) for key in keys or list(benchmarks())])
 
 
 def plan_calibration(
-    choice: str | None, efficiency_flag: str, workload: WorkloadRunner
+    choice: str | None, efficiency_flag: str, workload: Callable[[list[str]], dict[str, Any]]
 ) -> tuple[float, str] | None:
     """``plan --calibrate [KEY]`` (``choice``; ``"benchmarks"`` when given with no key): the
     efficiency to size at and a note saying where it came from; a benchmark that beats its floor
@@ -213,7 +212,6 @@ def plan_calibration(
 
 __all__ = [
     "BenchmarkResult",
-    "WorkloadRunner",
     "benchmarks",
     "calibrate",
     "calibrate_report",

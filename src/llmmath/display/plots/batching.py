@@ -20,6 +20,7 @@ from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import ModelConfig, get_model
 from llmmath.core.placement import DoesNotFitError
+from llmmath.core.units import general
 from llmmath.display.plots.common import (
     COMPUTE_COLOUR,
     FLOOR_COLOUR,
@@ -42,7 +43,9 @@ _FIRST, _LAST = float(CURVE_BATCHES[0]), float(CURVE_BATCHES[-1])
 
 
 def _gb(size_bytes: float) -> str:
-    return f"{size_bytes / 1e9:,.0f} GB" if size_bytes >= 1e10 else f"{size_bytes / 1e9:.3g} GB"
+    return (
+        f"{size_bytes / 1e9:,.0f} GB" if size_bytes >= 1e10 else f"{general(size_bytes / 1e9)} GB"
+    )
 
 
 def _milliseconds_log_x(ax: Axes) -> None:
@@ -384,7 +387,7 @@ class BatchingExplorer(FastFigure):
         bound = "compute-bound" if step.compute_bound else "memory-bound"
         time_ms = 1e3 * float(step.time_s)
         self.readout.set_text(
-            f"batch {batch:g}: ${cost:.3g} per M tokens, {time_ms:.3g} ms ({bound})"
+            f"batch {batch:g}: ${general(cost)} per M tokens, {general(time_ms)} ms ({bound})"
         )
         self.readout.set_color("black")
 
@@ -424,7 +427,8 @@ class BatchingExplorer(FastFigure):
         self.cost.show(curves, context)
         self.pareto.show([curves], [context])
         self.ax_pareto.set_title(
-            f"{deployment.label}, context {context:g}: floor {1e3 * curves.weight_floor_s:.3g} ms",
+            f"{deployment.label}, context {context:g}: "
+            f"floor {general(1e3 * curves.weight_floor_s)} ms",
             fontsize=10,
         )
 

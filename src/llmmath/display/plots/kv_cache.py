@@ -18,6 +18,7 @@ from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.models import ModelConfig, get_model, list_models
 from llmmath.core.placement import DoesNotFitError
+from llmmath.core.units import general
 from llmmath.display.plots.common import (
     COMPUTE_COLOUR,
     FLOOR_COLOUR,
@@ -261,7 +262,8 @@ def tier_map_figure(
     TierMapPanel(ax).show(pc)
     gb = float(pc.prefix_bytes.ravel()[0]) / 1e9
     ax.set_title(
-        f"{deployment.label}: a {prefix_tokens:,.0f}-token prefix ({gb:.2g} GB)", fontsize=10
+        f"{deployment.label}: a {prefix_tokens:,.0f}-token prefix ({general(gb, 2)} GB)",
+        fontsize=10,
     )
     return figure
 
@@ -392,7 +394,7 @@ class KVCacheExplorer(FastFigure):
         self.readout.set_text(
             past_window(dep.model, float(context), "context")
             + f"T = {T:,.0f}: B = {self.batch:g} {verdict} (≤ {room:,.0f}); "
-            f"step {1e3 * float(step.time_s):.3g} ms, KV {share:.0%} of bytes"
+            f"step {general(1e3 * float(step.time_s))} ms, KV {share:.0%} of bytes"
         )
         self.readout.set_color("black" if fits else WARNING_COLOUR)
 
@@ -482,7 +484,7 @@ class TierExplorer(FastFigure):
             self.ax_cost.legend(fontsize=7, loc="upper left")  # new entries: a new background
         gb = S * dep.model.kv_bytes_per_token(dep.kv_dtype) / 1e9
         self.ax_cost.set_title(
-            f"{past}{dep.label} ({dtype}): {S:,.0f} tokens = {gb:.3g} GB, r = {self.reuses:g}",
+            f"{past}{dep.label} ({dtype}): {S:,.0f} tokens = {general(gb)} GB, r = {self.reuses:g}",
             fontsize=9,
         )
         plain_axes(self.ax_cost)
@@ -499,11 +501,11 @@ class TierExplorer(FastFigure):
         self.cost_marker.set_xdata([hold_s] * 2)
         i = pc.options.index(best)
         back = (
-            f", back in {1e3 * float(pc.reload_s[i]):.3g} ms"
+            f", back in {general(1e3 * float(pc.reload_s[i]))} ms"
             if i < len(pc.tiers)
-            else f", prefill {1e3 * float(pc.recompute_s):.3g} ms"
+            else f", prefill {general(1e3 * float(pc.recompute_s))} ms"
         )
         self.readout.set_text(
             f"hold {hold_s:g} s, r = {self.reuses:g}: {OPTION_LABELS[best]}, "
-            f"${float(pc.cheapest_usd):.2g}{back}"
+            f"${general(float(pc.cheapest_usd), 2)}{back}"
         )

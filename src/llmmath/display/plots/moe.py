@@ -16,6 +16,7 @@ from llmmath.core import roofline
 from llmmath.core._checks import positive
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import ModelConfig, get_model
+from llmmath.core.units import general
 from llmmath.display.plots.common import (
     COMPUTE_COLOUR,
     FLOOR_COLOUR,
@@ -38,7 +39,7 @@ def _seconds(value: float, _position: object = None) -> str:
     """A tick label for a time in seconds, in the unit that reads best (no mathtext)."""
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
         if value >= scale * 0.999:
-            return f"{value / scale:.3g} {unit}"
+            return f"{general(value / scale)} {unit}"
     return f"{value:.0e} s"
 
 

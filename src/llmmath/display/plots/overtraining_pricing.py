@@ -14,6 +14,7 @@ from llmmath.core.capacity import step_critical_batch
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.models import get_model
+from llmmath.core.units import general
 from llmmath.display.plots.common import (
     COMPUTE_COLOUR,
     CURVE_MARKERS,
@@ -237,8 +238,8 @@ class ServingExplorer(FastFigure):
         self.out_point.set_data([batch], [out])
         self.ratio_point.set_data([batch], [ratio])
         self.readout.set_text(
-            f"batch {batch:g}: output {out:.3g} USD/M, input "
-            f"{float(cost.input_usd_per_million):.3g} USD/M, ratio {ratio:.1f}x"
+            f"batch {batch:g}: output {general(out)} USD/M, input "
+            f"{general(float(cost.input_usd_per_million))} USD/M, ratio {ratio:.1f}x"
         )
 
     def _draw_scene(self, dep: Deployment, context: float, price: float, busy: float) -> None:

@@ -15,6 +15,7 @@ from llmmath import parallelism
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import ModelConfig, get_model
 from llmmath.core.placement import Layout
+from llmmath.core.units import general
 from llmmath.display.plots.common import (
     COMPUTE_COLOUR,
     FLOOR_COLOUR,
@@ -83,7 +84,7 @@ def layouts_figure(
             left += width
         total = shown_layout.total_memory_bytes / 1e9
         ax_mem.annotate(
-            f"{total:,.0f} GB" if total >= 100 else f"{total:.3g} GB",
+            f"{total:,.0f} GB" if total >= 100 else f"{general(total)} GB",
             (min(total, cap), y),
             xytext=(3, 0),
             textcoords="offset points",
@@ -266,11 +267,11 @@ class ParallelismExplorer(FastFigure):
             bar.set_width(max(seconds - low, 0.0))
             bar.set_hatch(SCALE_OUT_HATCH if "scale-out" in link else None)
             text.set_position((max(seconds, low) * 1.15, text.get_position()[1]))
-            words = f"{seconds:.3g} s" if seconds > 0 else "none"
+            words = f"{general(seconds)} s" if seconds > 0 else "none"
             text.set_text(words + (f", {link}" if link and seconds > 0 else ""))
         self.time_title.set_text(
-            f"{spec.name} {layout} on {layout.n_gpus:,} GPUs: {shown.lower_s:.3g}"
-            f"–{shown.upper_s:.3g} s, MFU ≤ {shown.mfu:.0%}"
+            f"{spec.name} {layout} on {layout.n_gpus:,} GPUs: {general(shown.lower_s)}"
+            f"–{general(shown.upper_s)} s, MFU ≤ {shown.mfu:.0%}"
         )
         here = shown.bubble_fraction
         self.bubble_point.set_data([microbatches], [here])

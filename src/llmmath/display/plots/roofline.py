@@ -10,6 +10,7 @@ from llmmath.core import roofline
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.measure import MachineRoofline
 from llmmath.core.models import ModelConfig, get_model
+from llmmath.core.units import general
 from llmmath.display.plots.common import (
     COMPUTE_COLOUR,
     FLOOR_COLOUR,
@@ -100,7 +101,7 @@ class RooflineExplorer(FastFigure):
         self.roof_point.set_data([point.intensity], [point.attainable_flop_per_s])
         self.time_point.set_data([batch], [point.time_s])
         bound = "compute-bound" if point.compute_bound else "memory-bound"
-        self.readout.set_text(f"batch {batch:g}: {1e3 * point.time_s:.3g} ms, {bound}")
+        self.readout.set_text(f"batch {batch:g}: {general(1e3 * point.time_s)} ms, {bound}")
 
     def _draw_scene(self, spec: Chip, model: ModelConfig, compute: str, weights: str) -> None:
         self.roof.show(roofline.roofline_curve(spec, compute))
