@@ -277,7 +277,7 @@ def test_configs_the_model_cannot_describe_name_the_field(
 
 @pytest.mark.parametrize(
     ("change", "field"),
-    [({"moe_layer_freq": 2}, "moe_layer_freq"), ({"v_head_dim": 64}, "v_head_dim")],
+    [({"moe_layer_freq": 2}, "moe_layer_freq"), ({"v_head_dim": 0}, "v_head_dim")],
 )
 def test_deepseek_fields_the_model_cannot_describe(change: dict[str, Any], field: str) -> None:
     with pytest.raises(ValueError, match=f"field '{field}'"):

@@ -21,7 +21,8 @@ def check_model_fields(fields: Mapping[str, Any]) -> None:
     for field in moe_only if not model.n_experts else ():
         if getattr(model, field):
             raise ValueError(f"{model.name}: {field} is set but n_experts is 0 (a dense model)")
-    if (model.mla_q_lora_rank or model.mla_rope_head_dim) and not model.mla_kv_lora_rank:
+    mla_only = model.mla_q_lora_rank or model.mla_rope_head_dim or model.mla_v_head_dim
+    if mla_only and not model.mla_kv_lora_rank:
         raise ValueError(f"{model.name}: MLA ranks are set but mla_kv_lora_rank is 0")
     if model.n_heads % model.n_kv_heads:
         raise ValueError(

@@ -2,7 +2,8 @@
 
 The families the course's model covers (:data:`FAMILIES`): Llama, Llama 4, Mistral, Mixtral,
 Qwen2/2.5, Qwen3 (dense and MoE), Phi-3, Gemma 1-4, gpt-oss and DeepSeek-V2/V3 (MLA, shared
-experts, dense first layers), GLM-4.5 and MiniMax-M2, and the hybrids Qwen3-Next,
+experts, dense first layers), DeepSeek-V3.2 and GLM-5 (MLA with sparse attention), GLM-4.5
+and MiniMax-M2, and the hybrids Qwen3-Next,
 Qwen3.5/3.6 MoE, Jamba and MiniMax-M1. A multimodal wrapper's text model is read from its
 ``text_config``; a field the config leaves out takes the default of the family's
 ``transformers`` config class. Each field the course needs is read by its Hugging Face name;
@@ -62,6 +63,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "deepseek_v3": {"tie_word_embeddings": False},
     "deepseek_v32": {"tie_word_embeddings": False},  # DeepSeek-V3.2: V3 plus sparse attention
     "glm4_moe": {"tie_word_embeddings": False},  # GLM-4.5, 4.6, 4.7: DeepSeek-style MoE, GQA
+    "glm_moe_dsa": {"tie_word_embeddings": False},  # GLM-5: DeepSeek-V3.2's MLA and indexer
     "qwen3_vl_moe_text": {"tie_word_embeddings": False},  # Qwen3-VL's text model: qwen3_moe
     # Hybrids: gated DeltaNet layers beside gated attention (Qwen3-Next, Qwen3.5/3.6 MoE) ...
     "qwen3_next": {"tie_word_embeddings": False, "full_attention_interval": 4},
@@ -112,6 +114,7 @@ ARCHITECTURES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV32ForCausalLM": "deepseek_v32",
     "Glm4MoeForCausalLM": "glm4_moe",
+    "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "MiniMaxM1ForCausalLM": "minimax_m1",
     "MiniMaxText01ForCausalLM": "minimax_m1",  # MiniMax-Text-01: the same layers
     "MiniMaxM2ForCausalLM": "minimax_m2",
@@ -124,6 +127,10 @@ MAX_FIELD = 10**15
 #: Attention kinds in ``layer_types``: a window (or chunk) of tokens, or the whole context.
 LOCAL_KINDS = ("sliding_attention", "chunked_attention")
 GLOBAL_KINDS = ("full_attention",)
+#: Families whose attention is DeepSeek's multi-head latent attention, and those of them that
+#: add DeepSeek Sparse Attention's indexer.
+LATENT_FAMILIES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
+SPARSE_FAMILIES = ("deepseek_v32", "glm_moe_dsa")
 
 
 class _Reader:
@@ -221,10 +228,10 @@ def model_from_hf_config(
     ``index_n_heads``, ``index_head_dim``. MoE: ``num_local_experts``, ``n_routed_experts`` or
     ``num_experts`` (E), ``num_experts_per_tok``, ``experts_per_token`` or ``top_k_experts``
     (k), ``n_shared_experts``, ``moe_intermediate_size``, ``first_k_dense_replace``. MLA:
-    ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``
-    (= ``v_head_dim``). Windows: ``sliding_window`` (or Llama 4's ``attention_chunk_size``)
-    with ``layer_types`` or ``sliding_window_pattern``; Gemma 4's ``global_head_dim``,
-    ``num_global_key_value_heads`` and ``attention_k_eq_v``.
+    ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``,
+    ``v_head_dim`` (GLM-5's wider than its keys). Windows: ``sliding_window`` (or Llama 4's
+    ``attention_chunk_size``) with ``layer_types`` or ``sliding_window_pattern``; Gemma 4's
+    ``global_head_dim``, ``num_global_key_value_heads`` and ``attention_k_eq_v``.
     """
     text, family = text_model(config, where)
     read = _Reader(text, where, FAMILIES[family])
@@ -263,10 +270,10 @@ def model_from_hf_config(
     if family == "gemma4_text":
         shape.update(_e_model(read, shape["vocab_size"]))
     shape.update(hybrid_layers(read, family, shape["n_layers"], D))
-    if family.startswith("deepseek"):
+    if family in LATENT_FAMILIES:
         shape.update(_latent_attention(read))
-    if family == "deepseek_v32":
-        shape.update(_sparse_indexer(read))
+    if family in SPARSE_FAMILIES:
+        shape.update(_sparse_indexer(read, shape["n_layers"], shape.get("n_dense_layers", 0)))
     shape.update(_attention_pattern(read, family, shape["n_layers"], shape["max_context"]))
     return ModelConfig(name=name, **shape), _notes(read, family, config)
 
@@ -363,19 +370,36 @@ def _interleaved_dense_layers(read: _Reader) -> dict[str, int]:
 
 def _latent_attention(read: _Reader) -> dict[str, int]:
     nope = read.count("qk_nope_head_dim")
-    read.require("v_head_dim", (nope,), "values as wide as the non-RoPE query/key heads")
+    values = read.width("v_head_dim", nope)
     return {
         "head_dim": nope,
+        "mla_v_head_dim": 0 if values == nope else values,
         "mla_kv_lora_rank": read.count("kv_lora_rank"),
         "mla_q_lora_rank": read.optional_int("q_lora_rank"),
         "mla_rope_head_dim": read.count("qk_rope_head_dim"),
     }
 
 
-def _sparse_indexer(read: _Reader) -> dict[str, int]:
+def _sparse_indexer(read: _Reader, layers: int, dense: int) -> dict[str, int]:
     """DeepSeek Sparse Attention's lightning indexer (``index_topk``, ``index_n_heads``,
     ``index_head_dim``); its key per token and layer held as DeepSeek's reference code holds
-    it (inference/model.py of DeepSeek-V3.2-Exp): fp8, one fp32 scale per 128 numbers."""
+    it (inference/model.py of DeepSeek-V3.2-Exp): fp8, one fp32 scale per 128 numbers. An
+    indexer in every layer (``indexer_types`` all "full", where given) and the MLPs as
+    ``first_k_dense_replace`` says (``mlp_layer_types``, where given, must agree)."""
+    kinds = read.get("indexer_types")
+    if kinds is not None and (not isinstance(kinds, list) or set(kinds) != {"full"}):
+        raise ValueError(
+            f"{read.where}: field 'indexer_types' = {kinds!r} is not modelled: the course "
+            'counts an indexer of its own in every layer ("full"; a "shared" layer reuses '
+            "another's top-k)"
+        )
+    mlps = read.get("mlp_layer_types")
+    if mlps is not None and mlps != ["dense"] * dense + ["sparse"] * (layers - dense):
+        raise ValueError(
+            f"{read.where}: field 'mlp_layer_types' must be {dense} 'dense' then "
+            f"{layers - dense} 'sparse' (first_k_dense_replace = {dense}); other orders are "
+            "not modelled"
+        )
     dim = read.count("index_head_dim")
     return {
         "index_topk": read.count("index_topk"),
@@ -450,7 +474,7 @@ def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
             "state layers hold a constant state per sequence and cache no tokens; their "
             "recurrence's FLOPs (a few per state number a token) are not counted"
         )
-    if family == "deepseek_v32":
+    if family in SPARSE_FAMILIES:
         notes.append(
             "sparse attention: a step reads index_topk tokens' KV and every token's index key "
             "(fp8 with an fp32 scale per 128, as DeepSeek's code holds it); all are cached"

@@ -41,6 +41,7 @@ _OPTIONAL_COUNT_FIELDS = (
     "mla_kv_lora_rank",
     "mla_q_lora_rank",
     "mla_rope_head_dim",
+    "mla_v_head_dim",
     "index_topk",
     "index_n_heads",
     "index_head_dim",
@@ -60,6 +61,7 @@ _OPTIONAL_COUNT_FIELDS = (
     ),
     **each(Count(low=0, high=1 << 16), "expert_groups expert_groups_per_token"),
     **each(Count(low=0), "d_ff_expert mla_kv_lora_rank mla_q_lora_rank mla_rope_head_dim"),
+    mla_v_head_dim=Count(low=0),
     **each(Count(low=0), "sliding_window local_per_global global_head_dim global_kv_heads"),
     global_k_eq_v=FLAG,
     **each(Count(low=0), "n_state_layers state_layer_params state_elements_per_layer"),
@@ -97,6 +99,9 @@ class ModelConfig:
     mla_kv_lora_rank: int = 0
     mla_q_lora_rank: int = 0
     mla_rope_head_dim: int = 0
+    # MLA's value heads where they are wider than the non-RoPE query/key heads (GLM-5: 256
+    # beside 192); 0 = head_dim. The latent cached is the same: only kv_b and W_O grow.
+    mla_v_head_dim: int = 0
     # PaLM's "parallel" block: attention and MLP read the same normalised input and their
     # outputs are added together, y = x + attn(x) + mlp(x).
     parallel_block: bool = False
@@ -246,8 +251,14 @@ class ModelConfig:
         # one (e.g. DeepSeek-V2-Lite) the queries come straight from D.
         latent_queries = D * q_rank + q_rank + q_rank * N * (H + rope)
         queries = latent_queries if q_rank else D * N * (H + rope)
-        keys_values = D * (kv_rank + rope) + kv_rank + kv_rank * N * 2 * H
-        return queries + keys_values + N * H * D
+        Hv = self.mla_value_head_dim
+        keys_values = D * (kv_rank + rope) + kv_rank + kv_rank * N * (H + Hv)
+        return queries + keys_values + N * Hv * D
+
+    @property
+    def mla_value_head_dim(self) -> int:
+        """An MLA value head's width: ``mla_v_head_dim``, else ``head_dim``."""
+        return self.mla_v_head_dim or self.head_dim
 
     @property
     def indexer_params_per_layer(self) -> int:
@@ -341,7 +352,7 @@ class ModelConfig:
         if decode and self.attention_kind == "MLA":
             per_head = 2 * self.mla_kv_lora_rank + self.mla_rope_head_dim
         else:
-            per_head = self.head_dim + self.mla_rope_head_dim + self.head_dim
+            per_head = self.head_dim + self.mla_rope_head_dim + self.mla_value_head_dim
         attended = np.minimum(T, self.index_topk) if self.index_topk else T
         flops = 2.0 * self.n_attention_layers * attended * self.n_heads * per_head
         if self.index_topk:  # the indexer scores every cached token in every head

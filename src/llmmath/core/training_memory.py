@@ -119,7 +119,8 @@ def activation_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") ->
     D, N, K, H = spec.d_model, spec.n_heads, spec.n_kv_heads, spec.head_dim
     if spec.attention_kind == "MLA":
         qk = N * (H + spec.mla_rope_head_dim)
-        attention = 2 * D + 2 * qk + 2 * N * H + spec.mla_q_lora_rank + spec.mla_kv_lora_rank
+        values = N * spec.mla_value_head_dim  # the values, then the attention output
+        attention = 2 * D + 2 * qk + 2 * values + spec.mla_q_lora_rank + spec.mla_kv_lora_rank
     else:
         attention = 2 * D + N * H + 2 * K * H + N * H
     dense_mlp = 2 * D + 3 * spec.d_ff

@@ -1,0 +1,96 @@
+"""llmmath.core.hf_config: the families of #43 that came last (GLM-5, Nemotron-H, Kimi Linear),
+each against a hand count of its public config.json (tests/data/hf_configs/, sources in its
+README) within 0.1%, and against its publisher's total."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmmath.core.hf_config import model_from_hf_config, read_hf_config
+
+CONFIGS = Path(__file__).parents[1] / "data" / "hf_configs"
+
+
+def _config(folder: str) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((CONFIGS / folder / "config.json").read_text())
+    return config
+
+
+# ---- GLM-5: DeepSeek-V3.2's sparse MLA with values wider than the keys ------------------------
+def _glm_5_by_hand(t: dict[str, Any], experts: int) -> int:
+    """GlmMoeDsa's weights, module by module (its modeling code's shapes): q_a_proj, its norm,
+    q_b_proj to N (nope + rope); kv_a_proj_with_mqa to kv_rank + rope, its norm, kv_b_proj to
+    N (nope + v); o_proj from N v; the indexer's wq_b (from the query latent), wk, k_norm
+    (weight and bias) and weights_proj; two norms a layer; first_k_dense_replace dense SwiGLU
+    MLPs; in the others ``experts`` routed experts, the shared ones, the router and its
+    correction bias; two embedding matrices and the final norm. The MTP layer is left out, as
+    in the published totals."""
+    D, L, N = t["hidden_size"], t["num_hidden_layers"], t["num_attention_heads"]
+    q, kv, nope, rope, v = (t[k] for k in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                           "qk_rope_head_dim", "v_head_dim"))  # fmt: skip
+    attention = D * q + q + q * N * (nope + rope)
+    attention += D * (kv + rope) + kv + kv * N * (nope + v) + N * v * D
+    heads, dim = t["index_n_heads"], t["index_head_dim"]
+    indexer = q * heads * dim + D * dim + 2 * dim + D * heads
+    dense_layers = t["first_k_dense_replace"]
+    E, width = t["n_routed_experts"], t["moe_intermediate_size"]
+    moe = (experts + t["n_shared_experts"]) * 3 * D * width + D * E + E
+    total = L * (attention + indexer + 2 * D) + dense_layers * 3 * D * t["intermediate_size"]
+    return total + (L - dense_layers) * moe + 2 * t["vocab_size"] * D + D
+
+
+def test_glm_5_reads_sparse_mla_with_wide_values() -> None:
+    """GLM-5 (zai-org/GLM-5): 78 layers, the first 3 dense, 256 experts of 2,048 top-8 and a
+    shared one; MLA with 192-wide non-RoPE keys and 256-wide values; DSA's indexer (32 heads
+    of 128, top 2,048 tokens)."""
+    t = _config("GLM-5")
+    spec, notes = read_hf_config(CONFIGS / "GLM-5" / "config.json")
+    assert spec.total_params == pytest.approx(_glm_5_by_hand(t, 256), rel=1e-3)
+    # GLM-5 technical report (arXiv 2602.15763), its architecture table: 744B total, 40B
+    # activated (as glennklockwood.com/garden/GLM-5 copies it); the active count without
+    # the embeddings (41.8B with them).
+    assert spec.total_params == pytest.approx(744e9, rel=2e-3)
+    assert spec.active_params == pytest.approx(_glm_5_by_hand(t, 8), rel=1e-3)
+    assert spec.active_params - spec.embedding_params == pytest.approx(40e9, rel=0.01)
+    assert (spec.head_dim, spec.mla_value_head_dim, spec.n_dense_layers) == (192, 256, 3)
+    assert (spec.index_topk, spec.index_n_heads, spec.index_head_dim) == (2048, 32, 128)
+    # Capacity: every token's latent (512 + 64) and index key (128 fp8 + one fp32 scale) in
+    # each of the 78 layers; the values' width does not reach the cache.
+    held = 78 * ((512 + 64) * 2 + 128 + 4)
+    assert spec.kv_bytes_per_token("bf16") == held
+    # Bandwidth: a step at 128k reads 2,048 tokens' latents and every token's index key.
+    T = 131072
+    read = 78 * (2048 * (512 + 64) * 2 + T * (128 + 4))
+    assert float(spec.kv_bytes_read("bf16", T)) == read < T * held / 5
+    assert any("sparse attention" in n for n in notes)
+    assert any("multi-token" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"v_head_dim": 0}, "'v_head_dim' must be a whole number from 1"),
+        ({"index_topk": None}, "field 'index_topk' is missing"),
+        ({"indexer_types": ["full", "shared"] * 39}, "field 'indexer_types'"),
+        ({"mlp_layer_types": ["sparse"] * 78}, "field 'mlp_layer_types' must be 3 'dense'"),
+        ({"moe_layer_freq": 2}, "field 'moe_layer_freq'"),
+    ],
+)
+def test_glm_5_fields_the_model_cannot_describe_name_the_field(
+    change: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model_from_hf_config({**_config("GLM-5"), **change}, "bad")
+
+
+def test_glm_5_resolves_through_its_architectures() -> None:
+    """A re-release that renames model_type still reads by its GlmMoeDsaForCausalLM class."""
+    renamed = {**_config("GLM-5"), "model_type": "glm5_custom"}
+    spec, notes = model_from_hf_config(renamed, "renamed")
+    assert spec.total_params == read_hf_config(CONFIGS / "GLM-5" / "config.json")[0].total_params
+    assert any("read as glm_moe_dsa" in n for n in notes)
