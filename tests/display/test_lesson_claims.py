@@ -1152,12 +1152,13 @@ CLAIMS = [
     # ---- over-training and pricing: the long-context tiers read from the sheets (issue 32) ----
     Claim(
         "overtraining_pricing.md",
-        "all charge **{eval}`tier_out_x`× for output and {eval}`tier_in_x`× for input** past 200k",
+        "all charge **{eval}`tier_out_x`× for output and {eval}`tier_in_x`× for input** past",
         lambda ns: (
             len(ns.tiers) >= 2
             and len(ns.tier_out) == 1
             and len(ns.tier_in) == 1
-            and all(s.long_context_threshold_tokens == 200_000 for s in ns.tiers)
+            and sum(map(len, ns.tier_vendors.values())) >= 2
+            and all(s.vendor in ns.tier_vendors[s.long_context_threshold_tokens] for s in ns.tiers)
         ),
     ),
     Claim(
@@ -2165,10 +2166,15 @@ CLAIMS += [
     ),
     Claim(
         "overtraining_pricing.md",
-        "ask a tenth): the same order.",
+        "a twentieth): the same order, and falling.",
         lambda ns: (
             ns.cached_shares[0] <= ns.agentic.cached_input_share <= ns.cached_shares[-1]
-            and ns.sheets_at_tenth * 2 >= len(ns.cached_shares)
+            and ns.sheets_at_tenth + len(ns.at_twentieth) > len(ns.cached_shares) / 2
+            # falling: the sheets at a twentieth are the newest sheets with a cached price
+            and min(s.source_date for s in ns.at_twentieth)
+            > max(
+                s.source_date for s in ns.sheets if s.has_cached_price and s not in ns.at_twentieth
+            )
         ),
     ),
     Claim(

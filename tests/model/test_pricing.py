@@ -39,6 +39,10 @@ LLAMA = batching.Deployment("Llama-3-70B", "H100", 8)
         ("Gemini 3.1 Pro (preview)", 6.0),
         ("DeepSeek-V3.1", 3.0),
         ("DeepSeek-V3.2", 1.5),
+        # 2026 sheets read on the vendors' pages 2026-12-06: Anthropic's Claude Opus 5.5
+        # (4 / 20) and OpenAI's GPT-6.2 Sol model page (2 / 10).
+        ("Claude Opus 5.5", 5.0),
+        ("GPT-6.2 Sol", 5.0),
     ],
 )
 def test_output_input_ratios_of_the_dated_table(model: str, ratio: float) -> None:
@@ -79,6 +83,24 @@ def test_cached_prices_are_filled_and_sourced() -> None:
     # Published cache-hit prices (USD per 1M): DeepSeek's page 2025-09-05, Anthropic's docs.
     assert pricing.get_price_sheet("DeepSeek-V3.1").cached_input_usd_per_million == 0.07
     assert pricing.get_price_sheet("Claude Sonnet 4.5").cached_input_share == pytest.approx(0.1)
+
+
+def test_the_2026_sheets_price_a_cache_hit_at_a_twentieth() -> None:
+    """Anthropic's Opus 5.5 page: 'cache reads at $0.20 per million tokens (0.05x the base
+    input price)'; OpenAI's GPT-6.2 Sol page: cached input $0.10 against $2 input."""
+    for name in ("Claude Opus 5.5", "GPT-6.2 Sol"):
+        sheet = pricing.get_price_sheet(name)
+        assert sheet.checked and sheet.cached_input_source.startswith("vendor page"), name
+        assert sheet.cached_input_share == pytest.approx(0.05), name
+
+
+def test_gpt_6_2_sol_long_context_step_at_272k() -> None:
+    """OpenAI's page: above 272K input tokens input and cache rates double and output costs
+    1.5x for the full request; at 272,000 tokens exactly the short rates apply."""
+    sheet = "GPT-6.2 Sol"
+    below, above = api_prices.request_price_usd(sheet, [272_000, 272_001], 1000, 0.5)
+    assert below == pytest.approx((136_000 * 2.0 + 136_000 * 0.10 + 1000 * 10.0) / 1e6)
+    assert above == pytest.approx((136_000.5 * 4.0 + 136_000.5 * 0.20 + 1000 * 15.0) / 1e6)
 
 
 def test_gemini_3_1_long_context_step() -> None:
