@@ -94,3 +94,105 @@ def test_glm_5_resolves_through_its_architectures() -> None:
     spec, notes = model_from_hf_config(renamed, "renamed")
     assert spec.total_params == read_hf_config(CONFIGS / "GLM-5" / "config.json")[0].total_params
     assert any("read as glm_moe_dsa" in n for n in notes)
+
+
+# ---- Nemotron-H: Mamba-2, attention and squared-ReLU MLP blocks, each alone ----------------
+def _mamba2_by_hand(t: dict[str, Any]) -> tuple[int, int]:
+    """One NemotronHMamba2Mixer's weights and state, module by module: in_proj (z, x, B, C and
+    dt: 2 I + 2 G N + H), conv1d over x, B, C with its bias, dt_bias, A_log, D, the gated norm
+    over I, out_proj; the state is H x head_dim x N plus the conv's last kernel - 1 inputs."""
+    D, H, P = t["hidden_size"], t["mamba_num_heads"], t["mamba_head_dim"]
+    G, N, kernel = t["n_groups"], t["ssm_state_size"], t["conv_kernel"]
+    inner = H * P
+    channels = inner + 2 * G * N
+    weights = D * (2 * inner + 2 * G * N + H) + channels * (kernel + 1) + 3 * H + inner
+    return weights + inner * D, H * P * N + channels * (kernel - 1)
+
+
+def _nemotron_h_by_hand(t: dict[str, Any]) -> int:
+    """Per block of hybrid_override_pattern one norm and: M a Mamba-2 mixer, * GQA attention
+    (q, k, v, o), - an MLP of two matrices (up, down: squared ReLU); the two embedding
+    matrices and the final norm."""
+    D, N, K = t["hidden_size"], t["num_attention_heads"], t["num_key_value_heads"]
+    H = t.get("head_dim") or t.get("attention_head_dim") or D // N
+    pattern = t["hybrid_override_pattern"]
+    mamba, _ = _mamba2_by_hand(t)
+    block = {"M": mamba, "*": 2 * D * N * H + 2 * D * K * H, "-": 2 * D * t["intermediate_size"]}
+    return sum(block[c] + D for c in pattern) + 2 * t["vocab_size"] * D + D
+
+
+def test_nemotron_h_counts_its_blocks_and_kv_on_attention_blocks_only() -> None:
+    """Nemotron-H-8B-Base-8K: 52 blocks, 24 Mamba-2, 4 attention (GQA, 32 heads, 8 KV heads
+    of 128) and 24 MLPs of 21,504 with squared ReLU (no gate)."""
+    t = _config("Nemotron-H-8B-Base-8K")
+    spec, notes = read_hf_config(CONFIGS / "Nemotron-H-8B-Base-8K" / "config.json")
+    assert spec.total_params == pytest.approx(_nemotron_h_by_hand(t), rel=1e-3)
+    # NVIDIA ADLR's Nemotron-H page and the Nemotron-H report (arXiv 2504.03624): "8B",
+    # 24 Mamba-2, 24 MLP and 4 self-attention layers; one figure, so within 2%.
+    assert spec.total_params == pytest.approx(8e9, rel=0.02)
+    assert (spec.n_state_layers, spec.n_attention_layers, spec.n_mlp_only_layers) == (24, 4, 24)
+    assert not spec.gated_mlp and spec.mlp_params_per_expert == 2 * 4096 * 21504
+    # KV on the 4 attention blocks only; each Mamba-2 block a constant state, in the KV dtype.
+    assert spec.kv_bytes_per_token("bf16") == 4 * 2 * 8 * 128 * 2
+    _, state = _mamba2_by_hand(t)
+    assert spec.state_bytes_per_sequence("bf16") == 24 * state * 2
+    T = 8192
+    held = float(spec.kv_bytes_per_token("bf16", T)) * T
+    assert held == pytest.approx(4 * 2 * 8 * 128 * 2 * T + 24 * state * 2, rel=1e-12)
+    assert float(spec.kv_bytes_read("bf16", T)) == pytest.approx(held, rel=1e-12)
+    assert spec.tp_all_reduces_per_layer == 1  # one mixer or MLP a block
+    assert any("constant state" in n for n in notes)
+
+
+def test_nemotron_nano_2_pattern_with_adjacent_mamba_blocks() -> None:
+    """NVIDIA-Nemotron-Nano-9B-v2's shape as a trimmed public copy gives it (index id
+    71543829462: 56 blocks with "MM" runs, Mamba heads of 80) and its fp32 SSM cache
+    (mamba_ssm_cache_dtype, as Nemotron's newer configs write it), counted by hand."""
+    t = {
+        **_config("Nemotron-H-8B-Base-8K"),
+        "num_hidden_layers": 56,
+        "hidden_size": 4480,
+        "intermediate_size": 15680,
+        "num_attention_heads": 40,
+        "head_dim": 128,
+        "mamba_head_dim": 80,
+        "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
+        "mamba_ssm_cache_dtype": "float32",
+    }
+    spec, _ = model_from_hf_config(t, "Nemotron-Nano-9B-v2")
+    assert spec.total_params == pytest.approx(_nemotron_h_by_hand(t), rel=1e-3)
+    assert (spec.n_state_layers, spec.n_attention_layers, spec.n_mlp_only_layers) == (27, 4, 25)
+    _, state = _mamba2_by_hand(t)
+    assert spec.state_bytes_per_sequence("bf16") == 27 * state * 4
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"hybrid_override_pattern": "MEMEM*EMEM" * 5 + "M-"}, "'hybrid_override_pattern' ="),
+        ({"hybrid_override_pattern": "M-" * 26}, "'hybrid_override_pattern' has no attention"),
+        ({"hybrid_override_pattern": "M*-" * 10}, "has 30 blocks but 'num_hidden_layers' is 52"),
+        ({"mlp_hidden_act": "silu"}, "field 'mlp_hidden_act' = 'silu' is not understood"),
+        ({"mamba_num_heads": 0}, "'mamba_num_heads' must be a whole number from 1"),
+        ({"use_conv_bias": "yes"}, "'use_conv_bias' must be true or false"),
+    ],
+)
+def test_nemotron_h_fields_the_model_cannot_describe_name_the_field(
+    change: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model_from_hf_config({**_config("Nemotron-H-8B-Base-8K"), **change}, "bad")
+
+
+def test_nemotron_h_reads_layers_block_type_without_num_hidden_layers() -> None:
+    """Newer Nemotron configs spell the blocks as a list and drop num_hidden_layers."""
+    t = _config("Nemotron-H-8B-Base-8K")
+    names = {"M": "mamba", "*": "attention", "-": "mlp"}
+    listed = {
+        **t,
+        "hybrid_override_pattern": None,
+        "num_hidden_layers": None,
+        "layers_block_type": [names[c] for c in t["hybrid_override_pattern"]],
+    }
+    spec, _ = model_from_hf_config(listed, "listed")
+    assert spec == model_from_hf_config(t, "listed")[0]

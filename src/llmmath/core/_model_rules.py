@@ -94,6 +94,14 @@ def _check_pattern(model: SimpleNamespace) -> None:
 
 
 def _check_state_layers(model: SimpleNamespace) -> None:
+    split = model.n_mlp_only_layers  # Nemotron-H's blocks: dense GQA, no window, no experts
+    others = model.n_experts or model.sliding_window or model.mla_kv_lora_rank
+    if split and (others or model.n_state_layers + split >= model.n_layers):
+        raise ValueError(
+            f"{model.name}: n_mlp_only_layers={split} is modelled with dense MLPs and full GQA "
+            f"attention (no experts, window or MLA) and needs at least one attention block "
+            f"beside n_state_layers={model.n_state_layers} among n_layers={model.n_layers}"
+        )
     state = ("state_layer_params", "state_elements_per_layer", "state_dtype")
     if not model.n_state_layers:
         for field in state:

@@ -3,8 +3,8 @@
 The families the course's model covers (:data:`FAMILIES`): Llama, Llama 4, Mistral, Mixtral,
 Qwen2/2.5, Qwen3 (dense and MoE), Phi-3, Gemma 1-4, gpt-oss and DeepSeek-V2/V3 (MLA, shared
 experts, dense first layers), DeepSeek-V3.2 and GLM-5 (MLA with sparse attention), GLM-4.5
-and MiniMax-M2, and the hybrids Qwen3-Next,
-Qwen3.5/3.6 MoE, Jamba and MiniMax-M1. A multimodal wrapper's text model is read from its
+and MiniMax-M2, and the hybrids Qwen3-Next, Qwen3.5/3.6 MoE, Jamba, Nemotron-H and
+MiniMax-M1. A multimodal wrapper's text model is read from its
 ``text_config``; a field the config leaves out takes the default of the family's
 ``transformers`` config class. Each field the course needs is read by its Hugging Face name;
 a field that would change the count in a way the model does not describe raises a
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from llmmath.core.dtypes import WeightFormat
-from llmmath.core.hf_hybrid import hybrid_layers
+from llmmath.core.hf_hybrid import block_pattern, hybrid_layers
 from llmmath.core.hf_quant import QUANT_METHODS, kv_cache_format, quantization_config, weight_format
 from llmmath.core.models import ModelConfig
 
@@ -85,6 +85,18 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # ... and lightning (linear) attention beside softmax attention, MoE in every layer
     # (MiniMax-M1: attn_type_list 0 / 1; MiniMaxM1Config's defaults where a config is silent).
     "minimax_m1": {"tie_word_embeddings": False, "shared_intermediate_size": 0},
+    # ... and Mamba-2 blocks, attention blocks and squared-ReLU MLP blocks, each alone
+    # (Nemotron-H, Nemotron Nano 2; NemotronHConfig's defaults where a config is silent).
+    "nemotron_h": {
+        "tie_word_embeddings": False,
+        "mamba_num_heads": 128,
+        "mamba_head_dim": 64,
+        "ssm_state_size": 128,
+        "n_groups": 8,
+        "conv_kernel": 4,
+        "use_conv_bias": True,
+        "mlp_hidden_act": "relu2",
+    },
     # MiniMax-M2: softmax attention (GQA, q/k norms) in every layer, 256 experts top-8 as wide
     # as intermediate_size, no shared expert.
     "minimax_m2": {"tie_word_embeddings": False, "shared_intermediate_size": 0},
@@ -118,6 +130,7 @@ ARCHITECTURES = {
     "MiniMaxM1ForCausalLM": "minimax_m1",
     "MiniMaxText01ForCausalLM": "minimax_m1",  # MiniMax-Text-01: the same layers
     "MiniMaxM2ForCausalLM": "minimax_m2",
+    "NemotronHForCausalLM": "nemotron_h",
 }
 
 #: Activations whose MLP is gated (three matrices: gate, up, down), as the course counts.
@@ -237,7 +250,10 @@ def model_from_hf_config(
     read = _Reader(text, where, FAMILIES[family])
     read.flag("tie_word_embeddings")  # refused unless a JSON boolean
     act_key = "hidden_activation" if read.get("hidden_activation") else "hidden_act"
-    read.require(act_key, GATED_ACTIVATIONS, "a gated MLP of three matrices")
+    if family == "nemotron_h":  # its MLP's own field; hidden_act is not read by its code
+        read.require("mlp_hidden_act", ("relu2",), "an ungated squared-ReLU MLP, up and down")
+    else:
+        read.require(act_key, GATED_ACTIVATIONS, "a gated MLP of three matrices")
     for key, why in (
         ("hidden_size_per_layer_input", "per-layer input embeddings, read for Gemma 4 only"),
         ("num_kv_shared_layers", "layers that share another layer's KV cache, Gemma 4's only"),
@@ -253,20 +269,21 @@ def model_from_hf_config(
         )
     D, N = read.count("hidden_size"), read.count("num_attention_heads")
     dense_width = {"qwen3_5_moe_text": lambda: read.count("moe_intermediate_size")}
+    blocks = len(block_pattern(read)) if family == "nemotron_h" else None
     shape: dict[str, Any] = {
-        "n_layers": read.count("num_hidden_layers"),
+        "n_layers": read.count("num_hidden_layers", blocks),
         "d_model": D,
         # Qwen3.5 MoE has no dense MLP, and no intermediate_size: d_ff is then unused.
         "d_ff": read.count("intermediate_size", dense_width.get(family, lambda: None)()),
         "n_heads": N,
         "n_kv_heads": read.count("num_key_value_heads", N),
-        "head_dim": read.width("head_dim", D // N),
+        "head_dim": read.width("head_dim", read.width("attention_head_dim", D // N)),
         "vocab_size": read.count("vocab_size"),
         "max_context": read.count("max_position_embeddings"),
         "tied_embeddings": read.flag("tie_word_embeddings"),
         "source": f"Hugging Face config.json ({where})",
     }
-    shape.update(_experts(read, family))
+    shape.update(_experts(read, family) if family != "nemotron_h" else {})
     if family == "gemma4_text":
         shape.update(_e_model(read, shape["vocab_size"]))
     shape.update(hybrid_layers(read, family, shape["n_layers"], D))
@@ -469,7 +486,7 @@ def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
         notes.append(f"model_type {named!r} is read as {family} ({classes}, its architectures)")
     if read.get("attention_bias") or family == "qwen2" or family == "gpt_oss":
         notes.append("biases are not counted (under 0.1% of the weights)")
-    if family in ("qwen3_next", "qwen3_5_moe_text", "jamba", "minimax_m1"):
+    if family in ("qwen3_next", "qwen3_5_moe_text", "jamba", "minimax_m1", "nemotron_h"):
         notes.append(
             "state layers hold a constant state per sequence and cache no tokens; their "
             "recurrence's FLOPs (a few per state number a token) are not counted"

@@ -3,7 +3,9 @@
 A hybrid mixes tokens in most layers through a recurrence instead of attention: gated
 DeltaNet in Qwen3-Next and Qwen3.5/3.6 MoE (``layer_types``: ``linear_attention`` beside
 ``full_attention``), Mamba in Jamba (attention every ``attn_layer_period``-th layer),
-lightning attention in MiniMax-M1 (``attn_type_list``: 0 lightning, 1 softmax). Such a
+lightning attention in MiniMax-M1 (``attn_type_list``: 0 lightning, 1 softmax), Mamba-2 in
+Nemotron-H (``hybrid_override_pattern``: ``M`` Mamba-2, ``*`` attention and ``-`` an MLP, each
+a block of its own). Such a
 layer caches no keys and values; it holds a constant state per sequence. This module gives
 :class:`~llmmath.core.models.ModelConfig`'s hybrid fields from the config's own: how many
 layers, each one's mixer weights (``transformers``' modules, parameter by parameter) and its
@@ -17,6 +19,8 @@ from typing import Any, Protocol
 
 #: ``layer_types`` entries of a gated-DeltaNet hybrid.
 LINEAR_KINDS = ("linear_attention", "full_attention")
+#: Nemotron-H's blocks, by ``hybrid_override_pattern`` letter and ``layers_block_type`` name.
+NEMOTRON_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp"}
 
 
 class FieldReader(Protocol):
@@ -39,7 +43,28 @@ def hybrid_layers(read: FieldReader, family: str, layers: int, d_model: int) -> 
         return _mamba(read, layers, d_model)
     if family == "minimax_m1":
         return _lightning(read, layers, d_model)
+    if family == "nemotron_h":
+        return _mamba2(read, block_pattern(read), d_model)
     return {}
+
+
+def block_pattern(read: FieldReader) -> str:
+    """Nemotron-H's blocks as ``hybrid_override_pattern`` letters (or from the newer
+    ``layers_block_type`` list); an ``E`` (an MoE block, Nemotron 3) is refused."""
+    names = read.get("layers_block_type")
+    pattern = read.get("hybrid_override_pattern")
+    if pattern is None and isinstance(names, list):
+        letters = {name: letter for letter, name in NEMOTRON_BLOCKS.items()}
+        pattern = "".join(letters.get(name, "?") for name in names)
+    if not isinstance(pattern, str) or not pattern or set(pattern) - set(NEMOTRON_BLOCKS):
+        raise ValueError(
+            f"{read.where}: field 'hybrid_override_pattern' = {pattern!r} is not understood: "
+            "one letter a block, M (Mamba-2), * (attention) or - (MLP); E (MoE blocks) is not "
+            "modelled"
+        )
+    if "*" not in pattern:
+        raise ValueError(f"{read.where}: field 'hybrid_override_pattern' has no attention block")
+    return pattern
 
 
 def _gated_deltanet(read: FieldReader, family: str, layers: int, D: int) -> dict[str, Any]:
@@ -128,8 +153,33 @@ def _lightning(read: FieldReader, layers: int, D: int) -> dict[str, Any]:
     return {**fields, "state_dtype": "fp32"}
 
 
+def _mamba2(read: FieldReader, pattern: str, D: int) -> dict[str, Any]:
+    """Nemotron-H's ``NemotronHMamba2Mixer``: in_proj D -> 2 I + 2 G N + H (the gate z, x, B,
+    C and dt), a depthwise conv of ``conv_kernel`` over x, B and C (I + 2 G N channels, with
+    a bias where ``use_conv_bias``), ``dt_bias``, ``A_log`` and ``D`` per head, a gated
+    RMSNorm over I, and out_proj I -> D (biases where ``use_bias``), with H =
+    ``mamba_num_heads``, I = H ``mamba_head_dim``, G = ``n_groups``, N = ``ssm_state_size``.
+    Its state: an ``mamba_head_dim x ssm_state_size`` matrix per head, and the conv's last
+    ``conv_kernel - 1`` inputs. The ``-`` blocks are MLPs alone; every block has one norm."""
+    if len(pattern) != read.count("num_hidden_layers", len(pattern)):
+        raise ValueError(
+            f"{read.where}: field 'hybrid_override_pattern' has {len(pattern)} blocks but "
+            f"'num_hidden_layers' is {read.get('num_hidden_layers')}"
+        )
+    heads, head_dim = read.count("mamba_num_heads"), read.count("mamba_head_dim")
+    inner, groups_state = heads * head_dim, read.count("n_groups") * read.count("ssm_state_size")
+    channels, kernel = inner + 2 * groups_state, read.count("conv_kernel")
+    projected = 2 * inner + 2 * groups_state + heads
+    params = D * projected + channels * kernel + 3 * heads + inner + inner * D
+    params += channels * read.flag("use_conv_bias") + (projected + D) * read.flag("use_bias")
+    state = inner * read.count("ssm_state_size") + channels * (kernel - 1)
+    fields = _fields(read, pattern.count("M"), params, state, False)
+    return {**fields, "n_mlp_only_layers": pattern.count("-"), "gated_mlp": False}
+
+
 def _fields(read: FieldReader, n: int, params: int, state: int, gate: bool) -> dict[str, Any]:
-    fp32 = read.get("mamba_ssm_dtype") == "float32"  # Qwen3.5 keeps its state in fp32
+    # Qwen3.5 (mamba_ssm_dtype) and Nemotron Nano 2 (mamba_ssm_cache_dtype) keep it in fp32
+    fp32 = "float32" in (read.get("mamba_ssm_dtype"), read.get("mamba_ssm_cache_dtype"))
     return {
         "n_state_layers": n,
         "state_layer_params": params,
@@ -139,4 +189,4 @@ def _fields(read: FieldReader, n: int, params: int, state: int, gate: bool) -> d
     }
 
 
-__all__ = ["LINEAR_KINDS", "hybrid_layers"]
+__all__ = ["LINEAR_KINDS", "NEMOTRON_BLOCKS", "block_pattern", "hybrid_layers"]

@@ -65,6 +65,8 @@ _OPTIONAL_COUNT_FIELDS = (
     **each(Count(low=0), "sliding_window local_per_global global_head_dim global_kv_heads"),
     global_k_eq_v=FLAG,
     **each(Count(low=0), "n_state_layers state_layer_params state_elements_per_layer"),
+    n_mlp_only_layers=Count(low=0),
+    gated_mlp=FLAG,
     state_dtype=Optional(OneOf(tuple(BYTES_PER_ELEMENT), "state_dtype")),
     attention_output_gate=FLAG,
     **each(Count(low=0), "n_kv_shared_layers per_layer_input_dim per_layer_vocab_size"),
@@ -126,6 +128,13 @@ class ModelConfig:
     state_layer_params: int = 0
     state_elements_per_layer: int = 0
     state_dtype: str | None = None
+    # Split blocks (Nemotron-H's hybrid_override_pattern): each of the n_layers is one block
+    # with one norm, either a token mixer alone (attention or a state layer, no MLP) or, for
+    # n_mlp_only_layers of them, a dense MLP alone (0 = every layer has both, as usual).
+    n_mlp_only_layers: int = 0
+    # A gated MLP has three matrices (SwiGLU: gate, up, down); an ungated one two (up, down:
+    # Nemotron-H's squared ReLU).
+    gated_mlp: bool = True
     # Gated attention (Qwen3-Next, Qwen3.5): W_Q also produces a sigmoid gate on the heads'
     # output, N H more columns: 3 D N H + 2 D K H weights a layer.
     attention_output_gate: bool = False
@@ -172,8 +181,9 @@ class ModelConfig:
 
     @property
     def n_attention_layers(self) -> int:
-        """Layers that attend (and cache keys and values): all but the state layers."""
-        return self.n_layers - self.n_state_layers
+        """Layers that attend (and cache keys and values): all but the state layers and the
+        MLP-only blocks."""
+        return self.n_layers - self.n_state_layers - self.n_mlp_only_layers
 
     @property
     def n_global_layers(self) -> int:
@@ -212,7 +222,7 @@ class ModelConfig:
         """All-reduces per layer of a forward pass under 1-D tensor parallelism: 2 (after
         attention, after the MLP), or 1 for a parallel block, whose two branches' partial sums
         add locally before one all-reduce."""
-        return 1 if self.parallel_block else 2
+        return 1 if self.parallel_block or self.n_mlp_only_layers else 2
 
     @property
     def expert_d_ff(self) -> int:
@@ -270,12 +280,17 @@ class ModelConfig:
         return queries + self.d_model * dim + 2 * dim + self.d_model * heads if heads else 0
 
     @property
+    def mlp_matrices(self) -> int:
+        """3 for a gated MLP (SwiGLU: gate, up and down projections), else 2 (up, down)."""
+        return 3 if self.gated_mlp else 2
+
+    @property
     def mlp_params_per_expert(self) -> int:
-        return 3 * self.d_model * self.expert_d_ff  # SwiGLU: gate, up and down projections
+        return self.mlp_matrices * self.d_model * self.expert_d_ff
 
     @property
     def dense_mlp_params(self) -> int:
-        return 3 * self.d_model * self.d_ff
+        return self.mlp_matrices * self.d_model * self.d_ff
 
     @property
     def embedding_params(self) -> int:
@@ -292,8 +307,8 @@ class ModelConfig:
         return D * L * P + P + L * (2 * D * P + D) if P else 0
 
     def _layer_params(self, experts_counted: int) -> int:
-        norms = 2 * self.d_model
-        dense = self.n_layers - self.n_moe_layers
+        norms = (1 if self.n_mlp_only_layers else 2) * self.d_model  # one per split block
+        dense = self.n_mlp_only_layers or self.n_layers - self.n_moe_layers
         dense += self.n_kv_shared_layers if self.double_wide_shared_mlp else 0  # 2 d_ff wide
         total = self.attention_params + self.n_layers * norms + dense * self.dense_mlp_params
         total += self.per_layer_input_params

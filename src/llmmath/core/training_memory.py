@@ -123,7 +123,7 @@ def activation_bytes_per_token(model: str | ModelConfig, dtype: str = "bf16") ->
         attention = 2 * D + 2 * qk + 2 * values + spec.mla_q_lora_rank + spec.mla_kv_lora_rank
     else:
         attention = 2 * D + N * H + 2 * K * H + N * H
-    dense_mlp = 2 * D + 3 * spec.d_ff
+    dense_mlp = 2 * D + spec.mlp_matrices * spec.d_ff
     experts = spec.experts_per_token + spec.n_shared_experts
     moe_mlp = 2 * D + experts * (D + 3 * spec.expert_d_ff)
     n_dense = spec.n_layers - spec.n_moe_layers
