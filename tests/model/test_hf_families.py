@@ -196,3 +196,92 @@ def test_nemotron_h_reads_layers_block_type_without_num_hidden_layers() -> None:
     }
     spec, _ = model_from_hf_config(listed, "listed")
     assert spec == model_from_hf_config(t, "listed")[0]
+
+
+# ---- Kimi Linear: Kimi Delta Attention beside MLA, MoE ----------------------------------------
+def _kimi_delta_by_hand(t: dict[str, Any]) -> tuple[int, int]:
+    """One KimiDeltaAttention's weights and state, module by module (SGLang's kimi_linear.py,
+    adapted from vLLM's): q, k, v (D -> P), f_a (D -> d), f_b (d -> P), dt_bias (P), b_proj
+    (D -> heads), q/k/v conv1d (P x kernel each, no bias), A_log (heads), g_a, g_b, o_norm
+    (d), o_proj (P -> D); the state is a d x d matrix per head plus three convs' last
+    kernel - 1 inputs."""
+    D, linear = t["hidden_size"], t["linear_attn_config"]
+    heads, d, kernel = linear["num_heads"], linear["head_dim"], linear["short_conv_kernel_size"]
+    P = heads * d
+    weights = 3 * D * P + D * d + d * P + P + D * heads + 3 * P * kernel + heads
+    weights += D * d + d * P + d + P * D
+    return weights, heads * d * d + 3 * P * (kernel - 1)
+
+
+def _kimi_linear_by_hand(t: dict[str, Any]) -> int:
+    """MLA without a query latent (q_proj D -> N (nope + rope); kv_a_proj_with_mqa, its norm,
+    kv_b_proj, o_proj) in the full-attention layers, KDA in the others, two norms a layer,
+    first_k_dense_replace dense MLPs, then the routed experts, num_shared_experts shared
+    ones, the router and its correction bias; two embedding matrices and the final norm."""
+    D, L, N = t["hidden_size"], t["num_hidden_layers"], t["num_attention_heads"]
+    kv, nope, rope, v = (t[k] for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                        "v_head_dim"))  # fmt: skip
+    mla = D * N * (nope + rope) + D * (kv + rope) + kv + kv * N * (nope + v) + N * v * D
+    full = len(t["linear_attn_config"]["full_attn_layers"])
+    kda, _ = _kimi_delta_by_hand(t)
+    E, width, dense = t["num_experts"], t["moe_intermediate_size"], t["first_k_dense_replace"]
+    moe = (E + t["num_shared_experts"]) * 3 * D * width + D * E + E
+    mlps = dense * 3 * D * t["intermediate_size"] + (L - dense) * moe
+    return full * mla + (L - full) * kda + L * 2 * D + mlps + 2 * t["vocab_size"] * D + D
+
+
+def test_kimi_linear_counts_kda_layers_and_mla_kv_only() -> None:
+    """Kimi-Linear-48B-A3B-Instruct: 27 layers, MLA at (1-based) 4, 8, ..., 24 and 27, KDA in
+    the 20 others (32 heads of 128); 256 experts of 1,024, top-8, one shared, after one
+    dense layer."""
+    t = _config("Kimi-Linear-48B-A3B-Instruct")
+    spec, notes = read_hf_config(CONFIGS / "Kimi-Linear-48B-A3B-Instruct" / "config.json")
+    assert spec.total_params == pytest.approx(_kimi_linear_by_hand(t), rel=1e-3)
+    # Moonshot AI's Kimi-Linear README (MoonshotAI/Kimi-Linear): "48B" total, "3B" activated.
+    # The config counts 49.1B: its 26 x 257 experts alone hold 47.3B, so the name's 48B is
+    # rounded down; held within 3%. The 3B is matched by the weights a token multiplies
+    # (3.11B; 2.73B without either embedding, 3.48B with both).
+    assert spec.total_params == pytest.approx(48e9, rel=0.03)
+    assert spec.matmul_params_per_token == pytest.approx(3e9, rel=0.05)
+    assert (spec.n_attention_layers, spec.n_state_layers, spec.n_dense_layers) == (7, 20, 1)
+    assert spec.attention_kind == "MLA" and spec.mla_q_lora_rank == 0
+    # KV: the 7 MLA layers' latents (512 + 64, the NoPE model still caches the 64) ...
+    kv = 7 * (512 + 64) * 2
+    assert spec.kv_bytes_per_token("bf16") == kv
+    # ... and each KDA layer's constant state, read once a step like the cache.
+    _, state = _kimi_delta_by_hand(t)
+    assert spec.state_bytes_per_sequence("bf16") == 20 * state * 2
+    T = 1_048_576
+    assert float(spec.kv_bytes_read("bf16", T)) == pytest.approx(kv * T + 20 * state * 2)
+    assert any("constant state" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"linear_attn_config": None}, "field 'linear_attn_config' must list 'kda_layers'"),
+        (
+            {"linear_attn_config": {"num_heads": 32, "head_dim": 128, "full_attn_layers": [4]}},
+            "field 'linear_attn_config' must list 'kda_layers'",
+        ),
+        (
+            {"linear_attn_config": {"kda_layers": list(range(1, 28)), "full_attn_layers": []}},
+            "at least one full-attention (MLA) layer",
+        ),
+        ({"mla_use_output_gate": True}, "'mla_use_output_gate' are not modelled"),
+        ({"moe_layer_freq": 2}, "field 'moe_layer_freq'"),
+        ({"hidden_act": "situ"}, "field 'hidden_act' = 'situ' is not understood"),
+    ],
+)
+def test_kimi_linear_fields_the_model_cannot_describe_name_the_field(
+    change: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model_from_hf_config({**_config("Kimi-Linear-48B-A3B-Instruct"), **change}, "bad")
+
+
+def test_kimi_linear_sub_fields_name_themselves() -> None:
+    t = _config("Kimi-Linear-48B-A3B-Instruct")
+    bad = {**t, "linear_attn_config": {**t["linear_attn_config"], "num_heads": "32"}}
+    with pytest.raises(ValueError, match=re.escape("'linear_attn_config.num_heads' must be")):
+        model_from_hf_config(bad, "bad")

@@ -3,8 +3,8 @@
 The families the course's model covers (:data:`FAMILIES`): Llama, Llama 4, Mistral, Mixtral,
 Qwen2/2.5, Qwen3 (dense and MoE), Phi-3, Gemma 1-4, gpt-oss and DeepSeek-V2/V3 (MLA, shared
 experts, dense first layers), DeepSeek-V3.2 and GLM-5 (MLA with sparse attention), GLM-4.5
-and MiniMax-M2, and the hybrids Qwen3-Next, Qwen3.5/3.6 MoE, Jamba, Nemotron-H and
-MiniMax-M1. A multimodal wrapper's text model is read from its
+and MiniMax-M2, and the hybrids Qwen3-Next, Qwen3.5/3.6 MoE, Jamba, Nemotron-H, Kimi Linear
+and MiniMax-M1. A multimodal wrapper's text model is read from its
 ``text_config``; a field the config leaves out takes the default of the family's
 ``transformers`` config class. Each field the course needs is read by its Hugging Face name;
 a field that would change the count in a way the model does not describe raises a
@@ -97,6 +97,8 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "use_conv_bias": True,
         "mlp_hidden_act": "relu2",
     },
+    # ... and Kimi Delta Attention beside MLA, MoE after one dense layer (Kimi Linear).
+    "kimi_linear": {"tie_word_embeddings": False},
     # MiniMax-M2: softmax attention (GQA, q/k norms) in every layer, 256 experts top-8 as wide
     # as intermediate_size, no shared expert.
     "minimax_m2": {"tie_word_embeddings": False, "shared_intermediate_size": 0},
@@ -131,8 +133,16 @@ ARCHITECTURES = {
     "MiniMaxText01ForCausalLM": "minimax_m1",  # MiniMax-Text-01: the same layers
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "NemotronHForCausalLM": "nemotron_h",
+    "KimiLinearForCausalLM": "kimi_linear",
 }
 
+#: The names a config gives the experts each token is routed to (Kimi Linear's the last).
+PER_TOKEN_KEYS = (
+    "num_experts_per_tok",
+    "experts_per_token",
+    "top_k_experts",
+    "num_experts_per_token",
+)
 #: Activations whose MLP is gated (three matrices: gate, up, down), as the course counts.
 GATED_ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new")
 #: The largest number a size field may hold (layers, widths, vocabulary, context).
@@ -142,7 +152,7 @@ LOCAL_KINDS = ("sliding_attention", "chunked_attention")
 GLOBAL_KINDS = ("full_attention",)
 #: Families whose attention is DeepSeek's multi-head latent attention, and those of them that
 #: add DeepSeek Sparse Attention's indexer.
-LATENT_FAMILIES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
+LATENT_FAMILIES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_linear")
 SPARSE_FAMILIES = ("deepseek_v32", "glm_moe_dsa")
 
 
@@ -307,10 +317,7 @@ def _experts(read: _Reader, family: str) -> dict[str, int]:
     if read.get("mlp_only_layers"):
         raise ValueError(f"{read.where}: field 'mlp_only_layers' is not modelled (dense layers "
                          "among MoE ones); only leading dense layers are")  # fmt: skip
-    per_token = next(
-        (k for k in ("num_experts_per_tok", "experts_per_token", "top_k_experts") if read.get(k)),
-        "num_experts_per_tok",
-    )
+    per_token = next((k for k in PER_TOKEN_KEYS if read.get(k)), "num_experts_per_tok")
     experts = {
         "n_experts": read.count(key),
         "experts_per_token": read.count(per_token),
@@ -341,6 +348,7 @@ def _experts(read: _Reader, family: str) -> dict[str, int]:
                 f"multiple of 'moe_intermediate_size' = {width} (counted as shared experts)"
             )
         count = shared // width if shared else read.optional_int("n_shared_experts")
+        count = count or read.optional_int("num_shared_experts")  # Kimi Linear's name
         experts.update(n_shared_experts=count, d_ff_expert=width)
     return experts
 
@@ -349,7 +357,8 @@ def _expert_groups(read: _Reader) -> dict[str, int]:
     """DeepSeek's group-limited routing: ``n_group`` groups of experts, a token's from
     ``topk_group`` of them, where the router uses them (``topk_method`` ``noaux_tc``, V3, or
     ``group_limited_greedy``, V2; ``greedy`` ignores the groups)."""
-    groups, per_token = read.optional_int("n_group"), read.optional_int("topk_group")
+    groups = read.optional_int("n_group") or read.optional_int("num_expert_group")  # Kimi's
+    per_token = read.optional_int("topk_group")
     if groups <= 1 or not per_token or per_token >= groups or read.get("topk_method") == "greedy":
         return {}
     return {"expert_groups": groups, "expert_groups_per_token": per_token}
@@ -486,7 +495,8 @@ def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
         notes.append(f"model_type {named!r} is read as {family} ({classes}, its architectures)")
     if read.get("attention_bias") or family == "qwen2" or family == "gpt_oss":
         notes.append("biases are not counted (under 0.1% of the weights)")
-    if family in ("qwen3_next", "qwen3_5_moe_text", "jamba", "minimax_m1", "nemotron_h"):
+    if family in ("qwen3_next", "qwen3_5_moe_text", "jamba", "minimax_m1", "nemotron_h",
+                  "kimi_linear"):  # fmt: skip
         notes.append(
             "state layers hold a constant state per sequence and cache no tokens; their "
             "recurrence's FLOPs (a few per state number a token) are not counted"

@@ -5,7 +5,8 @@ DeltaNet in Qwen3-Next and Qwen3.5/3.6 MoE (``layer_types``: ``linear_attention`
 ``full_attention``), Mamba in Jamba (attention every ``attn_layer_period``-th layer),
 lightning attention in MiniMax-M1 (``attn_type_list``: 0 lightning, 1 softmax), Mamba-2 in
 Nemotron-H (``hybrid_override_pattern``: ``M`` Mamba-2, ``*`` attention and ``-`` an MLP, each
-a block of its own). Such a
+a block of its own), Kimi Delta Attention in Kimi Linear (``linear_attn_config``'s 1-based
+``kda_layers``; MLA in the others). Such a
 layer caches no keys and values; it holds a constant state per sequence. This module gives
 :class:`~llmmath.core.models.ModelConfig`'s hybrid fields from the config's own: how many
 layers, each one's mixer weights (``transformers``' modules, parameter by parameter) and its
@@ -45,6 +46,8 @@ def hybrid_layers(read: FieldReader, family: str, layers: int, d_model: int) -> 
         return _lightning(read, layers, d_model)
     if family == "nemotron_h":
         return _mamba2(read, block_pattern(read), d_model)
+    if family == "kimi_linear":
+        return _kimi_delta(read, layers, d_model)
     return {}
 
 
@@ -175,6 +178,57 @@ def _mamba2(read: FieldReader, pattern: str, D: int) -> dict[str, Any]:
     state = inner * read.count("ssm_state_size") + channels * (kernel - 1)
     fields = _fields(read, pattern.count("M"), params, state, False)
     return {**fields, "n_mlp_only_layers": pattern.count("-"), "gated_mlp": False}
+
+
+def _kimi_delta(read: FieldReader, layers: int, D: int) -> dict[str, Any]:
+    """Kimi Linear's ``KimiDeltaAttention`` (vLLM's and SGLang's ``kimi_linear.py``) in the
+    layers ``linear_attn_config["kda_layers"]`` lists, 1-based (vLLM's ``is_kda_layer``): q, k,
+    v and o projections of P = ``num_heads`` x ``head_dim`` (d), the decay's ``f_a`` D -> d and
+    ``f_b`` d -> P with a ``dt_bias`` of P, ``b_proj`` D -> heads, three depthwise convs of
+    ``short_conv_kernel_size`` over q, k and v (no bias), ``A_log`` per head, the output
+    gate's ``g_a`` D -> d and ``g_b`` d -> P, and a gated norm over d. Its state: a d x d
+    matrix per head, and each conv's last ``kernel - 1`` inputs."""
+    config = read.get("linear_attn_config")
+    kda = config.get("kda_layers") if isinstance(config, dict) else None
+    full = config.get("full_attn_layers") if isinstance(config, dict) else None
+    numbered = list(range(1, layers + 1))
+    if not isinstance(kda, list) or sorted(kda + (full or [])) != numbered or not full:
+        raise ValueError(
+            f"{read.where}: field 'linear_attn_config' must list 'kda_layers' and "
+            f"'full_attn_layers', 1-based, each of the {layers} layers in one of them and "
+            f"at least one full-attention (MLA) layer; got {config!r}"
+        )
+    if config.get("use_full_rank_gate") or read.get("mla_use_output_gate"):
+        raise ValueError(
+            f"{read.where}: fields 'use_full_rank_gate' and 'mla_use_output_gate' are not "
+            "modelled (Kimi Linear's low-rank decay and ungated MLA only)"
+        )
+    sub = _Sub(read, config)
+    heads, d, kernel = (
+        sub.count("num_heads"),
+        sub.count("head_dim"),
+        sub.count("short_conv_kernel_size"),
+    )
+    P = heads * d
+    params = 4 * D * P + 2 * (D * d + d * P) + P + D * heads + 3 * P * kernel + heads + d
+    state = heads * d * d + 3 * P * (kernel - 1)
+    return _fields(read, len(kda), params, state, False)
+
+
+class _Sub:
+    """``linear_attn_config``'s own fields, read as the config's (errors name them there)."""
+
+    def __init__(self, read: FieldReader, config: dict[str, Any]) -> None:
+        self.read, self.config = read, config
+
+    def count(self, key: str) -> int:
+        value = self.config.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"{self.read.where}: field 'linear_attn_config.{key}' must be a whole number "
+                f"from 1; got {value!r}"
+            )
+        return value
 
 
 def _fields(read: FieldReader, n: int, params: int, state: int, gate: bool) -> dict[str, Any]:

@@ -395,11 +395,12 @@ class ModelConfig:
 
     def kv_elements_per_token(self) -> int:
         """Numbers cached per token across all layers: ``2 * L * K * H`` (keys and values);
-        MLA caches one latent of ``kv_lora_rank + rope_head_dim`` per layer instead. Every
+        MLA caches one latent of ``kv_lora_rank + rope_head_dim`` per layer instead (a hybrid's
+        state layers cache nothing). Every
         layer counted as caching every token: the full-attention count, exact without
         sliding-window layers (each layer kind at its own K and H)."""
         if self.attention_kind == "MLA":
-            return self.n_layers * (self.mla_kv_lora_rank + self.mla_rope_head_dim)
+            return self.n_attention_layers * (self.mla_kv_lora_rank + self.mla_rope_head_dim)
         groups = self._attention_groups(cached=True)  # a KV-shared layer caches nothing
         return sum(2 * layers * K * H for layers, K, H, _, _ in groups)
 
