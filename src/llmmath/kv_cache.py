@@ -42,8 +42,7 @@ from typing import overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from llmmath import batching
-from llmmath.core import capacity
+from llmmath.core import capacity, serving
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import AnyOf, Optional, Real, SequenceOf
 from llmmath.core.contracts import (
@@ -171,7 +170,7 @@ def kv_crossover_context(deployment: Deployment, batch: ArrayLike) -> float | Fl
     reads its constant state first: ``T* = (P_read b_w / B - state) / kv`` (0 where the
     states alone outweigh the weights)."""
     B = as_floats(batch)
-    weights = batching.decode_step(deployment, B, 0, allow_overflow=True).bytes_read
+    weights = serving.decode_step(deployment, B, 0, allow_overflow=True).bytes_read
     spec, dtype = deployment.model, deployment.kv_dtype
     if spec.n_state_layers:  # every sequence's constant state is read before its tokens
         room = np.maximum(weights / B - spec.state_bytes_per_sequence(dtype), 0.0)
@@ -193,7 +192,7 @@ def kv_read_share(
     read(T))``, ``read(T)`` what one sequence's attention reads (``T kv`` when dense,
     :meth:`~llmmath.core.models.ModelConfig.kv_bytes_read`); capacity not checked, so a
     sweep may run past the wall."""
-    step = batching.decode_step(deployment, batch, context, allow_overflow=True)
+    step = serving.decode_step(deployment, batch, context, allow_overflow=True)
     kv = step.batch * deployment.model.kv_bytes_read(deployment.kv_dtype, step.context)
     return as_output(np.asarray(kv / step.bytes_read))
 
@@ -212,7 +211,7 @@ def best_cost_per_million_tokens_usd(
     room = np.asarray(capacity.max_batch(dep, T), dtype=np.float64)
     compute = [capacity.step_critical_batch(dep, float(t)) for t in T.ravel()]
     B = np.minimum(np.ceil(np.reshape(compute, T.shape)), room)
-    step = batching.decode_step(dep, np.maximum(B, 1.0), T, allow_overflow=True)
+    step = serving.decode_step(dep, np.maximum(B, 1.0), T, allow_overflow=True)
     cost = step.cost_per_million_tokens_usd(usd_per_chip_hour)
     return as_output(np.where(room >= 1, cost, np.inf))
 
@@ -273,11 +272,11 @@ def step_time_curve(
 ) -> StepTimeCurve:
     """:func:`llmmath.batching.decode_step` of ``batch`` sequences over the accepted contexts."""
     T = _accepted(deployment, contexts)
-    step = batching.decode_step(deployment, batch, T, allow_overflow=True)
+    step = serving.decode_step(deployment, batch, T, allow_overflow=True)
     cross = float(kv_crossover_context(deployment, batch))
     at_cross = math.nan
     if cross <= deployment.model.max_context:
-        at_cross = float(batching.decode_step(deployment, batch, cross, allow_overflow=True).time_s)
+        at_cross = float(serving.decode_step(deployment, batch, cross, allow_overflow=True).time_s)
     return StepTimeCurve(
         batch=float(batch),
         context=T,

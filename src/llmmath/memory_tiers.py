@@ -21,8 +21,7 @@ from functools import cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from llmmath import batching
-from llmmath.core import data
+from llmmath.core import data, serving
 from llmmath.core._checks import FloatArray, as_floats, as_output, positive
 from llmmath.core._constraints import AnyOf, Flag, Instance, OneOf, Optional, SequenceOf
 from llmmath.core.contracts import (
@@ -263,7 +262,7 @@ def prefix_cache(
     price = dep.chip_hour_usd if usd_per_chip_hour is None else float(usd_per_chip_hour)
     chip_usd_per_s = dep.n_chips * price / SECONDS_PER_HOUR
     prefiller = dep if prefill_efficiency is None else _at_mfu(dep, prefill_efficiency)
-    recompute_s = np.asarray(batching.prefill(prefiller, S, allow_overflow=True).time_s)
+    recompute_s = np.asarray(serving.prefill(prefiller, S, allow_overflow=True).time_s)
     deadline = recompute_s if deadline_s is None else d
     size = S * dep.model.kv_bytes_per_token(dep.kv_dtype)
     rate = np.array([x.usd_per_byte_s for x in chosen])

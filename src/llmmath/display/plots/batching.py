@@ -15,7 +15,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from llmmath import batching
 from llmmath.batching import CURVE_BATCHES, CostCurves
-from llmmath.core import capacity
+from llmmath.core import capacity, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import ModelConfig, get_model
@@ -372,7 +372,7 @@ class BatchingExplorer(FastFigure):
             self.readout.set_text("")
             return
         try:
-            step = batching.decode_step(self.deployment, batch, self.context)
+            step = serving.decode_step(self.deployment, batch, self.context)
         except DoesNotFitError as error:  # a result, drawn (CONTRIBUTING "Refusals")
             self.cost_point.set_data([], [])
             self.pareto_point.set_data([], [])

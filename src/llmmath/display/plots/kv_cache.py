@@ -12,8 +12,8 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from llmmath import batching, kv_cache
-from llmmath.core import capacity
+from llmmath import kv_cache
+from llmmath.core import capacity, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.models import ModelConfig, get_model, list_models
@@ -387,7 +387,7 @@ class KVCacheExplorer(FastFigure):
         fits = self.batch <= room
         self.room_point.set_data([T], [self.batch])
         self.room_point.set_color(MEMORY_COLOUR if fits else WARNING_COLOUR)
-        step = batching.decode_step(dep, self.batch, T, allow_overflow=True)
+        step = serving.decode_step(dep, self.batch, T, allow_overflow=True)
         self.step_point.set_data([T], [1e3 * float(step.time_s)])
         share = float(kv_cache.kv_read_share(dep, self.batch, T))
         verdict = "fits" if fits else "does not fit"
