@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -777,6 +778,21 @@ def test_calibrate_lists_each_benchmark_and_carries_their_median(
     assert memory and compute and min(memory) > max(compute)
 
 
+def test_every_benchmark_names_the_format_of_its_kv_cache() -> None:
+    """A KV cache in fp8 halves what a memory-bound step reads, so each benchmark's setting
+    says which format its engine held it in (its source's: TensorRT-LLM's ModelOpt
+    checkpoints fp8, vLLM's and SGLang's default the model's dtype) rather than leaving it to
+    the command's default."""
+    from llmmath.cli import calibrate
+
+    for key, spec in calibrate.benchmarks().items():
+        words = shlex.split(spec["workload"])
+        assert "--kv-dtype" in words, key
+        kv = words[words.index("--kv-dtype") + 1]
+        said = "caches KV in fp8" in spec["assumes"] or "KV cache in fp8" in spec["assumes"]
+        assert (kv == "fp8") == said, key
+
+
 def test_a_benchmark_that_beats_its_floor_is_flagged(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -842,16 +858,96 @@ def test_best_with_requests_is_workload_at_its_first_row(
     )
     assert first["time_s"] == pytest.approx(work["tpot_s"], rel=1e-12) and first["time_s"] <= 0.05
     assert best["setting"] == work["setting"]  # the same setting, in the same words
-    # One more sequence on that layout misses the target: the batch is the largest.
-    over = as_json(capsys, "workload", *common, "--layout", layout, "--concurrency",
-                   f"{first['batch'] + 1:.0f}")  # fmt: skip
-    assert over["tpot_s"] > 0.05
+    # One more sequence on that layout misses the target, or does not fit (the KV cache in
+    # bf16, the preset's: --dtype fp8 sets the weights only): the batch is the largest.
+    more = ("workload", *common, "--layout", layout, "--concurrency", f"{first['batch'] + 1:.0f}")
+    if first["limited_by"] == "latency":
+        assert as_json(capsys, *more)["tpot_s"] > 0.05
+    else:
+        assert first["limited_by"] == "memory" and work["kv_dtype"] == "bf16"
+        code, _, err = run(capsys, *more)
+        assert code == 1 and "does not fit" in err
     decode_only = as_json(capsys, "best", *common[:4], "--latency", "50ms", "--context", "2250")
     assert not decode_only["prefill_counted"]
     decode_rate = decode_only["candidates"][0]["tokens_per_s_per_chip"]
     assert decode_rate > 2 * first["tokens_per_s_per_chip"]  # what sized a fleet 3x too small
     code, _, err = run(capsys, "best", *common, "--latency", "50ms", "--context", "2k")
     assert code == 2 and "not both" in err
+
+
+# ---- the KV cache's format: --kv-dtype, else the checkpoint's, never --dtype ----------------
+#: Each command that holds a KV cache, with the options it needs besides the model.
+KV_COMMANDS = {
+    "serve": ["H100x8", "--batch", "1"],
+    "fit": ["H100x8", "--context", "4096"],
+    "best": ["H100x8", "--latency", "50ms", "--top", "1"],
+    "workload": ["H100x8", "--concurrency", "8"],
+    "plan": ["--chips", "H100", "--rate", "1", "--input", "200", "--output", "50", "--ttft",
+             "2s@p50", "--tpot", "50ms@p50", "--max-chips", "8", "--requests", "100",
+             "--mode", "aggregated"],
+}  # fmt: skip
+
+
+def _kv_config(tmp_path: Path, **changes: Any) -> str:
+    """Llama-3-8B's published config.json with ``changes`` (a folder named for it)."""
+    config = {**json.loads((CONFIGS / "Llama-3-8B" / "config.json").read_text()), **changes}
+    folder = tmp_path / "Llama-3-8B-kv"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+@pytest.mark.parametrize("command", KV_COMMANDS)
+def test_dtype_sets_the_weights_and_leaves_the_kv_cache_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """--dtype fp8 sets the weights (and matmuls) only: a preset's KV cache stays bf16 (it
+    names no checkpoint dtype), a config.json's at its torch_dtype; a kv_cache_scheme puts it
+    in fp8; --kv-dtype beats them all. Each command says where it came from, in --json
+    (kv_dtype_from, kv_dtype_why) and in its text."""
+    options = KV_COMMANDS[command]
+
+    def kv(model: str, *extra: str) -> tuple[str, str, str]:
+        data = as_json(capsys, command, model, *options, "--dtype", "fp8", *extra)
+        assert data["weight_dtype"] == "fp8"
+        return data["kv_dtype"], data["kv_dtype_from"], data["kv_dtype_why"]
+
+    assert kv("Llama-3-8B") == ("bf16", "default", "default; --kv-dtype fp8 to change")
+    assert kv("Llama-3-8B", "--kv-dtype", "fp8") == ("fp8", "given", "set by --kv-dtype")
+    fp16 = _kv_config(tmp_path, torch_dtype="float16")
+    assert kv(fp16) == ("fp16", "checkpoint_dtype", "checkpoint dtype; --kv-dtype fp8 to change")
+    scheme = {"quant_method": "compressed-tensors",
+              "config_groups": {"g": {"weights": {"type": "float", "num_bits": 8}}},
+              "kv_cache_scheme": {"type": "float", "num_bits": 8}}  # fmt: skip
+    quantized = _kv_config(tmp_path, quantization_config=scheme)
+    assert kv(quantized)[:2] == ("fp8", "kv_cache_scheme")
+    assert kv(quantized, "--kv-dtype", "bf16")[:2] == ("bf16", "given")
+    code, out, _ = run(capsys, command, quantized, *options)  # the text says it too
+    assert code == 0 and "KV cache fp8 (from the checkpoint's kv_cache_scheme)" in out
+
+
+def test_a_float32_checkpoint_caches_in_bf16_as_engines_serve_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """gemma-2-9b ships float32; vLLM serves it (and so its cache) in bf16: 2 bytes, not 4."""
+    data = as_json(capsys, "fit", str(CONFIGS / "gemma-2-9b"), "H100", "--context", "4096")
+    assert (data["kv_dtype"], data["kv_dtype_from"]) == ("bf16", "checkpoint_dtype")
+    assert data["kv_dtype_why"].startswith("checkpoint fp32, served in bf16")
+    spec = data["kv_bytes_per_token"]
+    asked = as_json(capsys, "fit", str(CONFIGS / "gemma-2-9b"), "H100", "--kv-dtype", "fp32")
+    assert asked["kv_bytes_per_token"] == 2 * spec
+
+
+@pytest.mark.parametrize("command", KV_COMMANDS)
+@pytest.mark.parametrize("value", ["", "  ", "fp7", "FP8"])
+def test_a_malformed_kv_dtype_exits_2_naming_the_flag_and_the_formats(
+    capsys: pytest.CaptureFixture[str], command: str, value: str
+) -> None:
+    code, out, err = run(capsys, command, "Llama-3-8B", *KV_COMMANDS[command], "--kv-dtype", value)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert re.search(rf"--kv-dtype '{value.strip()} ?' is not a number format", err), err
+    assert "known: fp32, bf16, fp16, fp8" in err
 
 
 def test_every_timed_command_prints_its_setting_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -897,7 +993,7 @@ def test_workload_times_its_steps_under_the_overlap_it_names(
 
 
 # ---- the EP all-to-all the config's routing calls for (#42) ---------------------------------
-DS_EP64 = ["DeepSeek-V3", "H100x64", "--layout", "ep64", "--dtype", "fp8"]
+DS_EP64 = ["DeepSeek-V3", "H100x64", "--layout", "ep64", "--dtype", "fp8", "--kv-dtype", "fp8"]
 
 
 def test_group_limited_routing_is_dispatched_node_limited_in_fp8(
@@ -995,7 +1091,8 @@ def test_train_counts_the_node_limited_all_to_all(capsys: pytest.CaptureFixture[
 def test_serve_steps_a_sparse_model_at_its_sparse_read_and_says_so(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ("serve", "DeepSeek-V3.2", "H100x16", "--dtype", "fp8", "--context", "131072")
+    argv = ("serve", "DeepSeek-V3.2", "H100x16", "--dtype", "fp8", "--kv-dtype", "fp8",
+            "--context", "131072")  # fmt: skip
     code, out, err = run(capsys, *argv, "--batch", "16")
     assert code == 0, err
     assert "sparse attention: a step reads 2,048 tokens' KV and every token's" in out
@@ -1017,6 +1114,7 @@ def test_serve_steps_a_sparse_model_at_its_sparse_read_and_says_so(
 def test_fit_names_a_hybrids_attention_layers_and_state(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run(capsys, "fit", "Qwen3-Next-80B-A3B", "H100x2", "--dtype", "fp8")
+    argv = ("fit", "Qwen3-Next-80B-A3B", "H100x2", "--dtype", "fp8", "--kv-dtype", "fp8")
+    code, out, err = run(capsys, *argv)
     assert code == 0, err
     assert "(12 of 48 layers attend) + 19.8 MB of state per sequence (hybrid)" in out

@@ -487,12 +487,44 @@ def test_kv_cache_scheme_is_read(tmp_path: Path) -> None:
     assert kv_cache_format(config) == "fp8" and kv_cache_format(_config("Llama-3-8B")) is None
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    _, notes, fmt = read_checkpoint(path)
-    assert fmt is not None and fmt.main == "fp8"
-    assert any("KV cache is fp8" in n for n in notes)
+    _, notes, formats = read_checkpoint(path)
+    assert formats.weights is not None and formats.weights.main == "fp8"
+    assert (formats.kv_cache, formats.dtype) == ("fp8", "bf16")
+    assert not any("kv_cache_scheme" in n for n in notes)  # applied, not left to a note
     bad = {**fp8, "kv_cache_scheme": {"type": "float", "num_bits": 4}}
     with pytest.raises(ValueError, match=r"'quantization_config\.kv_cache_scheme' = .* is not"):
         kv_cache_format({"quantization_config": bad})
+
+
+def test_checkpoint_dtype_is_torch_dtype_as_the_course_names_it() -> None:
+    """torch_dtype (newer configs: dtype; a wrapper's text_config where the top level names
+    none) as bf16, fp16 or fp32; None where a config names none the course knows."""
+    from llmmath.core.hf_quant import checkpoint_dtype
+
+    assert checkpoint_dtype(_config("Llama-3-8B")) == "bf16"
+    assert checkpoint_dtype(_config("gemma-2-9b")) == "fp32"  # as Google ships it
+    assert checkpoint_dtype({"dtype": "float16"}) == "fp16"
+    assert checkpoint_dtype({"text_config": {"torch_dtype": "float16"}}) == "fp16"
+    assert checkpoint_dtype({"torch_dtype": "bfloat16", "dtype": "float16"}) == "bf16"
+    assert checkpoint_dtype(_config("gpt-oss-120b")) is None
+    assert checkpoint_dtype({"torch_dtype": "auto"}) is None
+
+
+def test_kv_cache_dtype_takes_the_strongest_source() -> None:
+    """--kv-dtype > the checkpoint's kv_cache_scheme > its own dtype (fp32 served as bf16)
+    > bf16; the weights' format is not among them."""
+    from llmmath.core.hf_quant import KVCacheDtype, kv_cache_dtype
+
+    assert kv_cache_dtype("fp8", "int8", "fp16") == KVCacheDtype("fp8", "given", "fp16")
+    assert kv_cache_dtype("bf16", "fp8", "bf16") == KVCacheDtype("bf16", "given", "bf16")
+    assert kv_cache_dtype(None, "fp8", "bf16") == KVCacheDtype("fp8", "kv_cache_scheme", "bf16")
+    assert kv_cache_dtype(None, None, "fp16") == KVCacheDtype("fp16", "checkpoint_dtype", "fp16")
+    assert kv_cache_dtype(None, None, "fp32") == KVCacheDtype("bf16", "checkpoint_dtype", "fp32")
+    assert kv_cache_dtype() == KVCacheDtype("bf16", "default")
+    with pytest.raises(ValueError, match=r"kv_cache_dtype.*unknown dtype 'fp7'"):
+        kv_cache_dtype("fp7")
+    with pytest.raises(ValueError, match="KV source"):
+        KVCacheDtype("bf16", "--dtype")
 
 
 def test_json_nested_too_deeply_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -67,17 +67,21 @@ def test_the_book_s_worked_question_reads_as_the_page_says(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """book/cli.md's prose: on H100 the cheapest is aggregated, and the disaggregated
-    alternative (a prefill and a decode pool) needs more chips; B200 has an answer too."""
+    alternative (a prefill and a decode pool) needs no fewer chips (at a tie the command
+    prefers aggregated); B200 has an answer too. The KV cache is bf16: --dtype fp8 sets the
+    weights, and the preset names no checkpoint dtype."""
     question = ["plan", "Llama-3-70B", "--chips", "H100,B200", "--rate", "20", "--input",
                 "2000", "--output", "500", "--ttft", "2s@p99", "--tpot", "50ms@p99",
                 "--dtype", "fp8", "--json"]  # fmt: skip
     code, out, err = run(capsys, *question)
     assert code == 0, err
-    h100, b200 = json.loads(out)["chips"]
+    answer = json.loads(out)
+    assert (answer["kv_dtype"], answer["kv_dtype_from"]) == ("bf16", "default")
+    h100, b200 = answer["chips"]
     assert h100["best"]["mode"] == "aggregated"
     other = h100["disaggregated"]
     assert [p["role"] for p in other["pools"]] == ["prefill", "decode"]
-    assert other["n_chips"] > h100["best"]["n_chips"]
+    assert other["n_chips"] >= h100["best"]["n_chips"]
     assert b200["best"] is not None
 
 
@@ -166,7 +170,7 @@ def test_aiconfigurator_s_question_reads_as_the_page_says(
     rate = aic["tokens_per_s_per_gpu"] * aic["total_gpus"] / aic["output_tokens"]
     question = ["plan", "Qwen3-32B", "--chips", "H200=1", "--rate", f"{rate:.1f}",
                 "--input", "4000", "--output", "500", "--ttft", "300ms@p50",
-                "--tpot", "10ms@p50", "--dtype", "fp8"]  # fmt: skip
+                "--tpot", "10ms@p50", "--dtype", "fp8", "--kv-dtype", aic["kv_dtype"]]  # fmt: skip
     (floor,) = as_json(capsys, *question)["chips"]
     assert floor["best"]["mode"] == "disaggregated"
     assert floor["best"]["configuration"].endswith("decode 1 x TP4")
@@ -214,6 +218,8 @@ def test_aiconfigurator_s_question_reads_as_the_page_says(
         ("--plot", "frontier.pdf", "--plot"),
         ("--plot", "no/such/folder/f.png", "--plot"),
         ("--dtype", "", "--dtype"),
+        ("--kv-dtype", "", "--kv-dtype '' is not a number format (known: fp32, bf16"),
+        ("--kv-dtype", "fp7", "--kv-dtype 'fp7' is not a number format"),
         ("--mode", "mixed", "--mode"),
         ("--calibrate", "", "--calibrate takes nothing"),
         ("--calibrate", "nope", "--calibrate 'nope' is not a benchmark key"),

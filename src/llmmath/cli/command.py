@@ -63,7 +63,8 @@ from llmmath.cli.inputs import (
 from llmmath.core import hardware
 from llmmath.core.chip_prices import example_price, list_example_prices
 from llmmath.core.deployment import Deployment
-from llmmath.core.dtypes import BYTES_PER_ELEMENT, WeightFormat
+from llmmath.core.dtypes import BYTES_PER_ELEMENT
+from llmmath.core.hf_quant import CheckpointFormats, KVCacheDtype
 from llmmath.core.models import ModelConfig, list_models
 from llmmath.core.placement import DoesNotFitError
 from llmmath.core.serving import OVERLAP_RULES
@@ -99,23 +100,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ---- the subcommands ------------------------------------------------------------------------
-def _serve(args: argparse.Namespace, dep: Deployment) -> Report:
+def _serve(args: argparse.Namespace, dep: Deployment, kv: KVCacheDtype) -> Report:
     context = parse_length(args.context, "--context", dep.model)
     prompt = parse_length(args.prompt, "--prompt", dep.model) if args.prompt else context
     batches = parse_values(args.batch, "--batch", whole=True, low=1)
-    return cli_commands.serve(dep, batches, context, prompt, args.overlap)
+    return cli_commands.serve(dep, batches, context, prompt, args.overlap, kv)
 
 
-def _fit(args: argparse.Namespace, dep: Deployment) -> Report:
+def _fit(args: argparse.Namespace, dep: Deployment, kv: KVCacheDtype) -> Report:
     limit = dep.model.max_context
     if args.context is None:  # the defaults up to the model's limit, and the limit
         contexts = [c for c in FIT_CONTEXTS if c < limit] + [float(limit)]
     else:
         contexts = parse_tokens(args.context, "--context", dep.model)
-    return cli_commands.fit(dep, contexts, parse_values(args.batch, "--batch", whole=True, low=1))
+    batches = parse_values(args.batch, "--batch", whole=True, low=1)
+    return cli_commands.fit(dep, contexts, batches, kv)
 
 
-def _best(args: argparse.Namespace, dep: Deployment) -> Report:
+def _best(args: argparse.Namespace, dep: Deployment, kv: KVCacheDtype) -> Report:
     if args.top < 1:
         raise InputError(f"--top must be >= 1; got {args.top}")
     latency = parse_latency(args.latency)
@@ -126,10 +128,10 @@ def _best(args: argparse.Namespace, dep: Deployment) -> Report:
                              "counted), not both")  # fmt: skip
         requests = request_lengths(args, dep)
     context = parse_length(args.context or BEST_CONTEXT, "--context", dep.model)
-    return cli_search.best(dep, latency, context, args.top, args.overlap, requests)
+    return cli_search.best(dep, latency, context, args.top, args.overlap, requests, kv)
 
 
-def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
+def _workload(args: argparse.Namespace, dep: Deployment, kv: KVCacheDtype) -> Report:
     I, O = request_lengths(args, dep)  # noqa: E741
     options = {
         "cache_hit_fraction": cli_plan.cache_hit(args.cache_hit) if args.cache_hit is not None
@@ -160,11 +162,13 @@ def _workload(args: argparse.Namespace, dep: Deployment) -> Report:
         if not measured > 0:
             raise InputError(f"--calibrate must be > 0 output tokens/s per chip; got {measured}")
         view, efficiency = layout_search.calibrate(view, measured)
-    return cli_training.workload_report(view, args.overlap, measured, efficiency, at_floor, chunk)
+    return cli_training.workload_report(
+        view, args.overlap, measured, efficiency, at_floor, chunk, kv
+    )
 
 
 def _plan(
-    args: argparse.Namespace, model: ModelConfig, checkpoint: WeightFormat | None
+    args: argparse.Namespace, model: ModelConfig, checkpoint: CheckpointFormats | None
 ) -> tuple[Report, list[str]]:
     chips = cli_plan.parse_chips(args.chips)
     cli_plan.check_plot_path(args.plot)
@@ -172,7 +176,7 @@ def _plan(
     # chips searched (the search replaces chips, counts and layouts).
     max_chips = parse_number(args.max_chips, "--max-chips", whole=True, low=1)
     args.cluster = f"{next(iter(chips))}x{max_chips:.0f}"
-    dep, placed = build_deployment(args, model, checkpoint)
+    dep, placed, kv = build_deployment(args, model, checkpoint)
     calibration = cli_calibrate.plan_calibration(args.calibrate, args.efficiency, workload_data)
     if calibration is not None:
         dep = dataclasses.replace(dep, flops_efficiency=calibration[0],
@@ -180,7 +184,7 @@ def _plan(
     stream, targets = cli_plan.read_stream(args, dep)
     mode = args.mode
     plans = planning.plan(dep, chips, stream, targets, modes=mode)
-    report = cli_plan.plan_report(dep, plans, stream, targets, mode)
+    report = cli_plan.plan_report(dep, plans, stream, targets, mode, kv)
     report.data["calibration"] = None
     if calibration is not None:
         report.data["calibration"] = {"efficiency": calibration[0], "from": calibration[1]}
@@ -276,11 +280,14 @@ def _serving_options(
         _dispatch_options(sub)
     sub.add_argument("--dtype", help="attention, MLP and expert weights, and matmuls where the "
                      f"chip has peaks for it ({', '.join(BYTES_PER_ELEMENT)}; default: a "
-                     "config.json's quantization_config, else bf16)")  # fmt: skip
+                     "config.json's quantization_config, else bf16); not the KV cache: "
+                     "--kv-dtype")  # fmt: skip
     sub.add_argument("--expert-dtype", help="routed experts' weights (default: --dtype)")
     sub.add_argument("--embedding-dtype", help="input embedding and output layer (default: "
                      "bf16, as quantized checkpoints keep them)")  # fmt: skip
-    sub.add_argument("--kv-dtype", help="KV cache (default: --dtype, else bf16)")
+    sub.add_argument("--kv-dtype", help="KV cache (default: a config.json's kv_cache_scheme, "
+                     "else its torch_dtype, float32 served as bf16, else bf16; --dtype leaves "
+                     "it alone)")  # fmt: skip
     sub.add_argument("--memory-utilization", default="1.0", help="share of each chip's HBM "
                      "weights and KV may fill, in (0, 1]; vLLM's default is 0.9")  # fmt: skip
     sub.add_argument("--reserve", default="0", help="bytes per chip kept for activations, "
@@ -430,7 +437,7 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
     if args.command == "models":
         resolved = [resolve_model(m) for m in args.model or list_models()]
         notes = [f"{m.name}: {note}" for m, ns, _ in resolved for note in ns]
-        held = [fmt.description if fmt else None for _, _, fmt in resolved]
+        held = [f.weights.description if f and f.weights else None for _, _, f in resolved]
         return cli_training.models([m for m, _, _ in resolved], held), notes
     if args.command == "calibrate":
         return cli_calibrate.calibrate(args.benchmark, workload_data), []
@@ -442,8 +449,8 @@ def run(args: argparse.Namespace) -> tuple[Report, list[str]]:
         report, placed = _plan(args, model, checkpoint)
         return report, [*notes, *placed]
     commands = {"serve": _serve, "fit": _fit, "best": _best, "workload": _workload}
-    dep, placed = build_deployment(args, model, checkpoint)
-    return commands[args.command](args, dep), [*notes, *placed]
+    dep, placed, kv = build_deployment(args, model, checkpoint)
+    return commands[args.command](args, dep, kv), [*notes, *placed]
 
 
 def workload_data(argv: list[str]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from llmmath.cli.formatting import (
     LINK_NAMES,
     Report,
     count,
+    kv_cache_words,
     ms,
     params,
     si,
@@ -29,9 +30,13 @@ from llmmath.cli.formatting import (
 )
 from llmmath.core.chip_prices import cost_per_million_tokens_usd, list_example_prices
 from llmmath.core.deployment import Deployment
+from llmmath.core.hf_quant import KVCacheDtype
 from llmmath.core.placement import Layout, groups
 from llmmath.core.serving import decode_step, prefill
 from llmmath.core.setting import Setting
+
+#: Where the heading wraps a line (the setting line wraps at 84, under its 11-column label).
+HEADING_WIDTH = 95
 
 
 # ---- shared ---------------------------------------------------------------------------------
@@ -42,7 +47,9 @@ def price_of(dep: Deployment) -> float | None:
     return dep.chip_hour_usd
 
 
-def settings(dep: Deployment, overlap: str) -> dict[str, Any]:
+def settings(dep: Deployment, overlap: str, kv: KVCacheDtype | None = None) -> dict[str, Any]:
+    """The deployment's settings for ``--json``; ``kv``: where the KV cache's format came from
+    (``kv_dtype_from``, one of ``hf_quant.KV_SOURCES``, and in words ``kv_dtype_why``)."""
     layout = str(dep.layout) if dep.layout is not None else None
     return {
         "model": dep.model.name,
@@ -52,6 +59,8 @@ def settings(dep: Deployment, overlap: str) -> dict[str, Any]:
         "weight_dtype": dep.weight_dtype,
         "weights_held_as": held_as(dep),
         "kv_dtype": dep.kv_dtype,
+        "kv_dtype_from": None if kv is None else kv.source,
+        "kv_dtype_why": None if kv is None else kv_cache_words(kv),
         "compute_dtype": dep.compute_dtype,
         "attention_dtype": dep.attention_compute_dtype,
         "expert_dispatch": dep.expert_dispatch,
@@ -130,6 +139,7 @@ def heading(
     layout: bool = True,
     price: bool = True,
     context: float | None = None,
+    kv: KVCacheDtype | None = None,
 ) -> None:
     model = dep.model
     size = params(model.total_params)
@@ -153,7 +163,7 @@ def heading(
         f"  weights  {held_as(dep)}: {weights}",
         f"  compute  matmuls in {dep.compute_dtype}, attention in {dep.attention_compute_dtype}",
         *([f"  dispatch {dispatch_line(dep)}"] if layout and _expert_parallel(dep) else []),
-        f"  KV cache {dep.kv_dtype}, {kv_line(dep, context)}",
+        kv_heading(dep, context, kv),
         *(
             []
             if not price
@@ -162,6 +172,21 @@ def heading(
             else [f"  price    none (no example price for {dep.chip.name}: pass --price)"]
         ),
     )
+
+
+def kv_heading(dep: Deployment, context: float | None, kv: KVCacheDtype | None) -> str:
+    """The heading's KV cache line: its format, where that came from, and its bytes per token
+    (on the next line where one would be too long for a terminal)."""
+    words, size = f"  KV cache {kv_format(dep, kv)}", kv_line(dep, context)
+    wide = len(words) + len(size.split("\n")[0]) + 2 > HEADING_WIDTH
+    joint = ",\n" + " " * 11 if wide else ", "
+    return words + joint + size
+
+
+def kv_format(dep: Deployment, kv: KVCacheDtype | None) -> str:
+    """The KV cache's format and, where known, where it came from: ``"bf16 (checkpoint dtype;
+    --kv-dtype fp8 to change)"``."""
+    return dep.kv_dtype if kv is None else f"{dep.kv_dtype} ({kv_cache_words(kv)})"
 
 
 def _expert_parallel(dep: Deployment) -> bool:
@@ -189,7 +214,12 @@ def floor_note(dep: Deployment, overlap: str) -> str:
 
 # ---- serve ----------------------------------------------------------------------------------
 def serve(
-    dep: Deployment, batches: list[float], context: float, prompt: float, overlap: str
+    dep: Deployment,
+    batches: list[float],
+    context: float,
+    prompt: float,
+    overlap: str,
+    kv: KVCacheDtype | None = None,
 ) -> Report:
     """A decode step per batch (floor and serial estimate, its parts, rates, costs, fit) and
     the prefill of one prompt (TTFT) and of a batch of prompts (the input-token cost)."""
@@ -232,14 +262,14 @@ def serve(
     ]
     data = {
         "command": "serve",
-        **settings(dep, overlap),
+        **settings(dep, overlap, kv),
         "context": context,
         "prompt_tokens": prompt,
         "ttft_s": ttft,
         "rows": rows,
     }
     report = Report(data)
-    heading(report, dep, context=context)
+    heading(report, dep, context=context, kv=kv)
     add_setting(report, dep, context, overlap)
     rule = "floor" if overlap == "perfect" else "serial estimate"
     report.add(
@@ -282,7 +312,9 @@ def _rate_row(row: dict[str, Any]) -> list[str]:
 
 
 # ---- fit ------------------------------------------------------------------------------------
-def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
+def fit(
+    dep: Deployment, contexts: list[float], batches: list[float], kv: KVCacheDtype | None = None
+) -> Report:
     """The most sequences at each context, and the longest context at each batch."""
     T = np.asarray(contexts, dtype=np.float64)
     B = np.asarray(batches, dtype=np.float64)
@@ -293,7 +325,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
     longest = np.atleast_1d(np.asarray(kv_cache.max_context(dep, B), dtype=np.float64))
     data = {
         "command": "fit",
-        **{k: v for k, v in settings(dep, "perfect").items() if k in _FIT_SETTINGS},
+        **{k: v for k, v in settings(dep, "perfect", kv).items() if k in _FIT_SETTINGS},
         "weight_bytes_per_chip": dep.weight_bytes_per_chip,
         "kv_budget_bytes": dep.kv_budget_bytes,
         "kv_bytes_per_token": dep.model.kv_bytes_per_token(dep.kv_dtype),
@@ -314,7 +346,7 @@ def fit(dep: Deployment, contexts: list[float], batches: list[float]) -> Report:
     report = Report(data)
     one = float(T[0]) if T.size == 1 else None  # one context: the heading's KV is exact at it
     windowed = bool(dep.model.sliding_window)
-    heading(report, dep, price=False, context=one)
+    heading(report, dep, price=False, context=one, kv=kv)
     held = dep.kv_bytes_held_per_token
     holds = si(held, "B") + (" at full attention" if windowed else "")
     if one is not None and windowed:
@@ -394,6 +426,8 @@ _FIT_SETTINGS = (
     "weight_dtype",
     "weights_held_as",
     "kv_dtype",
+    "kv_dtype_from",
+    "kv_dtype_why",
 )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from llmmath.core import hardware
 from llmmath.core.dtypes import BYTES_PER_ELEMENT
+from llmmath.core.hf_quant import KVCacheDtype
 from llmmath.core.models import ModelConfig
 from llmmath.core.placement import Layout
 
@@ -264,6 +265,26 @@ def _plain(message: str) -> str:
     return re.sub(r"^[\w.]+\(\): ", "", message)
 
 
+#: What each source of the KV cache's format says about it (:func:`kv_cache_words`).
+KV_SOURCE_WORDS = {
+    "given": "set by --kv-dtype",
+    "kv_cache_scheme": "from the checkpoint's kv_cache_scheme",
+    "checkpoint_dtype": "checkpoint dtype",
+    "default": "default",
+}
+
+
+def kv_cache_words(kv: KVCacheDtype) -> str:
+    """Where the KV cache's format came from, in words: ``"checkpoint dtype; --kv-dtype fp8
+    to change"`` (a 16-bit cache that was not asked for says how to ask for fp8)."""
+    words = KV_SOURCE_WORDS[kv.source]
+    if kv.source == "checkpoint_dtype" and kv.checkpoint != kv.dtype:
+        words = f"checkpoint {kv.checkpoint}, served in {kv.dtype}"
+    if kv.source != "given" and kv.dtype in ("bf16", "fp16"):
+        words += "; --kv-dtype fp8 to change"
+    return words
+
+
 def parse_dtype(text: str, flag: str) -> str:
     """A number format the package knows (``bf16``, ``fp8``, ``nvfp4``, ...)."""
     if text not in BYTES_PER_ELEMENT:
@@ -428,6 +449,7 @@ def place(
 
 __all__ = [
     "FLOOR_NOTE",
+    "KV_SOURCE_WORDS",
     "LINK_NAMES",
     "MAX_VALUES",
     "NUMBERS",
@@ -438,6 +460,7 @@ __all__ = [
     "did_you_mean",
     "engine_layout",
     "given_layout",
+    "kv_cache_words",
     "ms",
     "params",
     "parse_cluster",

@@ -26,6 +26,7 @@ from llmmath.core import hardware
 from llmmath.core.deployment import Deployment
 from llmmath.core.dtypes import WeightFormat
 from llmmath.core.hf_config import read_checkpoint
+from llmmath.core.hf_quant import CheckpointFormats, KVCacheDtype, kv_cache_dtype
 from llmmath.core.models import ModelConfig, get_model, list_models, load_models
 
 #: ``best``'s context (decode alone) and ``workload``'s request lengths when none are given.
@@ -33,9 +34,10 @@ BEST_CONTEXT, WORKLOAD_INPUT, WORKLOAD_OUTPUT = "4096", "1000", "1000"
 
 
 # ---- reading the inputs ---------------------------------------------------------------------
-def resolve_model(text: str) -> tuple[ModelConfig, list[str], WeightFormat | None]:
+def resolve_model(text: str) -> tuple[ModelConfig, list[str], CheckpointFormats | None]:
     """A preset, a Hugging Face config.json (or its folder), or ``file.toml[:NAME]``; notes on
-    what a config leaves out, and a quantized checkpoint's weight format."""
+    what a config leaves out, and the formats a config.json names (None for a preset or a
+    TOML model: they name none)."""
     if text in list_models():
         return get_model(text), [], None
     path, _, name = text.partition(".toml:")
@@ -104,10 +106,22 @@ def weight_format(args: argparse.Namespace, checkpoint: WeightFormat | None) -> 
     )
 
 
+def kv_cache(args: argparse.Namespace, checkpoint: CheckpointFormats | None) -> KVCacheDtype:
+    """The KV cache's format: ``--kv-dtype``, else the checkpoint's ``kv_cache_scheme``, else
+    its own dtype, else bf16 (:func:`~llmmath.core.hf_quant.kv_cache_dtype`); ``--dtype``
+    sets the weights and matmuls only."""
+    text = getattr(args, "kv_dtype", None)
+    given = None if text is None else parse_dtype(text, "--kv-dtype")
+    if checkpoint is None:
+        return kv_cache_dtype(given)
+    return kv_cache_dtype(given, checkpoint.kv_cache, checkpoint.dtype)
+
+
 def build_deployment(
-    args: argparse.Namespace, model: ModelConfig, checkpoint: WeightFormat | None = None
-) -> tuple[Deployment, list[str]]:
-    """The deployment the options describe, and notes on how its layout was read."""
+    args: argparse.Namespace, model: ModelConfig, checkpoint: CheckpointFormats | None = None
+) -> tuple[Deployment, list[str], KVCacheDtype]:
+    """The deployment the options describe, notes on how its layout was read, and where its
+    KV cache's format came from."""
     chip_name, n = parse_cluster(args.cluster)
     chip = hardware.get_chip(chip_name)
     layout_text = given_layout(getattr(args, "layout", None))
@@ -123,31 +137,36 @@ def build_deployment(
         raise InputError(f"--reserve {args.reserve} leaves no HBM: {chip.name} holds "
                          f"{chip.hbm_bytes / 1e9:,.0f} GB, x --memory-utilization "
                          f"{utilization:g}")  # fmt: skip
-    fmt = weight_format(args, checkpoint)
+    fmt = weight_format(args, checkpoint.weights if checkpoint is not None else None)
+    kv = kv_cache(args, checkpoint)
     compute = fmt.main if fmt.main in chip.peak_flop_per_s else "bf16"
     attention = parse_dtype(getattr(args, "attention_dtype", "bf16"), "--attention-dtype")
     if attention not in chip.peak_flop_per_s:
         raise InputError(f"--attention-dtype {attention}: {chip.name} has no peak for it")
     flops, bandwidth = _efficiency(getattr(args, "efficiency", "1"))
     dispatch, dispatch_dtype = expert_dispatch(args, model, chip, compute)
-    return Deployment(
-        model,
-        chip,
-        n,
-        layout=layout,
-        hbm_utilization=utilization,
-        reserve_bytes_per_chip=reserve,
-        compute_dtype=compute,
-        weight_dtype=fmt.main,
-        kv_dtype=parse_dtype(args.kv_dtype or args.dtype or "bf16", "--kv-dtype"),
-        flops_efficiency=flops,
-        bandwidth_efficiency=bandwidth,
-        usd_per_chip_hour=parse_price(getattr(args, "price", None)),
-        weight_format=fmt,
-        attention_dtype=attention,
-        expert_dispatch=dispatch,
-        dispatch_dtype=dispatch_dtype,
-    ), notes
+    return (
+        Deployment(
+            model,
+            chip,
+            n,
+            layout=layout,
+            hbm_utilization=utilization,
+            reserve_bytes_per_chip=reserve,
+            compute_dtype=compute,
+            weight_dtype=fmt.main,
+            kv_dtype=kv.dtype,
+            flops_efficiency=flops,
+            bandwidth_efficiency=bandwidth,
+            usd_per_chip_hour=parse_price(getattr(args, "price", None)),
+            weight_format=fmt,
+            attention_dtype=attention,
+            expert_dispatch=dispatch,
+            dispatch_dtype=dispatch_dtype,
+        ),
+        notes,
+        kv,
+    )
 
 
 def expert_dispatch(
@@ -192,6 +211,7 @@ __all__ = [
     "WORKLOAD_OUTPUT",
     "build_deployment",
     "expert_dispatch",
+    "kv_cache",
     "load_chip_file",
     "request_lengths",
     "resolve_model",

@@ -22,7 +22,7 @@ import numpy as np
 from llmmath.beyond import planning, serving_systems
 from llmmath.beyond.plan_workers import MODES, PERCENTILES, WALLS, Refusal, Stream, Targets
 from llmmath.beyond.planning import ChipPlan, Configuration
-from llmmath.cli.commands import floor_note, setting_line, settings
+from llmmath.cli.commands import floor_note, kv_format, setting_line, settings
 from llmmath.cli.formatting import (
     InputError,
     Report,
@@ -37,6 +37,7 @@ from llmmath.cli.formatting import (
 from llmmath.core import hardware
 from llmmath.core.chip_prices import example_price, list_example_prices
 from llmmath.core.deployment import Deployment
+from llmmath.core.hf_quant import KVCacheDtype
 
 _UNITS_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _LENGTH_LIMIT = 131_072
@@ -237,11 +238,16 @@ def _setting(config: Configuration, stream: Stream) -> str:
 
 
 def plan_report(
-    dep: Deployment, plans: list[ChipPlan], stream: Stream, targets: Targets, mode: str
+    dep: Deployment,
+    plans: list[ChipPlan],
+    stream: Stream,
+    targets: Targets,
+    mode: str,
+    kv: KVCacheDtype | None = None,
 ) -> Report:
     """What ``plan`` prints: the stream and targets, a table of the cheapest configuration per
     chip type, then per chip type the other mode, the setting line and the walls."""
-    base = {k: v for k, v in settings(dep, "perfect").items() if k not in ("chip", "n_chips")}
+    base = {k: v for k, v in settings(dep, "perfect", kv).items() if k not in ("chip", "n_chips")}
     data: dict[str, Any] = {
         "command": "plan",
         **base,
@@ -282,6 +288,7 @@ def plan_report(
         f"{'on' if stream.chunked_prefill else 'off'}; up to {stream.max_chips} chips",
         f"  queueing simulated: {count(stream.n_requests)} Poisson arrivals (seed {stream.seed}) "
         "through continuous batching, floor step times",
+        f"  KV cache {kv_format(dep, kv)}",
         "",
     )
     rows = []

@@ -10,6 +10,7 @@ from llmmath.beyond.layout_search import Candidate, best_layouts, best_workload_
 from llmmath.cli.commands import add_setting, floor_note, heading, links, settings
 from llmmath.cli.formatting import Report, count, ms, sig, table, usd
 from llmmath.core.deployment import Deployment
+from llmmath.core.hf_quant import KVCacheDtype
 
 
 # ---- best -----------------------------------------------------------------------------------
@@ -20,6 +21,7 @@ def best(
     top: int,
     overlap: str,
     requests: tuple[float, float] | None = None,
+    kv: KVCacheDtype | None = None,
 ) -> Report:
     """The cheapest layouts and batches whose time per output token meets ``latency_s``:
     decode alone at ``context``, or with ``requests`` = (input, output tokens) the stream
@@ -33,7 +35,7 @@ def best(
     fastest = found.too_slow[0] if found.too_slow else None
     data = {
         "command": "best",
-        **settings(dep, overlap),
+        **settings(dep, overlap, kv),
         "latency_s": latency_s,
         "context": context,
         "input_tokens": None if requests is None else requests[0],
@@ -48,7 +50,7 @@ def best(
         else {"layout": str(fastest.layout), "time_s": fastest.time_per_token_s},
     }
     report = Report(data)
-    heading(report, dep, layout=False, context=context)
+    heading(report, dep, layout=False, context=context, kv=kv)
     # The setting of the first row (its layout): the one the search recommends.
     first = dep if not found.candidates else replace(dep, layout=found.candidates[0].layout)
     add_setting(report, first, context, overlap)

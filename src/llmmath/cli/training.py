@@ -27,6 +27,7 @@ from llmmath.cli.formatting import (
 from llmmath.core.chip_prices import example_price, list_example_prices
 from llmmath.core.deployment import dispatch_words
 from llmmath.core.hardware import Chip
+from llmmath.core.hf_quant import KVCacheDtype
 from llmmath.core.models import ModelConfig
 from llmmath.core.placement import DoesNotFitError, Layout
 from llmmath.core.training import pipeline_bubble_fraction, training_step
@@ -296,6 +297,7 @@ def workload_report(
     efficiency: float | None = None,
     at_floor: WorkloadView | None = None,
     prefill_chunk: float | None = None,
+    kv: KVCacheDtype | None = None,
 ) -> Report:
     """A stream of requests in steady state: rates per chip, TTFT, TPOT, cost per token, and
     colocated, chunked prefill under a budget of ``prefill_chunk`` tokens a step (default: the
@@ -310,7 +312,7 @@ def workload_report(
     usd_in, usd_out = view.usd_per_million() if price is not None else (None, None)
     data = {
         "command": "workload",
-        **settings(dep, overlap),
+        **settings(dep, overlap, kv),
         "input_tokens": view.input_tokens,
         "output_tokens": view.output_tokens,
         "concurrency": view.concurrency,
@@ -339,7 +341,7 @@ def workload_report(
         "prefill_chunk_keeps_up": chunks.keeps_up if chunks else None,
     }
     report = Report(data)
-    heading(report, dep, context=view.input_tokens + view.output_tokens / 2)
+    heading(report, dep, context=view.input_tokens + view.output_tokens / 2, kv=kv)
     add_setting(report, dep, view.input_tokens + view.output_tokens / 2, view.overlap)
     mode = (
         "disaggregated: prefill and decode on separate copies of these chips"

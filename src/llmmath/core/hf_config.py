@@ -29,9 +29,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from llmmath.core.dtypes import WeightFormat
 from llmmath.core.hf_hybrid import block_pattern, hybrid_layers
-from llmmath.core.hf_quant import QUANT_METHODS, kv_cache_format, quantization_config, weight_format
+from llmmath.core.hf_quant import (
+    QUANT_METHODS,
+    CheckpointFormats,
+    checkpoint_formats,
+    kv_cache_format,
+    quantization_config,
+    weight_format,
+)
 from llmmath.core.models import ModelConfig
 
 #: model_type -> the defaults of its ``transformers`` config class that the count needs when
@@ -526,8 +532,9 @@ def _notes(read: _Reader, family: str, outer: dict[str, Any]) -> list[str]:
 
 def read_checkpoint(
     path: str | os.PathLike[str],
-) -> tuple[ModelConfig, list[str], WeightFormat | None]:
-    """:func:`read_hf_config` and the checkpoint's :func:`weight_format`."""
+) -> tuple[ModelConfig, list[str], CheckpointFormats]:
+    """:func:`read_hf_config` and the formats the checkpoint names (its weights', its KV
+    cache's and its own: :func:`~llmmath.core.hf_quant.checkpoint_formats`)."""
     file = Path(path)
     try:
         config = json.loads(file.read_text())
@@ -539,12 +546,7 @@ def read_checkpoint(
         ) from None
     name = file.parent.name if file.name == "config.json" and file.parent.name else file.stem
     spec, notes = model_from_hf_config(config, name, str(file))
-    kv = kv_cache_format(config, str(file))
-    if kv is not None:
-        notes.append(
-            f"kv_cache_scheme: the checkpoint's KV cache is {kv} (pass it as the KV dtype)"
-        )
-    return spec, notes, weight_format(config, spec, str(file))
+    return spec, notes, checkpoint_formats(config, spec, str(file))
 
 
 def read_hf_config(path: str | os.PathLike[str]) -> tuple[ModelConfig, list[str]]:

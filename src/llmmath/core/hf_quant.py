@@ -3,15 +3,23 @@
 :func:`weight_format` reads ``quantization_config``: fp8 (DeepSeek-V3, Kimi K2), fbgemm_fp8,
 mxfp4 (gpt-oss), compressed-tensors (int4/int8/fp8/nvfp4/mxfp4 groups), GPTQ and AWQ (at their
 ``bits``), and which modules each leaves unconverted. :func:`kv_cache_format` reads
-``kv_cache_scheme``. :mod:`llmmath.core.hf_config` reads the model's shape.
+``kv_cache_scheme``, :func:`checkpoint_dtype` the checkpoint's own ``torch_dtype``, and
+:func:`kv_cache_dtype` chooses the KV cache's format from them and the user's choice.
+:mod:`llmmath.core.hf_config` reads the model's shape.
+
+>>> kv_cache_dtype(checkpoint="fp32")
+KVCacheDtype(dtype='bf16', source='checkpoint_dtype', checkpoint='fp32')
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from llmmath.core.dtypes import BYTES_PER_ELEMENT, WEIGHT_PARTS, WeightFormat
+from llmmath.core._constraints import Instance, OneOf
+from llmmath.core.contracts import checked, contract
+from llmmath.core.dtypes import BYTES_PER_ELEMENT, DTYPE, WEIGHT_PARTS, WeightFormat
 from llmmath.core.models import ModelConfig
 
 #: ``torch_dtype`` names -> the course's formats.
@@ -30,6 +38,15 @@ QUANT_METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
 INTEGER_BITS = {4: "int4", 8: "int8"}
 #: compressed-tensors' ``kv_cache_scheme`` (type, num_bits) -> the KV cache's format.
 KV_CACHE_SCHEMES = {("float", 8): "fp8", ("int", 8): "int8"}
+#: Where a KV cache's format came from, strongest first (:func:`kv_cache_dtype`).
+KV_SOURCES = ("given", "kv_cache_scheme", "checkpoint_dtype", "default")
+#: The format a float32 checkpoint's activations, and so its KV cache, are served in. Engines
+#: serve a float32 checkpoint in 16 bits: vLLM's ``--dtype auto`` downcasts it to bfloat16 on
+#: GPUs that have it (vllm/config/model.py, ``_resolve_auto_dtype``: "Downcast for float32
+#: models"), and its ``--kv-cache-dtype auto`` holds the cache in the model's dtype, as
+#: SGLang's does. A 4-byte cache would halve the sequences that fit, for a precision no
+#: engine keeps (gemma-2-9b ships float32).
+SERVED_FLOAT32_AS = "bf16"
 
 
 def quantization_config(
@@ -74,6 +91,78 @@ def kv_cache_format(config: dict[str, Any], where: str = "config.json") -> str |
             'understood; the course reads {"type": "float" or "int", "num_bits": 8}'
         )
     return found
+
+
+def checkpoint_dtype(config: dict[str, Any]) -> str | None:
+    """The checkpoint's own format, its ``torch_dtype`` (newer configs: ``dtype``; a
+    wrapper's ``text_config`` where the top level names none) as the course names it: bf16,
+    fp16 or fp32; None where the config names none the course knows."""
+    text = config.get("text_config")
+    inner = text if isinstance(text, dict) else {}
+    for fields in (config, inner):
+        for key in ("torch_dtype", "dtype"):
+            found = TORCH_DTYPES.get(str(fields.get(key)))
+            if found is not None:
+                return found
+    return None
+
+
+@dataclass(frozen=True)
+@checked(weights=Instance(WeightFormat, lambda: WeightFormat.uniform("fp8")), kv_cache=DTYPE,
+         dtype=DTYPE)  # fmt: skip
+class CheckpointFormats:
+    """The formats a checkpoint's ``config.json`` names: its weights' (``quantization_config``,
+    :func:`weight_format`; None without one), its KV cache's (``kv_cache_scheme``,
+    :func:`kv_cache_format`; None where it names none) and its own (``torch_dtype``,
+    :func:`checkpoint_dtype`; None where it names none)."""
+
+    weights: WeightFormat | None = None
+    kv_cache: str | None = None
+    dtype: str | None = None
+
+
+def checkpoint_formats(
+    config: dict[str, Any], spec: ModelConfig, where: str = "config.json"
+) -> CheckpointFormats:
+    """The :class:`CheckpointFormats` of a config (``spec``: the model it describes)."""
+    return CheckpointFormats(
+        weight_format(config, spec, where), kv_cache_format(config, where), checkpoint_dtype(config)
+    )
+
+
+@dataclass(frozen=True)
+@checked(dtype=DTYPE, source=OneOf(KV_SOURCES, "KV source"), checkpoint=DTYPE)
+class KVCacheDtype:
+    """The KV cache's format and where it came from (one of :data:`KV_SOURCES`): ``given``
+    (the user's), ``kv_cache_scheme`` (the checkpoint asks for it), ``checkpoint_dtype``
+    (the checkpoint's own format, ``checkpoint``; a float32 one is served in
+    :data:`SERVED_FLOAT32_AS`) or ``default`` (bf16: nothing says otherwise)."""
+
+    dtype: str
+    source: str
+    checkpoint: str | None = None
+
+
+@contract(given=DTYPE, scheme=DTYPE, checkpoint=DTYPE)
+def kv_cache_dtype(
+    given: str | None = None, scheme: str | None = None, checkpoint: str | None = None
+) -> KVCacheDtype:
+    """The format the KV cache is held in, strongest first: ``given`` (the user's choice,
+    ``--kv-dtype``), else the checkpoint's ``kv_cache_scheme`` (``scheme``, where a config was
+    read), else the checkpoint's own format (``checkpoint``, its ``torch_dtype``: bf16 or
+    fp16 as it is, fp32 as :data:`SERVED_FLOAT32_AS`), else bf16.
+
+    The weights' format (``--dtype fp8``, or a ``quantization_config``) never sets it: an
+    fp8 checkpoint without a ``kv_cache_scheme`` is served with its cache in its
+    ``torch_dtype``, as vLLM and SGLang hold it unless told ``--kv-cache-dtype fp8``."""
+    if given is not None:
+        return KVCacheDtype(given, "given", checkpoint)
+    if scheme is not None:
+        return KVCacheDtype(scheme, "kv_cache_scheme", checkpoint)
+    if checkpoint is not None:
+        served = SERVED_FLOAT32_AS if checkpoint == "fp32" else checkpoint
+        return KVCacheDtype(served, "checkpoint_dtype", checkpoint)
+    return KVCacheDtype("bf16", "default")
 
 
 def weight_format(
@@ -196,8 +285,15 @@ def _describe(shares: dict[str, float], dtype: str, base: str, spec: ModelConfig
 __all__ = [
     "INTEGER_BITS",
     "KV_CACHE_SCHEMES",
+    "KV_SOURCES",
     "QUANT_METHODS",
+    "SERVED_FLOAT32_AS",
     "TORCH_DTYPES",
+    "CheckpointFormats",
+    "KVCacheDtype",
+    "checkpoint_dtype",
+    "checkpoint_formats",
+    "kv_cache_dtype",
     "kv_cache_format",
     "quantization_config",
     "weight_format",
