@@ -8,24 +8,30 @@ log errors; ``scripts/bench_pages.py`` measures what is left on a phone network.
   (``_config.yml``: ``thebe: false``): its script, style and settings are dropped, with the
   second copy of sphinx-togglebutton's selector.
 * The explorers are plain HTML (``llmmath.display.widgets.common.StaticExplorer``): a page
-  with one loads ``explorer.js`` (a few kB, deferred), and no other page does. The widget
-  renderer (html-manager, 4.4 MB, and require.js) comes only with a page that embeds
-  ipywidgets' state (MyST-NB adds it then; none does now), and ``widget_compat.js``, its
-  shims, only with it.
+  with one loads ``explorer.js`` (a few kB, deferred), and no other page does. No page
+  embeds ipywidgets' state, and the book ships no widget renderer (``_config.yml``).
 * pydata-sphinx-theme leaves ``data-mode`` empty when a reader has chosen no mode, and then
   logs "Got invalid theme mode"; ``default_mode: auto`` is what it resets to anyway.
-* Source maps and files no page loads (the renderer's other bundles, MathJax's SVG build that
-  only nbgrader's feedback inlines, the widget fonts' older formats) are removed from the
-  built ``_static`` after the build, and so are the widget renderer, its shims and the
-  explorers' script when no built page loads them.
+* Source maps and files no page loads (the theme's FontAwesome script) are removed from the
+  built ``_static`` after the build, and so are the explorers' script and MathJax's builds
+  (the SVG one only nbgrader's feedback inlines) when no built page loads them.
+* A page with maths preloads MathJax's three fonts that every formula uses, so they arrive
+  with the script rather than after the typesetting.
+* The lessons' figures (matplotlib's RGBA PNGs, 40-100 kB each) are rewritten as 256-colour
+  palette PNGs (a fifth of the bytes, the same picture: a line plot has few colours), and
+  each ``<img>`` of one gets its size (the page keeps its layout while it loads) and
+  ``loading="lazy"``: a figure below the first screens loads when the reader scrolls near
+  it, not in the first seconds, when the page's text, styles and MathJax need the network.
 """
 
 from __future__ import annotations
 
-import shutil
+import io
+import re
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
 from sphinx.application import Sphinx
 from sphinx.builders.html._assets import _JavaScript
 from sphinx.config import Config
@@ -33,26 +39,21 @@ from sphinx.config import Config
 #: Built files no page loads, relative to ``_static`` (globs).
 UNUSED = (
     "**/*.map",
-    "html-manager/embed.js",
-    "html-manager/embed.js.LICENSE.txt",
-    "html-manager/libembed-amd.js",
-    "html-manager/*.embed.js",
-    "html-manager/*.eot",
-    "html-manager/*.ttf",
-    "html-manager/*.woff",
-    "html-manager/*.svg",
-    "mathjax/tex-svg.js",
     "sphinx-thebe.js",
     "scripts/fontawesome.js",  # book/_templates/layout.html: the theme's font draws the icons
     "sphinx-thebe.css",
 )
-#: Built files shipped only when some page loads them (by the name a page's HTML uses).
-SHIPPED_IF_LOADED = {
-    "html-manager/embed-amd.js": "html-manager",
-    "require.js": "require.js",
-    "widget_compat.js": "widget_compat.js",
-    "explorer.js": "explorer.js",
-}
+#: Built files shipped only when some page loads them (by the name a page's HTML uses; globs):
+#: the explorers' script, and of MathJax's builds the one the pages load (a build of the book
+#: made before keeps the files an older configuration copied into its ``_static``).
+SHIPPED_IF_LOADED = ("explorer.js", "mathjax/*.js")
+#: MathJax's CHTML fonts (its script asks for them only once it has typeset the page: seconds
+#: into a phone's load, and each one that arrives lays the page out again); the three that
+#: every page with maths uses are preloaded with the page, beside the script (55 kB).
+MATHJAX_FONTS = "mathjax/output/chtml/fonts/woff-v2"
+PRELOADED_FONTS = ("MathJax_Main-Regular.woff", "MathJax_Math-Italic.woff", "MathJax_Zero.woff")
+#: A lesson figure as docutils writes it (MyST-NB's image of a cell's PNG output).
+FIGURE = re.compile(r'<img alt="([^"]*)" src="((?:\.\./)*_images/([^"/]+\.png))" />')
 #: What a page's body holds when it has a static explorer (StaticExplorer's outer element).
 EXPLORER = 'class="llm-explorer"'
 
@@ -74,11 +75,15 @@ def prune_assets(
             continue
         seen.add(body)
         scripts.append(script)
-    loads_renderer = any("html-manager" in str(getattr(s, "filename", "")) for s in scripts)
-    if not loads_renderer:  # the renderer's shims, only beside it
-        scripts = [s for s in scripts if "widget_compat.js" not in str(getattr(s, "filename", s))]
     if EXPLORER in context.get("body", ""):
         scripts.append(_JavaScript("_static/explorer.js", defer="defer"))
+    if any("mathjax/" in str(getattr(s, "filename", "")) for s in scripts):
+        pathto = context["pathto"]
+        context["metatags"] = context.get("metatags", "") + "".join(
+            f'\n<link rel="preload" href="{pathto(f"_static/{MATHJAX_FONTS}/{name}", 1)}" '
+            'as="font" type="font/woff" crossorigin="anonymous" />'
+            for name in PRELOADED_FONTS
+        )
     context["script_files"] = scripts
     context["css_files"] = [c for c in context.get("css_files", []) if not _is_thebe(c)]
 
@@ -96,14 +101,52 @@ def drop_unused(app: Sphinx, exception: Exception | None) -> None:
         for path in static.glob(pattern):
             if path.is_file():
                 path.unlink()
-    pages = [p.read_text() for p in Path(app.outdir).rglob("*.html") if "_static" not in p.parts]
-    for loaded, shipped in SHIPPED_IF_LOADED.items():
-        if not any(f"_static/{loaded}" in page for page in pages):
-            path = static / shipped
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.is_file():
+    outdir = Path(app.outdir)
+    pages = {p: p.read_text() for p in outdir.rglob("*.html") if "_static" not in p.parts}
+    light_figures(outdir, pages)
+    for pattern in SHIPPED_IF_LOADED:
+        for path in static.glob(pattern):
+            name = path.relative_to(static).as_posix()
+            if path.is_file() and not any(f"_static/{name}" in page for page in pages.values()):
                 path.unlink()
+
+
+def palette_png(path: Path) -> tuple[int, int]:
+    """Rewrite the opaque RGB(A) PNG at ``path`` as a 256-colour palette PNG where that is
+    smaller (a figure with transparency, or a palette already, stays as it is); its size."""
+    with Image.open(path) as image:
+        size = image.size
+        opaque = image.mode == "RGB" or (
+            image.mode == "RGBA" and image.getchannel("A").getextrema()[0] == 255
+        )
+        if not opaque:
+            return size
+        palette = image.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE)
+    buffer = io.BytesIO()
+    palette.save(buffer, format="PNG", optimize=True)
+    if buffer.tell() < path.stat().st_size:
+        path.write_bytes(buffer.getvalue())
+    return size
+
+
+def light_figures(outdir: Path, pages: dict[Path, str]) -> None:
+    """The figures as palette PNGs, and each ``<img>`` of one sized and loaded lazily (a page
+    built before has them already: its tag no longer matches :data:`FIGURE`)."""
+    sizes = {path.name: palette_png(path) for path in (outdir / "_images").glob("*.png")}
+
+    def sized(match: re.Match[str]) -> str:
+        alt, src, name = match.groups()
+        width, height = sizes[name]
+        return (
+            f'<img alt="{alt}" src="{src}" width="{width}" height="{height}" '
+            'loading="lazy" decoding="async" />'
+        )
+
+    for path, page in pages.items():
+        lighter = FIGURE.sub(sized, page)
+        if lighter != page:
+            path.write_text(lighter)
+            pages[path] = lighter
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

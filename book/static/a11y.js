@@ -1,6 +1,6 @@
-// Accessible names for what the book's theme and bibliography draw without one
-// (tests/test_accessibility.py runs axe-core over every page). The explorers' controls, alt
-// text and live region are explorer.js's.
+// Accessible names for what the book's theme and bibliography draw without one, and a Tab
+// stop for display maths that scrolls (tests/test_accessibility.py runs axe-core over every
+// page). The explorers' controls, alt text and live region are explorer.js's.
 (function () {
   "use strict";
 
@@ -49,6 +49,21 @@
     });
   }
 
+  // Display maths wider than the column scrolls sideways (course.css): a keyboard reaches it
+  // (a Tab stop) when it scrolls. MathJax's menu made every formula a Tab stop; the book loads
+  // MathJax without its menu (scripts/vendor_js.py), so only those that need one get it.
+  function focusableWideMaths() {
+    document.querySelectorAll('mjx-container[display="true"]').forEach(function (maths) {
+      if (maths.scrollWidth > maths.clientWidth) maths.setAttribute("tabindex", "0");
+      else maths.removeAttribute("tabindex");
+    });
+  }
+
+  function afterMaths() {
+    var startup = window.MathJax && window.MathJax.startup;
+    if (startup && startup.promise) startup.promise.then(focusableWideMaths);
+  }
+
   function label() {
     markSidebar();
     linkFigures();
@@ -58,4 +73,6 @@
 
   document.addEventListener("DOMContentLoaded", label);
   window.addEventListener("load", label);  // what the theme's scripts drew after
+  window.addEventListener("load", afterMaths);  // MathJax (deferred) has started by then
+  window.addEventListener("resize", afterMaths);
 })();

@@ -3,6 +3,7 @@ and nothing graded leaks into it (no solution code, no hidden test)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -66,7 +67,6 @@ def built_text() -> dict[Path, str]:
         if path.is_file()
         and path.suffix in {".html", ".js", ".txt", ".ipynb", ".md", ".json"}
         and "_vendor" not in path.parts
-        and "html-manager" not in path.parts
         and "mathjax" not in path.parts
     }
 
@@ -204,28 +204,68 @@ def test_no_page_declares_thebe_it_does_not_use() -> None:
 
 
 def test_no_dead_files_in_static() -> None:
-    """Source maps and bundles no page loads are not shipped (book/_ext/lean_pages.py): the
-    widget renderer, require.js and its shims only if a page loads them (none does: the
-    explorers are plain HTML), the explorers' script only if a page has an explorer."""
+    """Source maps and bundles no page loads are not shipped (book/_ext/lean_pages.py), nor
+    the explorers' script where no page has an explorer; no widget renderer at all (the
+    explorers are plain HTML)."""
     static = HTML / "_static"
     dead = [p.relative_to(static).as_posix() for p in static.rglob("*.map")]
     dead += [
         name
         for name in (
-            "html-manager/embed.js",
-            "html-manager/libembed-amd.js",
+            "html-manager",
+            "require.js",
+            "widget_compat.js",
             "mathjax/tex-svg.js",
+            "mathjax/tex-mml-chtml.js",
             "scripts/fontawesome.js",
         )
         if (static / name).exists()
     ]
     pages = [p.read_text() for p in HTML.rglob("*.html") if "_static" not in p.parts]
-    for name in ("html-manager/embed-amd.js", "require.js", "widget_compat.js", "explorer.js"):
-        loaded = any(f"_static/{name}" in page for page in pages)
-        if (static / name).exists() != loaded:
-            dead.append(f"{name} (loaded by a page: {loaded}, shipped: {not loaded})")
-    assert any("_static/explorer.js" in page for page in pages), "no page loads explorer.js"
+    loaded = any("_static/explorer.js" in page for page in pages)
+    if (static / "explorer.js").exists() != loaded:
+        dead.append(f"explorer.js (loaded by a page: {loaded}, shipped: {not loaded})")
+    assert loaded, "no page loads explorer.js"
     assert not dead, dead
+
+
+#: Our own files in ``_static`` that no page names and that are used all the same: MathJax
+#: fetches its fonts and TeX extensions from beside its script, as a page needs them.
+LOADED_BY_MATHJAX = ("mathjax/output/", "mathjax/input/tex/extensions/")
+
+
+def test_every_vendored_and_course_file_shipped_is_used() -> None:
+    """Each file the book ships from ``book/_vendor`` (scripts/vendor_js.py) and
+    ``book/static`` is loaded by a built page (or by MathJax, from beside its script): a file
+    vendored or written for the book and then left unused (as the widget renderer, require.js
+    and their shims were once the explorers became plain HTML) fails here."""
+    static = HTML / "_static"
+    ours = [
+        path.relative_to(folder).as_posix()
+        for folder in (ROOT / "book" / "_vendor", ROOT / "book" / "static")
+        for path in folder.rglob("*")
+        if path.is_file() and path.name != "versions.json"
+    ]
+    shipped = [name for name in ours if (static / name).is_file()]
+    assert "mathjax/tex-chtml-lean.js" in shipped and "explorer.js" in shipped, shipped
+    pages = "\n".join(p.read_text() for p in HTML.rglob("*.html") if "_static" not in p.parts)
+    unused = [
+        name
+        for name in shipped
+        if f"_static/{name}" not in pages and not name.startswith(LOADED_BY_MATHJAX)
+    ]
+    assert not unused, f"shipped in _static, loaded by no page: {unused}"
+
+
+def test_vendor_js_fetches_only_what_the_book_and_tests_load() -> None:
+    """scripts/vendor_js.py vendors MathJax (the book, nbgrader's feedback) and axe-core (the
+    tests): no widget renderer or require.js, which no page loads."""
+    spec = importlib.util.spec_from_file_location("vendor_js", ROOT / "scripts" / "vendor_js.py")
+    assert spec and spec.loader
+    vendor_js = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vendor_js)
+    names = {spec.rsplit("@", 1)[0] for spec in (*vendor_js.PACKAGES, *vendor_js.TEST_PACKAGES)}
+    assert names == {"mathjax", "axe-core"}, names
 
 
 def test_explorer_script_loads_deferred_and_only_where_an_explorer_is() -> None:
@@ -240,5 +280,26 @@ def test_explorer_script_loads_deferred_and_only_where_an_explorer_is() -> None:
             assert len(scripts) == 1 and "defer" in scripts[0], (path, scripts)
         else:
             assert not scripts, path
-        if "application/vnd.jupyter.widget-state+json" not in page:  # no ipywidgets in it
-            assert "html-manager" not in page and "_static/require.js" not in page, path
+        # No ipywidgets state (the book ships no renderer to draw it) and no renderer loaded.
+        assert "application/vnd.jupyter.widget-state+json" not in page, path
+        assert "html-manager" not in page and "_static/require.js" not in page, path
+
+
+def test_figures_are_palette_pngs_loaded_lazily_at_their_size() -> None:
+    """A lesson figure ships as a palette PNG (book/_ext/lean_pages.py: a fifth of
+    matplotlib's RGBA bytes) and its ``<img>`` says its size and loads lazily, so figures far
+    down a page leave a phone's first seconds of network to the text, styles and MathJax."""
+    from PIL import Image
+
+    tags = [
+        tag
+        for page in HTML.rglob("*.html")
+        if "_static" not in page.parts
+        for tag in re.findall(r"<img [^>]*_images/[^>]*>", page.read_text())
+    ]
+    assert len(tags) >= 20, f"only {len(tags)} figures in the book"
+    for tag in tags:
+        assert 'loading="lazy"' in tag and re.search(r'width="\d+" height="\d+"', tag), tag
+    figures = list((HTML / "_images").glob("*.png"))
+    rgba = [p.name for p in figures if Image.open(p).mode != "P"]
+    assert figures and not rgba, f"figures shipped as full-colour PNGs: {rgba}"
