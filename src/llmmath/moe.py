@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -44,7 +45,6 @@ from llmmath.core.dtypes import DTYPE, bytes_per_element
 from llmmath.core.hardware import Chip
 from llmmath.core.models import (
     ModelConfig,
-    _check_k_le_e,
     expected_experts_touched,
     get_model,
     weight_params_read,
@@ -104,10 +104,21 @@ def flops_per_token(model: str | ModelConfig, context: ArrayLike = 0) -> float |
     return get_model(model).forward_flops_per_token(context)
 
 
+def _routes_within_layer(n_experts: int, experts_per_token: int) -> str | None:
+    """The rule of :func:`with_experts` (its ``where=``): a token's experts are the layer's."""
+    if experts_per_token <= n_experts:
+        return None
+    return (
+        f"experts_per_token={experts_per_token} exceeds n_experts={n_experts}: "
+        "a token cannot be routed to more experts than the layer has"
+    )
+
+
 @contract(
     n_experts=Count(high=1 << 16),
     experts_per_token=Count(),
     n_shared_experts=Count(low=0, high=1 << 16),
+    where=_routes_within_layer,
 )
 def with_experts(
     model: str | ModelConfig,
@@ -119,7 +130,6 @@ def with_experts(
     width, ``experts_per_token`` of them per token (checked by :class:`ModelConfig`)."""
     spec = get_model(model)
     E, k = int(n_experts), int(experts_per_token)
-    _check_k_le_e(np.asarray(float(k)), np.asarray(float(E)))
     shared = spec.n_shared_experts if n_shared_experts is None else n_shared_experts
     return dataclasses.replace(
         spec,
@@ -255,6 +265,12 @@ def _experts_divide(model: str | ModelConfig, ep_width: int) -> str | None:
         f"n_experts={spec.n_experts} is not divisible by ep_width={ep_width}: every GPU must "
         f"hold the same number of experts (try one of {ep_widths(spec.n_experts)})"
     )
+
+
+#: The contract rules of every function of an EP width, shared with
+#: :func:`llmmath.beyond.moe_dispatch.all_to_all_ratio`: each GPU of the group holds the same
+#: number of experts.
+EP_WIDTH_RULES: dict[str, Any] = {"where": _experts_divide}
 
 
 @contract(where=_experts_divide)
@@ -576,6 +592,7 @@ def ep_width_curves(
 
 __all__ = [
     "DOMAIN_PRESETS",
+    "EP_WIDTH_RULES",
     "LECTURE_SPARSITY",
     "SPARSITY_DEFINITIONS",
     "AttentionBesideEP",

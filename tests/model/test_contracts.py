@@ -103,6 +103,10 @@ INSTANCES: dict[type, Callable[[], object]] = {
     hardware.Chip: lambda: hardware.get_chip("H100"),
     models.ModelConfig: lambda: models.get_model("Llama-3-8B"),
     placement.Layout: lambda: placement.Layout(tp=8),
+    # the base's methods, on a serving record (the base holds no bytes of its own)
+    placement.MemoryPerGpu: lambda: placement.serving_memory(
+        "Llama-3-8B", placement.Layout(), 8.0, 1024.0
+    ),
     placement.ServingMemory: lambda: placement.serving_memory(
         "Llama-3-8B", placement.Layout(), 8.0, 1024.0
     ),
@@ -407,7 +411,6 @@ def raised_in(error: BaseException, code: Any) -> bool:
 #: ``where=`` could state each). A function whose typical call breaks one is not probed.
 BODY_RULES = {
     ("models.expected_experts_touched", "n_experts"): "experts_per_token <= n_experts",
-    ("moe.with_experts", "n_experts"): "experts_per_token <= n_experts",
     ("expert_dispatch.domains_reached", "n_experts"): "n_domains divides n_experts",
     ("expert_dispatch.domains_reached", "max_domains"): "experts_per_token fit max_domains",
     ("paged_kv.kv_packing", "prompt_tokens"): "reserved_tokens > prompt_tokens",

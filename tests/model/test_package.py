@@ -12,6 +12,7 @@ import pkgutil
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -124,23 +125,87 @@ def _is_model_module(module: str) -> bool:
     return top_level or module.startswith(MODEL_LAYERS)
 
 
+def _llmmath_imports(tree: ast.AST) -> Iterator[tuple[str, str]]:
+    """Each ``from llmmath.x import name`` of ``tree``, as (``llmmath.x``, ``name``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            package = node.module.startswith("llmmath")
+            yield from ((node.module, alias.name) for alias in node.names if package)
+
+
+def _defined_elsewhere(thing: object, module: str) -> str | None:
+    """Where ``thing`` (a function or class of the package) is defined, if not in ``module``."""
+    if not (inspect.isclass(thing) or inspect.isfunction(thing)):
+        return None  # a module, or a constraint instance
+    home = thing.__module__
+    return home if home != module and home.startswith("llmmath") else None
+
+
+def module_aliases(tree: ast.AST) -> dict[str, str]:
+    """The names ``tree`` gives the package's modules: ``from llmmath import moe`` -> ``moe``,
+    ``import llmmath.core.racks as racks`` -> ``racks``."""
+    names = {}
+    for module, name in _llmmath_imports(tree):
+        if inspect.ismodule(getattr(importlib.import_module(module), name, None)):
+            names[name] = f"{module}.{name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.asname: a.name for a in node.names if a.asname and a.name[:7] == "llmmath"}
+    for node in ast.walk(tree):  # ``from llmmath import moe as m``
+        if isinstance(node, ast.ImportFrom) and node.module and node.module[:7] == "llmmath":
+            for alias in node.names:
+                if alias.asname and alias.name in names:
+                    names[alias.asname] = names.pop(alias.name)
+    return names
+
+
+def _attribute_uses(tree: ast.AST) -> Iterator[tuple[ast.Attribute, str, object]]:
+    """Each ``x.name`` of ``tree`` where ``x`` names a module of the package, as (the node,
+    that module, what ``name`` is there)."""
+    aliases = module_aliases(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            home = aliases.get(node.value.id)
+            if home is not None:
+                yield node, home, getattr(importlib.import_module(home), node.attr, None)
+
+
 def misaddressed_imports(module: str, source: str) -> list[str]:
     """``from llmmath.x import name`` in ``module`` where ``name`` (a function or class) is
-    defined elsewhere: code names the module that defines a thing, not one that passes it on."""
+    defined elsewhere, and ``x.name`` where ``x`` is a module of the package that only passes
+    ``name`` on: code names the module that defines a thing, not one that passes it on."""
+    tree = ast.parse(source)
     found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if not node.module.startswith("llmmath"):
-                continue
-            imported = importlib.import_module(node.module)
-            for alias in node.names:
-                thing = getattr(imported, alias.name, None)
-                if not (inspect.isclass(thing) or inspect.isfunction(thing)):
-                    continue  # a module, or a constraint instance
-                if thing.__module__ != node.module and thing.__module__.startswith("llmmath"):
-                    found.append(
-                        f"{module}: {alias.name} from {node.module}, defined in {thing.__module__}"
-                    )
+    for home, name in _llmmath_imports(tree):
+        where = _defined_elsewhere(getattr(importlib.import_module(home), name, None), home)
+        if where:
+            found.append(f"{module}: {name} from {home}, defined in {where}")
+    for node, home, thing in _attribute_uses(tree):
+        where = _defined_elsewhere(thing, home)
+        if where:
+            found.append(f"{module}:{node.lineno}: {ast.unparse(node)}, defined in {where}")
+    return found
+
+
+def _private(name: str) -> bool:
+    """``_x`` (a helper of its module), not ``__version__`` or ``__file__``."""
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_crossing(module: str, source: str) -> list[str]:
+    """A module's private helper (``_x``) used by another module: ``from llmmath.x import _y``
+    or ``x._y``. A helper another module needs is public (its contract, its docstring) or
+    lives where it is used. A private *module* (``core._constraints``) is the package's own
+    toolkit and may be imported: its names are public to the package."""
+    tree = ast.parse(source)
+    found = []
+    for home, name in _llmmath_imports(tree):
+        thing = getattr(importlib.import_module(home), name, None)
+        if _private(name) and home != module and not inspect.ismodule(thing):
+            found.append(f"{module}: {name} from {home}")
+    for node, home, thing in _attribute_uses(tree):
+        if home != module and _private(node.attr) and not inspect.ismodule(thing):
+            found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
     return found
 
 
@@ -173,6 +238,53 @@ def test_a_re_export_is_caught() -> None:
     assert misaddressed_imports("llmmath.example", shimmed) == [
         "llmmath.example: decode_step from llmmath.serving, defined in llmmath.core.serving"
     ]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from llmmath import moe\nmoe.get_domain('H100')\n",
+        "from llmmath import moe as chapter\nchapter.get_domain('H100')\n",
+        "import llmmath.moe as chapter\nchapter.get_domain('H100')\n",
+    ],
+)
+def test_a_re_export_reached_as_an_attribute_is_caught(source: str) -> None:
+    """The check can fail: a chapter module's re-export, reached as ``module.attr``; the
+    same call at its home passes."""
+    assert misaddressed_imports("llmmath.example", source) == [
+        "llmmath.example:2: "
+        + source.split("\n")[1].split("(")[0]
+        + ", defined in llmmath.core.racks"
+    ]
+    at_home = "from llmmath.core import racks\nracks.get_domain('H100')\n"
+    assert misaddressed_imports("llmmath.example", at_home) == []
+
+
+def test_code_uses_no_other_module_s_private_names() -> None:
+    """#47: planning ran on a dozen of plan_workers' ``_helpers``, training on placement's."""
+    found = [
+        problem
+        for module in _modules()
+        for problem in private_names_crossing(module, _source(module).read_text())
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_a_private_name_crossing_modules_is_caught() -> None:
+    """The check can fail: a helper imported, or reached as an attribute, from another module;
+    a dunder, a private module and a module's own helper pass."""
+    source = (
+        "from llmmath.core.models import _COUNT_FIELDS\n"
+        "from llmmath.core import models\n"
+        "models._COUNT_FIELDS\n"
+        "from llmmath import __version__\n"
+        "from llmmath.core import _constraints\n"
+    )
+    assert private_names_crossing("llmmath.example", source) == [
+        "llmmath.example: _COUNT_FIELDS from llmmath.core.models",
+        "llmmath.example:3: models._COUNT_FIELDS",
+    ]
+    assert private_names_crossing("llmmath.core.models", source) == []
 
 
 def test_the_model_defines_each_public_name_once() -> None:

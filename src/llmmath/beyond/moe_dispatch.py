@@ -34,18 +34,18 @@ from llmmath.core import collectives
 from llmmath.core.contracts import RESULT, checked, contract, each
 from llmmath.core.dtypes import bytes_per_element
 from llmmath.core.expert_dispatch import (
+    NODE_LIMITED_RULES,
     NodeLimitedDispatch,
-    _node_limited_rules,
     domains_reached,
     node_limited_all_to_all,
 )
 from llmmath.core.hardware import Chip
-from llmmath.core.models import ModelConfig
+from llmmath.core.models import ModelConfig, get_model
 from llmmath.core.racks import DOMAIN, ScaleUpDomain, get_domain
-from llmmath.moe import ExpertLayerStep, _experts_divide, _moe_model, expert_parallel_step
+from llmmath.moe import EP_WIDTH_RULES, ExpertLayerStep, expert_parallel_step
 
 
-@contract(**_node_limited_rules)
+@contract(**NODE_LIMITED_RULES)
 def node_limited_step(
     model: str | ModelConfig,
     batch: ArrayLike,
@@ -93,7 +93,7 @@ class AllToAllRatio:
     total: float
 
 
-@contract(chip=DOMAIN, where=_experts_divide)
+@contract(chip=DOMAIN, **EP_WIDTH_RULES)
 def all_to_all_ratio(
     model: str | ModelConfig,
     batch: ArrayLike,
@@ -103,7 +103,7 @@ def all_to_all_ratio(
 ) -> AllToAllRatio:
     """:func:`llmmath.moe.expert_parallel_step`'s all-to-all over its compute, split into the
     terms of the closed form ``b C k f / (3 F_e W (k + s)) + latency / T_compute``."""
-    spec = _moe_model(model)
+    spec = get_model(model)  # a dense model is refused by expert_parallel_step below
     G = int(ep_width)
     chip_spec = get_domain(chip).chip
     step = expert_parallel_step(spec, batch, G, chip_spec, activation_dtype=activation_dtype)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,9 +17,18 @@ from llmmath.beyond.queueing import BatcherLatency, simulate_batcher
 from llmmath.core._constraints import Count, Instance, OneOf, Optional, Real
 from llmmath.core.capacity import max_batch
 from llmmath.core.collectives import point_to_point_time_s
-from llmmath.core.contracts import FLAG, NOTE, SCALAR_POSITIVE, checked, contract, each
+from llmmath.core.contracts import (
+    FLAG,
+    NAME,
+    NOTE,
+    SCALAR,
+    SCALAR_POSITIVE,
+    checked,
+    contract,
+    each,
+)
 from llmmath.core.deployment import DEPLOYMENT, Deployment
-from llmmath.core.hardware import get_chip
+from llmmath.core.hardware import get_chip, list_chips
 from llmmath.core.placement import DoesNotFitError, Layout
 from llmmath.core.serving import decode_step, prefill
 
@@ -29,6 +37,9 @@ WALLS = ("HBM", "compute", "bandwidth", "network", "queueing")
 PERCENTILES = ("p50", "p99")
 MODES = ("aggregated", "disaggregated")
 ROLES = ("serve", "prefill", "decode")
+#: The most chips a plan searches (``llmmath plan --max-chips`` allows as many): workers of
+#: 1, 2, 4, ... chips up to it.
+MAX_CHIPS_SEARCHED = Count(high=1024)
 #: A step's parts, as the wall each names when it is the largest.
 _PART_WALLS = ("compute", "bandwidth", "network")
 
@@ -80,7 +91,8 @@ TARGETS = Instance(Targets, example=lambda: Targets(2.0, 0.05))
     rate_per_s=SCALAR_POSITIVE,
     cache_hit_fraction=Real(low_open=False, high=1.0, scalar=True),
     chunked_prefill=FLAG,
-    **each(Count(), "max_running_sequences max_batched_tokens max_chips n_requests"),
+    **each(Count(), "max_running_sequences max_batched_tokens n_requests"),
+    max_chips=MAX_CHIPS_SEARCHED,
     seed=Count(low=0),
 )
 class Stream:
@@ -175,36 +187,60 @@ class Refusal:
     why: str
 
 
-def _refusal(mode: str, role: str, worker: Deployment, wall: str) -> Refusal:
-    """A refusal from ``"wall: why"``."""
+WORKER = DEPLOYMENT  # a worker: one model-parallel group (DP 1), as a deployment
+
+
+def _has_layout(worker: Deployment) -> str | None:
+    """The rule of :func:`refusal` (its ``where=``): a worker searched has its layout."""
+    return None if worker.layout is not None else "worker has no layout (a searched worker has)"
+
+
+@contract(
+    mode=OneOf(MODES, "mode"), role=OneOf(ROLES, "role"), worker=WORKER, wall=NAME,
+    where=_has_layout,
+)  # fmt: skip
+def refusal(mode: str, role: str, worker: Deployment, wall: str) -> Refusal:
+    """The :class:`Refusal` of ``worker`` in ``mode`` and ``role`` from a wall as the walls
+    below give it: ``"wall: why"``."""
     name, _, why = wall.partition(": ")
-    assert worker.layout is not None  # every worker searched has its layout
+    assert worker.layout is not None  # the contract's rule
     return Refusal(mode, role, worker.layout, name, why)
 
 
 # ---- one worker's walls -----------------------------------------------------------------------
-def _part_wall(compute_s: float, memory_s: float, network_s: float) -> str:
+@contract(**each(SCALAR, "compute_s memory_s network_s"))
+def part_wall(compute_s: float, memory_s: float, network_s: float) -> str:
     """The wall a too-slow step meets: its largest part."""
     return _PART_WALLS[int(np.argmax([compute_s, memory_s, network_s]))]
 
 
-def _workers(template: Deployment, chip: str, price: float, max_chips: int) -> list[Deployment]:
-    """Every worker layout (DP 1) on 1, 2, 4, ... ``max_chips`` chips the model allows, as
-    deployments (those whose weights do not fit too: ``allow_overflow``, refused later)."""
+@contract(
+    template=DEPLOYMENT,
+    chip=OneOf(lambda: list_chips(), "chip"),
+    usd_per_chip_hour=SCALAR_POSITIVE,
+    max_chips=MAX_CHIPS_SEARCHED,
+)
+def candidate_workers(
+    template: Deployment, chip: str, usd_per_chip_hour: float, max_chips: int
+) -> list[Deployment]:
+    """Every worker layout (DP 1) of ``template``'s model on 1, 2, 4, ... ``max_chips`` chips
+    of ``chip`` that the model allows, as deployments (those whose weights do not fit too:
+    ``allow_overflow``, refused later by :func:`hbm_wall`)."""
     sizes = [2**i for i in range(int(math.log2(max_chips)) + 1)]
     found = []
     for size in sizes:
         shell = dataclasses.replace(
-            template, chip=get_chip(chip), n_chips=size, layout=None, usd_per_chip_hour=price,
-            allow_overflow=True,
+            template, chip=get_chip(chip), n_chips=size, layout=None,
+            usd_per_chip_hour=usd_per_chip_hour, allow_overflow=True,
         )  # fmt: skip
         layouts, _ = serving_layouts(shell)
         found += [dataclasses.replace(shell, layout=lay) for lay in layouts if lay.dp == 1]
     return found
 
 
-def _fits(worker: Deployment, stream: Stream) -> str | None:
-    """Why the worker's HBM cannot hold the weights and one whole request, or None."""
+@contract(worker=WORKER, stream=STREAM)
+def hbm_wall(worker: Deployment, stream: Stream) -> str:
+    """Why the worker's HBM cannot hold the weights and one whole request, or ``""``."""
     try:
         dep = dataclasses.replace(worker, allow_overflow=False)
     except DoesNotFitError:
@@ -216,7 +252,7 @@ def _fits(worker: Deployment, stream: Stream) -> str | None:
     longest = min(longest, float(dep.model.max_context))
     if float(max_batch(dep, longest)) < 1:
         return f"one request of {longest:,.0f} tokens: its KV cache does not fit beside the weights"
-    return None
+    return ""
 
 
 def _percentile_length(lengths: NDArray[np.float64], percentile: str) -> float:
@@ -224,7 +260,8 @@ def _percentile_length(lengths: NDArray[np.float64], percentile: str) -> float:
     return float(np.percentile(lengths, float(percentile[1:])))
 
 
-def _transfer_s(worker: Deployment, stream: Stream, percentile: str) -> float:
+@contract(worker=WORKER, stream=STREAM, percentile=OneOf(PERCENTILES, "percentile"))
+def kv_transfer_s(worker: Deployment, stream: Stream, percentile: str) -> float:
     """The prompt's KV cache from a prefill worker to a decode worker over the scale-out
     network, each of the worker's chips sending its share at once (a floor)."""
     tokens = _percentile_length(stream.input_tokens, percentile)
@@ -232,13 +269,15 @@ def _transfer_s(worker: Deployment, stream: Stream, percentile: str) -> float:
     return float(point_to_point_time_s(kv, worker.chip, across_domains=True))
 
 
-def _prefill_wall(worker: Deployment, stream: Stream, targets: Targets, extra_s: float) -> str:
-    """A wall where one prompt alone (at the TTFT percentile's length) misses the TTFT target."""
+@contract(worker=WORKER, stream=STREAM, targets=TARGETS, extra_s=SCALAR)
+def prefill_wall(worker: Deployment, stream: Stream, targets: Targets, extra_s: float) -> str:
+    """The wall (``"wall: why"``) where one prompt alone (at the TTFT percentile's length),
+    ``extra_s`` (a KV transfer) added, misses the TTFT target, or ``""``."""
     prompt = _percentile_length(stream.computed_inputs, targets.ttft_percentile)
     fill = prefill(worker, prompt, 1, allow_overflow=True)
     if float(fill.time_s) + extra_s <= targets.ttft_s:
         return ""
-    wall = _part_wall(float(fill.compute_s), float(fill.memory_s), float(fill.communication_s))
+    wall = part_wall(float(fill.compute_s), float(fill.memory_s), float(fill.communication_s))
     if extra_s > float(fill.time_s):
         wall = "network"
     return (
@@ -248,21 +287,24 @@ def _prefill_wall(worker: Deployment, stream: Stream, targets: Targets, extra_s:
     )
 
 
-def _decode_wall(worker: Deployment, stream: Stream, targets: Targets) -> str:
-    """A wall where one sequence's decode step misses the TPOT target."""
+@contract(worker=WORKER, stream=STREAM, targets=TARGETS)
+def decode_wall(worker: Deployment, stream: Stream, targets: Targets) -> str:
+    """The wall (``"wall: why"``) where one sequence's decode step misses the TPOT target, or
+    ``""``."""
     context = stream.mean_input + stream.mean_output / 2.0
     step = decode_step(worker, 1, context)
     if float(step.time_s) <= targets.tpot_s:
         return ""
     network = float(step.communication_s) + float(step.pp_s)
-    wall = _part_wall(float(step.compute_s), float(step.memory_s), network)
+    wall = part_wall(float(step.compute_s), float(step.memory_s), network)
     return (
         f"{wall}: one sequence's decode step takes {float(step.time_s) * 1e3:.3g} ms, over the "
         f"TPOT target {targets.tpot_s * 1e3:.3g} ms"
     )
 
 
-def _cap(worker: Deployment, stream: Stream) -> int:
+@contract(worker=WORKER, stream=STREAM)
+def running_cap(worker: Deployment, stream: Stream) -> int:
     """The most sequences a worker runs: the engine's cap, or the KV caches that fit at the
     mean request's final context."""
     final = min(stream.mean_input + stream.mean_output, float(worker.model.max_context))
@@ -270,86 +312,25 @@ def _cap(worker: Deployment, stream: Stream) -> int:
     return int(max(1, min(stream.max_running_sequences, math.floor(fit))))
 
 
-# ---- the search over copies of one worker -------------------------------------------------------
-@dataclass
-class _Search:
-    """A worker's search state: the fewest copies its floor rate allows, the most the chips
-    allow, and the simulation of ``k`` copies (cached)."""
-
-    worker: Deployment
-    fewest: int
-    most: int
-    simulate: Callable[[int], BatcherLatency]
-    meets: Callable[[BatcherLatency], bool]
-    runs: dict[int, BatcherLatency] = dataclasses.field(default_factory=dict)
-
-    def at(self, copies: int) -> BatcherLatency:
-        if copies not in self.runs:
-            self.runs[copies] = self.simulate(copies)
-        return self.runs[copies]
-
-    def fewest_meeting(self, upto: int) -> int | None:
-        """The fewest copies in [fewest, upto] whose simulation meets the targets (the
-        latencies fall as copies are added), or None."""
-        if upto < self.fewest or not self.meets(self.at(upto)):
-            return None
-        lo, hi = self.fewest - 1, upto  # hi meets; lo does not (or is below the range)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if self.meets(self.at(mid)) else (mid, hi)
-        return hi
-
-
-def _cheapest(
-    searches: list[_Search],
-    refuse: Callable[[_Search, str, str], None],
-    what: Callable[[BatcherLatency], str],
-) -> tuple[_Search, int] | None:
-    """The search and copies with the fewest chips meeting the targets; the others refused
-    (queueing where they miss at every copy the chips allow, else costlier)."""
-    best: tuple[_Search, int] | None = None
-    best_chips = math.inf
-    for search in sorted(searches, key=lambda s: s.fewest * s.worker.n_chips):
-        size = search.worker.n_chips
-        if search.fewest * size >= best_chips:
-            refuse(search, "costlier", f"its floor needs >= {search.fewest * size} chips, the "
-                   f"cheapest found {int(best_chips)}")  # fmt: skip
-            continue
-        upto = search.most if best is None else min(search.most, int(best_chips - 1) // size)
-        copies = search.fewest_meeting(upto)
-        if copies is not None:
-            if best is not None:
-                refuse(best[0], "costlier", f"needs {best[1] * best[0].worker.n_chips} chips")
-            best, best_chips = (search, copies), copies * size
-            continue
-        if upto == search.most:
-            last = search.at(upto)
-            refuse(
-                search,
-                "queueing",
-                f"{what(last)} with {upto} cop{'y' if upto == 1 else 'ies'} ({upto * size} chips)",
-            )
-        else:
-            refuse(search, "costlier", f"misses the targets below {int(best_chips)} chips")
-    return best
-
-
-def _missed(targets: Targets) -> Callable[[BatcherLatency], str]:
-    def what(latency: BatcherLatency) -> str:
-        ttft, tpot = targets.ttft_of(latency), targets.tpot_of(latency)
-        missed = []
-        if not ttft <= targets.ttft_s:
-            missed.append(f"{targets.ttft_percentile} TTFT {ttft:.3g} s")
-        if not tpot <= targets.tpot_s:
-            missed.append(f"{targets.tpot_percentile} TPOT {tpot * 1e3:.3g} ms")
-        return " and ".join(missed) + " over the targets"
-
-    return what
-
-
-def _bound_wall(bound: str) -> str:
-    return {"compute": "compute", "memory": "bandwidth", "network": "network"}[bound]
-
-
-__all__ = ["MODES", "PERCENTILES", "ROLES", "STREAM", "TARGETS", "WALLS", "Pool", "Refusal",
-           "Stream", "Targets"]  # fmt: skip
+__all__ = [
+    "MAX_CHIPS_SEARCHED",
+    "MODES",
+    "PERCENTILES",
+    "ROLES",
+    "STREAM",
+    "TARGETS",
+    "WALLS",
+    "WORKER",
+    "Pool",
+    "Refusal",
+    "Stream",
+    "Targets",
+    "candidate_workers",
+    "decode_wall",
+    "hbm_wall",
+    "kv_transfer_s",
+    "part_wall",
+    "prefill_wall",
+    "refusal",
+    "running_cap",
+]

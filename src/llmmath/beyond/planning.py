@@ -50,18 +50,14 @@ from llmmath.beyond.plan_workers import (
     Refusal,
     Stream,
     Targets,
-    _bound_wall,
-    _cap,
-    _cheapest,
-    _decode_wall,
-    _fits,
-    _missed,
-    _part_wall,
-    _prefill_wall,
-    _refusal,
-    _Search,
-    _transfer_s,
-    _workers,
+    candidate_workers,
+    decode_wall,
+    hbm_wall,
+    kv_transfer_s,
+    part_wall,
+    prefill_wall,
+    refusal,
+    running_cap,
 )
 from llmmath.beyond.queueing import (
     BatcherLatency,
@@ -180,14 +176,14 @@ def _plan_chip(
 ) -> ChipPlan:
     refused: list[Refusal] = []
     workers = []
-    for worker in _workers(template, chip, price, stream.max_chips):
-        why = _fits(worker, stream)
-        if why is None:
+    for worker in candidate_workers(template, chip, price, stream.max_chips):
+        why = hbm_wall(worker, stream)
+        if not why:
             workers.append(dataclasses.replace(worker, allow_overflow=False))
         else:
             roles = [("aggregated", "serve"), ("disaggregated", "prefill"),
                      ("disaggregated", "decode")]  # fmt: skip
-            refused += [_refusal(mode, role, worker, f"HBM: {why}") for mode, role in roles
+            refused += [refusal(mode, role, worker, f"HBM: {why}") for mode, role in roles
                         if mode in modes]  # fmt: skip
     by_mode: dict[str, Configuration | None] = {}
     runs = 0
@@ -207,13 +203,13 @@ def _aggregated(
 ) -> tuple[Configuration | None, int]:
     searches = []
     for worker in workers:
-        wall = _prefill_wall(worker, stream, targets, 0.0) or _decode_wall(worker, stream, targets)
+        wall = prefill_wall(worker, stream, targets, 0.0) or decode_wall(worker, stream, targets)
         if not wall:
             wall, search = _aggregated_search(worker, stream, targets)
             if search is not None:
                 searches.append(search)
                 continue
-        refused.append(_refusal("aggregated", "serve", worker, wall))
+        refused.append(refusal("aggregated", "serve", worker, wall))
 
     found = _cheapest_of(searches, refused, "aggregated", "serve", targets)
     runs = sum(len(s.runs) for s in searches)
@@ -235,7 +231,7 @@ def _aggregated_search(
 ) -> tuple[str, _Search | None]:
     """The worker's capacity wall, or its search: copies from the floor's rate at the most
     sequences it runs up to what the chips allow."""
-    cap = _cap(worker, stream)
+    cap = running_cap(worker, stream)
     most = stream.max_chips // worker.n_chips
     view = workload(
         worker, stream.mean_input, stream.mean_output, cap,
@@ -276,7 +272,7 @@ def _disaggregated(
     if decode[0] is None:
         for worker in workers:
             why = "costlier: not searched, no decode pool meets the TPOT target"
-            refused.append(_refusal("disaggregated", "prefill", worker, why))
+            refused.append(refusal("disaggregated", "prefill", worker, why))
         return None, runs
     decode_pool = decode[0]
     assert decode_pool.latency is not None
@@ -301,8 +297,8 @@ def _decode_pool(
     searches = []
     context = stream.mean_input + stream.mean_output / 2.0
     for worker in workers:
-        wall = _decode_wall(worker, stream, targets)
-        cap = _cap(worker, stream)
+        wall = decode_wall(worker, stream, targets)
+        cap = running_cap(worker, stream)
         most = stream.max_chips // worker.n_chips
         step = decode_step(worker, cap, context)
         per_worker = cap / (stream.mean_output * float(step.time_s))  # Little's law
@@ -310,11 +306,11 @@ def _decode_pool(
         if not wall and fewest > most:
             parts = (float(step.compute_s), float(step.memory_s), float(step.communication_s))
             wall = (
-                f"{_part_wall(*parts)}: {_copies(most)} decoding {cap} sequences serve <= "
+                f"{part_wall(*parts)}: {_copies(most)} decoding {cap} sequences serve <= "
                 f"{most * per_worker:.3g} req/s at the floor, under {stream.rate_per_s:g}"
             )
         if wall:
-            refused.append(_refusal("disaggregated", "decode", worker, wall))
+            refused.append(refusal("disaggregated", "decode", worker, wall))
             continue
         steps = _once(partial(_decode_table, worker, context, cap))
 
@@ -350,9 +346,9 @@ def _prefill_pool(
 ) -> tuple[tuple[Pool, float] | None, list[_Search]]:
     searches, transfers = [], {}
     for worker in workers:
-        transfer = _transfer_s(worker, stream, targets.ttft_percentile)
+        transfer = kv_transfer_s(worker, stream, targets.ttft_percentile)
         budget = dataclasses.replace(targets, ttft_s=max(targets.ttft_s - decode_wait_s, 1e-9))
-        wall = _prefill_wall(worker, stream, budget, transfer)
+        wall = prefill_wall(worker, stream, budget, transfer)
         view = workload(worker, stream.mean_input, 1, 1,
                         cache_hit_fraction=stream.cache_hit_fraction)  # fmt: skip
         most = room // worker.n_chips
@@ -366,7 +362,7 @@ def _prefill_pool(
                 f"{stream.rate_per_s:g}"
             )
         if wall:
-            refused.append(_refusal("disaggregated", "prefill", worker, wall))
+            refused.append(refusal("disaggregated", "prefill", worker, wall))
             continue
         table = _once(partial(deployment_step_time, worker, stream.mean_input, 1, stream.budget))
         limit = budget.ttft_s - transfer
@@ -397,7 +393,7 @@ def _cheapest_of(
     """:func:`_cheapest` of one pool's searches, the others refused in ``mode`` and ``role``."""
 
     def refuse(search: _Search, wall: str, why: str) -> None:
-        refused.append(_refusal(mode, role, search.worker, f"{wall}: {why}"))
+        refused.append(refusal(mode, role, search.worker, f"{wall}: {why}"))
 
     return _cheapest(searches, refuse, _missed(targets))
 
@@ -462,6 +458,87 @@ def _configuration(
     )
 
 
+# ---- the search over copies of one worker -------------------------------------------------------
+@dataclass
+class _Search:
+    """A worker's search state: the fewest copies its floor rate allows, the most the chips
+    allow, and the simulation of ``k`` copies (cached)."""
+
+    worker: Deployment
+    fewest: int
+    most: int
+    simulate: Callable[[int], BatcherLatency]
+    meets: Callable[[BatcherLatency], bool]
+    runs: dict[int, BatcherLatency] = dataclasses.field(default_factory=dict)
+
+    def at(self, copies: int) -> BatcherLatency:
+        if copies not in self.runs:
+            self.runs[copies] = self.simulate(copies)
+        return self.runs[copies]
+
+    def fewest_meeting(self, upto: int) -> int | None:
+        """The fewest copies in [fewest, upto] whose simulation meets the targets (the
+        latencies fall as copies are added), or None."""
+        if upto < self.fewest or not self.meets(self.at(upto)):
+            return None
+        lo, hi = self.fewest - 1, upto  # hi meets; lo does not (or is below the range)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if self.meets(self.at(mid)) else (mid, hi)
+        return hi
+
+
+def _cheapest(
+    searches: list[_Search],
+    refuse: Callable[[_Search, str, str], None],
+    what: Callable[[BatcherLatency], str],
+) -> tuple[_Search, int] | None:
+    """The search and copies with the fewest chips meeting the targets; the others refused
+    (queueing where they miss at every copy the chips allow, else costlier)."""
+    best: tuple[_Search, int] | None = None
+    best_chips = math.inf
+    for search in sorted(searches, key=lambda s: s.fewest * s.worker.n_chips):
+        size = search.worker.n_chips
+        if search.fewest * size >= best_chips:
+            refuse(search, "costlier", f"its floor needs >= {search.fewest * size} chips, the "
+                   f"cheapest found {int(best_chips)}")  # fmt: skip
+            continue
+        upto = search.most if best is None else min(search.most, int(best_chips - 1) // size)
+        copies = search.fewest_meeting(upto)
+        if copies is not None:
+            if best is not None:
+                refuse(best[0], "costlier", f"needs {best[1] * best[0].worker.n_chips} chips")
+            best, best_chips = (search, copies), copies * size
+            continue
+        if upto == search.most:
+            last = search.at(upto)
+            refuse(
+                search,
+                "queueing",
+                f"{what(last)} with {upto} cop{'y' if upto == 1 else 'ies'} ({upto * size} chips)",
+            )
+        else:
+            refuse(search, "costlier", f"misses the targets below {int(best_chips)} chips")
+    return best
+
+
+def _missed(targets: Targets) -> Callable[[BatcherLatency], str]:
+    def what(latency: BatcherLatency) -> str:
+        ttft, tpot = targets.ttft_of(latency), targets.tpot_of(latency)
+        missed = []
+        if not ttft <= targets.ttft_s:
+            missed.append(f"{targets.ttft_percentile} TTFT {ttft:.3g} s")
+        if not tpot <= targets.tpot_s:
+            missed.append(f"{targets.tpot_percentile} TPOT {tpot * 1e3:.3g} ms")
+        return " and ".join(missed) + " over the targets"
+
+    return what
+
+
+def _bound_wall(bound: str) -> str:
+    return {"compute": "compute", "memory": "bandwidth", "network": "network"}[bound]
+
+
 # ---- curves the figures draw ------------------------------------------------------------------
 @dataclass(frozen=True)
 @checked(chip=NAME, **each(RESULT, "tokens_per_s_per_user tokens_per_s_per_chip"))
@@ -487,11 +564,11 @@ def frontier(
     """The throughput-per-chip vs speed-per-user frontier of ``chip`` (see :class:`Frontier`),
     from :func:`llmmath.beyond.layout_search.workload` over the workers :func:`plan` tries."""
     points = []
-    for worker in _workers(deployment, chip, usd_per_chip_hour, stream.max_chips):
-        if _fits(worker, stream) is not None:
+    for worker in candidate_workers(deployment, chip, usd_per_chip_hour, stream.max_chips):
+        if hbm_wall(worker, stream):
             continue
         fitted = dataclasses.replace(worker, allow_overflow=False)
-        cap = _cap(fitted, stream)
+        cap = running_cap(fitted, stream)
         for concurrency in np.unique(np.round(np.geomspace(1, cap, 12))):
             view = workload(
                 fitted, stream.mean_input, stream.mean_output, float(concurrency),

@@ -36,7 +36,6 @@ from llmmath.cli.formatting import (
     NUMBERS,
     InputError,
     Report,
-    _plain,
     did_you_mean,
     given_layout,
     parse_cluster,
@@ -48,6 +47,7 @@ from llmmath.cli.formatting import (
     parse_tokens,
     parse_values,
     place,
+    without_function_name,
 )
 from llmmath.cli.formatting import parse_layout as parse_layout  # for scripts and the example above
 from llmmath.cli.inputs import (
@@ -466,7 +466,7 @@ def flag_message(message: str, args: argparse.Namespace) -> str:
     if not match:
         return message
     flag = "--" + match.group(1).replace("_", "-")
-    text = _plain(message)
+    text = without_function_name(message)
     return flag + text[len(match.group(1)) :] if hasattr(args, match.group(1)) else text
 
 
@@ -481,7 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report, notes = run(args)
     except DoesNotFitError as error:
-        print(f"{where}: does not fit: {_plain(str(error))}", file=sys.stderr)
+        print(f"{where}: does not fit: {without_function_name(str(error))}", file=sys.stderr)
         return 1
     except (ValueError, TypeError, KeyError, OSError, ArithmeticError) as error:
         if os.environ.get("LLMMATH_DEBUG"):

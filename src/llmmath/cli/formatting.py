@@ -260,7 +260,7 @@ def parse_length(text: str, name: str, model: ModelConfig) -> float:
     return values[0]
 
 
-def _plain(message: str) -> str:
+def without_function_name(message: str) -> str:
     """A package error without the function it came from (``serving.decode_step(): ``)."""
     return re.sub(r"^[\w.]+\(\): ", "", message)
 
@@ -368,7 +368,7 @@ def parse_layout(text: str, n_chips: int) -> Layout:
     try:
         layout = Layout.for_cluster(n_chips, zero_stage=zero, embedding_as_layers=emb, **degrees)
     except ValueError as error:
-        raise InputError(f"--layout {text!r}: {_plain(str(error))}") from None
+        raise InputError(f"--layout {text!r}: {without_function_name(str(error))}") from None
     if dp is not None and dp != layout.dp:
         raise InputError(f"--layout {text!r} on {n_chips} chips leaves dp={layout.dp}, not dp={dp}")
     return layout
@@ -443,7 +443,7 @@ def place(
         layout.validate(placed)
     except ValueError as error:
         message = str(error).replace("(embedding_as_layers=True, ", "(add emb to --layout, ")
-        raise InputError(f"--layout {text!r}: {_plain(message)}") from None
+        raise InputError(f"--layout {text!r}: {without_function_name(message)}") from None
     return layout, placed, notes
 
 
@@ -481,4 +481,5 @@ __all__ = [
     "sig",
     "table",
     "usd",
+    "without_function_name",
 ]

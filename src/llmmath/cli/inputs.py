@@ -12,7 +12,6 @@ from pathlib import Path
 
 from llmmath.cli.formatting import (
     InputError,
-    _plain,
     did_you_mean,
     given_layout,
     parse_cluster,
@@ -21,6 +20,7 @@ from llmmath.cli.formatting import (
     parse_price,
     parse_share,
     place,
+    without_function_name,
 )
 from llmmath.core import hardware
 from llmmath.core.deployment import Deployment
@@ -56,7 +56,7 @@ def resolve_model(text: str) -> tuple[ModelConfig, list[str], CheckpointFormats 
         except tomllib.TOMLDecodeError as error:
             raise InputError(f"{file}: not valid TOML ({error})") from None
         except ValueError as error:
-            raise InputError(f"{file}: {_plain(str(error))}") from None
+            raise InputError(f"{file}: {without_function_name(str(error))}") from None
         if name:
             if name not in found:
                 raise InputError(f"{file} has no model {name!r}; it has {', '.join(found)}")
@@ -77,7 +77,7 @@ def load_chip_file(path: str | None) -> list[str]:
         why = os.strerror(error.errno) if error.errno else "cannot be read"
         raise InputError(f"--chip-file {path}: {why}") from None
     except ValueError as error:
-        raise InputError(f"--chip-file: {_plain(str(error))}") from None
+        raise InputError(f"--chip-file: {without_function_name(str(error))}") from None
     for chip in chips.values():
         hardware.add_chip(chip)
     return list(chips)

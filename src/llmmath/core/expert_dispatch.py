@@ -100,7 +100,7 @@ class NodeLimitedDispatch:
 
 
 #: The inputs' rules, shared with :func:`llmmath.beyond.moe_dispatch.node_limited_step`.
-_node_limited_rules: dict[str, Any] = {
+NODE_LIMITED_RULES: dict[str, Any] = {
     "chip": DOMAIN,
     "max_domains": Optional(Count(high=1 << 16)),
     **each(DTYPE, "dispatch_dtype combine_dtype"),
@@ -108,7 +108,7 @@ _node_limited_rules: dict[str, Any] = {
 }
 
 
-@contract(**_node_limited_rules)
+@contract(**NODE_LIMITED_RULES)
 def node_limited_all_to_all(
     model: str | ModelConfig,
     batch: ArrayLike,
@@ -160,4 +160,9 @@ def node_limited_all_to_all(
     )
 
 
-__all__ = ["NodeLimitedDispatch", "domains_reached", "node_limited_all_to_all"]
+__all__ = [
+    "NODE_LIMITED_RULES",
+    "NodeLimitedDispatch",
+    "domains_reached",
+    "node_limited_all_to_all",
+]

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from llmmath.core._checks import FloatArray, as_floats, as_output
-from llmmath.core._constraints import Count, Instance, OneOf, Optional
+from llmmath.core._constraints import Count, Instance, OneOf, Optional, SequenceOf
 from llmmath.core.contracts import (
     CHIPS,
     FLAG,
@@ -180,11 +180,19 @@ def pipeline_slots(model: str | ModelConfig, embedding_as_layers: bool = False) 
     return spec.n_layers + (2 if embedding_as_layers else 0)
 
 
-def _stage_loads(spec: ModelConfig, layout: Layout, microbatches: int) -> list[tuple[float, int]]:
+#: A layout parameter (the default layout is one GPU).
+LAYOUT = Instance(Layout, example=Layout)
+vocabulary(layout=LAYOUT)
+
+
+@contract(microbatches=Count())
+def stage_loads(
+    model: str | ModelConfig, layout: Layout, microbatches: int
+) -> list[tuple[float, int]]:
     """(layers, microbatches in flight) on each pipeline stage under 1F1B: stage ``i`` holds
     ``min(pp - i, m)`` microbatches; with embedding slots the first and last hold one layer
     fewer. Equal stages repeat, so only distinct pairs are returned."""
-    per_stage = pipeline_slots(spec, layout.embedding_as_layers) / layout.pp
+    per_stage = pipeline_slots(model, layout.embedding_as_layers) / layout.pp
     loads = set()
     for i in range(layout.pp):
         layers = per_stage
@@ -192,11 +200,6 @@ def _stage_loads(spec: ModelConfig, layout: Layout, microbatches: int) -> list[t
             layers -= (i == 0) + (i == layout.pp - 1)
         loads.add((max(layers, 1.0), min(layout.pp - i, microbatches)))
     return sorted(loads)
-
-
-#: A layout parameter (the default layout is one GPU).
-LAYOUT = Instance(Layout, example=Layout)
-vocabulary(layout=LAYOUT)
 
 
 @contract()
@@ -235,8 +238,16 @@ class Group:
         return self.n_domains > 1
 
 
-def _group(layout: Layout, kind: str, axes: tuple[str, ...], domain_size: int) -> Group:
-    """The group through GPU 0 that varies ``axes``; members per domain from the placement."""
+@contract(
+    kind=OneOf(KINDS, "kind"),
+    axes=SequenceOf(OneOf(AXES, "axis")),
+    domain_size=CHIPS,
+)
+def group_through_gpu0(layout: Layout, kind: str, axes: tuple[str, ...], domain_size: int) -> Group:
+    """The ``kind`` group through GPU 0 that varies ``axes`` of ``layout`` (ranks placed TP
+    fastest, then EP, PP, DP); members per scale-up domain of ``domain_size`` GPUs from that
+    placement. :func:`groups` gives the four usual ones; training asks for the expert DP group
+    (``axes=("dp",)``) too."""
     strides = {"tp": 1}
     strides["ep"] = layout.tp
     strides["pp"] = layout.tp * layout.ep
@@ -259,10 +270,10 @@ def groups(layout: Layout, chip: str | Chip) -> dict[str, Group]:
     """
     domain = get_chip(chip).scale_up_domain_size
     return {
-        "DP": _group(layout, "DP", ("ep", "dp"), domain),
-        "TP": _group(layout, "TP", ("tp",), domain),
-        "PP": _group(layout, "PP", ("pp",), domain),
-        "EP": _group(layout, "EP", ("ep",), domain),
+        "DP": group_through_gpu0(layout, "DP", ("ep", "dp"), domain),
+        "TP": group_through_gpu0(layout, "TP", ("tp",), domain),
+        "PP": group_through_gpu0(layout, "PP", ("pp",), domain),
+        "EP": group_through_gpu0(layout, "EP", ("ep",), domain),
     }
 
 
@@ -291,7 +302,12 @@ def params_per_gpu(model: str | ModelConfig, layout: Layout) -> float:
 
 # ---- does it fit ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _Fits:
+@checked()
+class MemoryPerGpu:
+    """What both memory records share (:class:`ServingMemory`, and
+    :class:`~llmmath.core.training_memory.TrainingMemory`): their bytes per GPU against a
+    chip's HBM. A subclass gives ``total_bytes`` and ``parts``."""
+
     @property
     def total_bytes(self) -> FloatArray:
         raise NotImplementedError
@@ -349,7 +365,7 @@ def _gb(value: float) -> str:
 # ---- serving memory ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 @checked(weights_bytes=RESULT, kv_bytes=RESULT)
-class ServingMemory(_Fits):
+class ServingMemory(MemoryPerGpu):
     """Bytes per GPU while serving: the weights and the KV cache of the sequences in flight."""
 
     weights_bytes: FloatArray
@@ -431,9 +447,11 @@ __all__ = [
     "DoesNotFitError",
     "Group",
     "Layout",
+    "MemoryPerGpu",
     "ServingMemory",
     "dense_params",
     "expert_params",
+    "group_through_gpu0",
     "groups",
     "kv_shards",
     "layers_per_stage",
@@ -441,4 +459,5 @@ __all__ = [
     "params_per_gpu",
     "pipeline_slots",
     "serving_memory",
+    "stage_loads",
 ]

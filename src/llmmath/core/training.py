@@ -53,9 +53,9 @@ from llmmath.core.models import MODEL, ModelConfig, get_model
 from llmmath.core.placement import (
     Group,
     Layout,
-    _group,
     dense_params,
     expert_params,
+    group_through_gpu0,
     groups,
     layers_per_stage,
 )
@@ -231,7 +231,7 @@ def training_communication(
     # DP: dense gradients over dp*ep GPUs, expert gradients over the dp GPUs that share experts.
     dp_groups = [(dense_params(spec) / split, placed["DP"])]
     if spec.is_moe:
-        expert_dp = _group(layout, "DP", ("dp",), chip_spec.scale_up_domain_size)
+        expert_dp = group_through_gpu0(layout, "DP", ("dp",), chip_spec.scale_up_domain_size)
         dp_groups.append((expert_params(spec) / (split * layout.ep), expert_dp))
     dp_time, dp_bytes = np.zeros_like(tokens), np.zeros_like(tokens)
     for n_params, group in dp_groups:

@@ -31,7 +31,13 @@ from llmmath.core.contracts import (
 )
 from llmmath.core.dtypes import bytes_per_element
 from llmmath.core.models import ModelConfig, get_model
-from llmmath.core.placement import Layout, _Fits, _stage_loads, dense_params, expert_params
+from llmmath.core.placement import (
+    Layout,
+    MemoryPerGpu,
+    dense_params,
+    expert_params,
+    stage_loads,
+)
 
 #: How activations are kept for the backward pass (see :func:`activation_memory_bytes`).
 ACTIVATION_MODES = ("stored", "checkpointed", "reversible")
@@ -42,7 +48,7 @@ ADAM_MIXED_BYTES_PER_PARAM = {"weights": 2.0, "grads": 2.0, "optimizer": 12.0}
 
 @dataclass(frozen=True)
 @checked(**each(RESULT, "weights_bytes grads_bytes optimizer_bytes activations_bytes"))
-class TrainingMemory(_Fits):
+class TrainingMemory(MemoryPerGpu):
     """Bytes per GPU while training: model state (weights, gradients, optimizer) and the
     activations kept for the backward pass. Buffers, fragmentation and the logits are left out."""
 
@@ -235,7 +241,7 @@ def training_memory(
     )
     micro_tokens = tokens / (layout.dp * layout.ep * m)
     kept = np.zeros_like(micro_tokens)
-    for layers, in_flight in _stage_loads(spec, layout, m):
+    for layers, in_flight in stage_loads(spec, layout, m):
         held = activation_memory_bytes(
             spec,
             micro_tokens,

@@ -12,7 +12,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from llmmath import kv_cache
+from llmmath import kv_cache, memory_tiers
 from llmmath.core import capacity, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
@@ -232,7 +232,7 @@ class TierMapPanel:
         plain_axes(ax)
         ax.set(xlabel="hold time t (s)", ylabel="expected reuses r")
 
-    def show(self, pc: kv_cache.PrefixCache) -> None:
+    def show(self, pc: memory_tiers.PrefixCache) -> None:
         self.mesh.set_array(pc.cheapest)
         if tuple(pc.options) != self.options:  # a legend only for a new set of options
             self.options = tuple(pc.options)
@@ -468,7 +468,7 @@ class TierExplorer(FastFigure):
         past = past_window(model, self.prefix_tokens, "prefix")
         self.prefix_tokens = S
         self.map.show(kv_cache.tier_map(dep, S))
-        line_pc = kv_cache.prefix_cache(dep, S, HOLDS_S, self.reuses)
+        line_pc = memory_tiers.prefix_cache(dep, S, HOLDS_S, self.reuses)
         costs = line_pc.option_usd
         finite = costs[np.isfinite(costs)]
         for i, line in enumerate(self.option_lines):
@@ -495,7 +495,7 @@ class TierExplorer(FastFigure):
             self.readout.set_text("")
             self.map_point.set_data([], [])
             return
-        pc = kv_cache.prefix_cache(dep, self.prefix_tokens, hold_s, self.reuses)
+        pc = memory_tiers.prefix_cache(dep, self.prefix_tokens, hold_s, self.reuses)
         best = pc.cheapest_name()
         self.map_point.set_data([hold_s], [self.reuses])
         self.cost_marker.set_xdata([hold_s] * 2)

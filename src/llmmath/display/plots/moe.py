@@ -12,10 +12,10 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, ScalarFormatter
 
 from llmmath import moe
-from llmmath.core import roofline
+from llmmath.core import racks, roofline
 from llmmath.core._checks import positive
 from llmmath.core.hardware import Chip, get_chip
-from llmmath.core.models import ModelConfig, get_model
+from llmmath.core.models import ModelConfig, get_model, weight_params_read
 from llmmath.core.units import general
 from llmmath.display.plots.common import (
     COMPUTE_COLOUR,
@@ -74,8 +74,8 @@ def weights_read_figure(
     chip_spec = get_chip(chip)
     expected = []
     for spec, colour in zip(specs, _MODEL_COLOURS, strict=False):
-        every = float(np.asarray(moe.weight_params_read(spec, 1e9)))
-        share = moe.weight_params_read(spec, _BATCH_SWEEP) / every
+        every = float(np.asarray(weight_params_read(spec, 1e9)))
+        share = weight_params_read(spec, _BATCH_SWEEP) / every
         label = f"{spec.name}: expected"
         expected += ax_read.semilogx(_BATCH_SWEEP, share, color=colour, label=label)
         ax_read.axhline(
@@ -145,7 +145,7 @@ class EPWidthPanel:
     def lines(self) -> tuple[Line2D, Line2D, Line2D]:
         return self.compute_line, self.read_line, self.a2a_line
 
-    def show_domain(self, domain: moe.ScaleUpDomain, widths: Sequence[int]) -> None:
+    def show_domain(self, domain: racks.ScaleUpDomain, widths: Sequence[int]) -> None:
         """The widths on the axis, and the share beyond ``domain`` shaded."""
         top = max(float(widths[-1]), 2.0)
         spills = domain.n_chips < top
@@ -167,12 +167,12 @@ class EPWidthPanel:
 def ep_width_axes(
     model: str | ModelConfig,
     batch: float,
-    chip: str | Chip | moe.ScaleUpDomain,
+    chip: str | Chip | racks.ScaleUpDomain,
     ax: Axes | None = None,
 ) -> Figure:
     """One domain's :class:`EPWidthPanel` for ``model`` at ``batch`` (widths G > 1)."""
     figure, ax = figure_and_axes(ax)
-    spec, domain = get_model(model), moe.get_domain(chip)
+    spec, domain = get_model(model), racks.get_domain(chip)
     widths = [G for G in moe.ep_widths(spec.n_experts) if G > 1]
     panel = EPWidthPanel(ax)
     panel.show_domain(domain, widths)
@@ -246,7 +246,7 @@ class MoEExplorer(FastFigure):
 
     def update(
         self,
-        domain: str | Chip | moe.ScaleUpDomain = "GB200 NVL72 (72 GPUs)",
+        domain: str | Chip | racks.ScaleUpDomain = "GB200 NVL72 (72 GPUs)",
         n_experts: int = 256,
         experts_per_token: int = 8,
         batch: float = 4096,
@@ -257,7 +257,7 @@ class MoEExplorer(FastFigure):
     ) -> None:
         """Redraw for a layer of ``model``'s shape re-cut into ``n_experts`` experts, top-k
         ``experts_per_token``, on ``domain``; ``ep_width`` defaults to the widest that fits."""
-        where = moe.get_domain(domain)
+        where = racks.get_domain(domain)
         spec = moe.with_experts(model, n_experts, experts_per_token)
         G = moe.max_ep_width(n_experts, where) if ep_width is None else ep_width
         knobs = {"activation_dtype": activation_dtype, "weight_dtype": weight_dtype}
@@ -278,7 +278,7 @@ class MoEExplorer(FastFigure):
 
     def _draw_scene(
         self,
-        where: moe.ScaleUpDomain,
+        where: racks.ScaleUpDomain,
         spec: ModelConfig,
         G: int,
         widths: list[int],

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from llmmath import pricing, scaling
+from llmmath import api_prices, pricing, scaling
 from llmmath.core.capacity import step_critical_batch
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
@@ -268,8 +268,8 @@ class ServingExplorer(FastFigure):
 def price_sheet_ratios(ax: Axes | None = None) -> Figure:
     """Output / input and long-context surcharges of each dated price sheet."""
     figure, ax = figure_and_axes(ax)
-    names = pricing.list_price_sheets()
-    sheets = [pricing.get_price_sheet(name) for name in names]
+    names = api_prices.list_price_sheets()
+    sheets = [api_prices.get_price_sheet(name) for name in names]
     y = np.arange(len(sheets))
     ax.barh(y, [s.output_input_ratio for s in sheets], color=MEMORY_COLOUR, label="output / input")
     long = [s.long_output_surcharge if s.has_long_tier else 0.0 for s in sheets]

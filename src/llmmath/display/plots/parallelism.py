@@ -12,6 +12,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from llmmath import parallelism
+from llmmath.core import placement, training, training_memory
 from llmmath.core.hardware import Chip, get_chip
 from llmmath.core.models import ModelConfig, get_model
 from llmmath.core.placement import Layout
@@ -242,7 +243,7 @@ class ParallelismExplorer(FastFigure):
             self.ax_mem.set_ylim(0, cap * 1.2)
             self.ax_mem.set_title(f"{chip_spec.name}, {hbm:.0f} GB", fontsize=10)
             self.ax_time.set_xlim(low, high)
-            curve = parallelism.pipeline_bubble_fraction(
+            curve = training.pipeline_bubble_fraction(
                 layout.pp, _BUBBLE_SWEEP, layout.virtual_stages
             )
             self.bubble_line.set_data(_BUBBLE_SWEEP, curve)
@@ -286,7 +287,7 @@ def bubble_figure(
     with the 5% line dotted."""
     figure, ax = figure_and_axes(ax)
     m = np.arange(1, max_microbatches + 1, dtype=float)
-    lines = [ax.plot(m, parallelism.pipeline_bubble_fraction(p, m))[0] for p in stages]
+    lines = [ax.plot(m, training.pipeline_bubble_fraction(p, m))[0] for p in stages]
     for line, p in zip(lines, stages, strict=True):
         line.set_label(f"{p} stages")
     mark_curves(*lines)
@@ -320,7 +321,7 @@ def serving_figure(
     hbm = chip_spec.hbm_bytes / 1e9
     pairs = []  # each layout's memory line and, where a batch fits, its rate line
     for layout in layouts:
-        memory = parallelism.serving_memory(spec, layout, batch, context)
+        memory = placement.serving_memory(spec, layout, batch, context)
         total = np.asarray(memory.total_bytes) / 1e9
         (line,) = ax_mem.plot(batch, total, label=str(layout))
         pairs.append((line, None))
@@ -379,10 +380,10 @@ def reversible_figure(
     styles = {"stored": "-", "checkpointed": "--", "reversible": ":"}
     for mode, style in styles.items():
         held = [
-            float(parallelism.activation_memory_bytes(spec, tokens, mode, n_layers=n)) / 1e9
+            float(training_memory.activation_memory_bytes(spec, tokens, mode, n_layers=n)) / 1e9
             for n in layers
         ]
-        extra = parallelism.recompute_flops_fraction(mode)
+        extra = training_memory.recompute_flops_fraction(mode)
         ax.plot(
             layers,
             held,
@@ -420,7 +421,7 @@ def critical_batch_figure(
     figure = Figure(figsize=(10.0, 4.0), dpi=100, layout="constrained")
     ax_trade, ax_mp = figure.subplots(1, 2)
     ratio = np.logspace(-np.log10(32), np.log10(32), 161)
-    trade = parallelism.batch_tradeoff(ratio, 1.0)
+    trade = training.batch_tradeoff(ratio, 1.0)
     steps = ax_trade.plot(ratio, trade.steps_factor, label="steps / fewest steps")[0]
     examples = ax_trade.plot(
         ratio, trade.examples_factor, label="examples (compute) / fewest", linestyle="--"
@@ -453,8 +454,7 @@ def critical_batch_figure(
         raise ValueError(f"batches: at most {len(styles)} lines; got {len(batches)}")
     for (label, batch_tokens, sequence_tokens), style in zip(batches, styles, strict=False):
         degree = [
-            parallelism.min_model_parallel_degree(int(n), batch_tokens, sequence_tokens)
-            for n in sizes
+            training.min_model_parallel_degree(int(n), batch_tokens, sequence_tokens) for n in sizes
         ]
         drawn = ax_mp.plot(sizes, degree, style, marker="o", markersize=4, label=label)
         lines.append(drawn[0])

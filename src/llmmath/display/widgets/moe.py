@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmmath import moe
+from llmmath.core import racks
 from llmmath.core.models import get_model, list_models
 from llmmath.display.plots.moe import MoEExplorer
 from llmmath.display.widgets.common import (
@@ -84,7 +85,7 @@ def declaration(model: str = SHAPE_MODEL) -> Explorer:
                 live=Options([n for n in list_models() if get_model(n).is_moe]),
             ),
             Control(
-                "domain", "domain", domain, STATIC_DOMAINS, "menu", Options(moe.list_domains())
+                "domain", "domain", domain, STATIC_DOMAINS, "menu", Options(racks.list_domains())
             ),
             Control(
                 "batch",

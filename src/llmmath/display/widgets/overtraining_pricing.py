@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from llmmath import pricing, scaling
+from llmmath import api_prices, pricing, scaling
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.models import get_model
@@ -207,7 +207,7 @@ class PriceSheetView:
     a refusal, not later when the page asks for the HTML."""
 
     def __init__(self) -> None:
-        self.update(pricing.list_price_sheets()[0])
+        self.update(api_prices.list_price_sheets()[0])
 
     def update(self, model: str) -> None:
         self.table = price_sheet_html(model)
@@ -219,7 +219,7 @@ class PriceSheetView:
 
 def price_sheet_declaration() -> Explorer:
     """One control: the dated price sheet shown."""
-    names = tuple(pricing.list_price_sheets())
+    names = tuple(api_prices.list_price_sheets())
     return Explorer(
         view=PriceSheetView,
         controls=(Control("model", "model", names[0], names, "menu"),),
