@@ -74,7 +74,8 @@ _OPTIONAL_COUNT_FIELDS = (
     **each(Count(low=0), "index_topk index_n_heads index_head_dim index_key_bytes"),
 )
 class ModelConfig:
-    """A decoder-only transformer with SwiGLU MLPs; optional MoE layers and MLA attention."""
+    """A decoder-only transformer with SwiGLU MLPs (or two-matrix ones, ``gated_mlp``);
+    optional MoE layers, MLA attention, sparse attention and hybrid state layers."""
 
     name: str
     n_layers: int
@@ -221,7 +222,8 @@ class ModelConfig:
     def tp_all_reduces_per_layer(self) -> int:
         """All-reduces per layer of a forward pass under 1-D tensor parallelism: 2 (after
         attention, after the MLP), or 1 for a parallel block, whose two branches' partial sums
-        add locally before one all-reduce."""
+        add locally before one all-reduce, and for split blocks (``n_mlp_only_layers``: each
+        block a mixer or an MLP alone)."""
         return 1 if self.parallel_block or self.n_mlp_only_layers else 2
 
     @property
