@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from llmmath.cli import command as cli
+from llmmath.cli import parse_and_run as cli
 from llmmath.core.chip_prices import example_price
 
 ROOT = Path(__file__).resolve().parents[1]

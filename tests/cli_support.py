@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmmath.cli import command as cli
+from llmmath.cli import parse_and_run as cli
 from llmmath.core import hardware
 
 #: A chip that is not a preset, in data/hardware.toml's shape (``--chip-file``).

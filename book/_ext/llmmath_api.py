@@ -113,8 +113,8 @@ LAYERS: dict[str, Layer] = {
     "tools": Layer(
         "The command line",
         (
-            "cli", "cli.command", "cli.commands", "cli.inputs", "cli.search", "cli.training",
-            "cli.plan", "cli.calibrate", "cli.formatting",
+            "cli", "cli.parse_and_run", "cli.serve_and_fit", "cli.inputs", "cli.search",
+            "cli.training", "cli.plan", "cli.calibrate", "cli.formatting",
         ),
     ),
 }  # fmt: skip

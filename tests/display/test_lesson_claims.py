@@ -1875,7 +1875,7 @@ def _best_first_row(arguments: str) -> dict[str, Any]:
     import io
     import json
 
-    from llmmath.cli import command as cli
+    from llmmath.cli import parse_and_run as cli
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -1891,7 +1891,7 @@ def _reproduced(key: str, extra: str = "") -> dict[str, Any]:
     import io
     import json
 
-    from llmmath.cli import command as cli
+    from llmmath.cli import parse_and_run as cli
     from llmmath.core import data
 
     spec = data.table("systems")["reproduced"][key]
@@ -1911,7 +1911,7 @@ def _long_prompts(budget: str | None = None) -> dict[str, Any]:
     import io
     import json
 
-    from llmmath.cli import command as cli
+    from llmmath.cli import parse_and_run as cli
 
     argv = ["workload", "Llama-3-70B", "H100x8", "--layout", "tp8", "--dtype", "fp8",
             "--input", "6000", "--output", "500", "--concurrency", "64", "--json"]  # fmt: skip
@@ -1975,7 +1975,7 @@ def _bf16_cache_beats_the_floor() -> bool:
     import contextlib
     import io
 
-    from llmmath.cli import command as cli
+    from llmmath.cli import parse_and_run as cli
 
     argv = ["workload", "Llama-3-8B", "H100x1", "--dtype", "fp8", "--kv-dtype", "bf16",
             "--input", "1000", "--output", "1000", "--calibrate", "15220"]  # fmt: skip
@@ -2029,7 +2029,7 @@ def _plan_question() -> dict[str, Any]:
     import io
     import json
 
-    from llmmath.cli import command as cli
+    from llmmath.cli import parse_and_run as cli
 
     argv = ["plan", "Llama-3-70B", "--chips", "H100,B200", "--rate", "20", "--input", "2000",
             "--output", "500", "--ttft", "2s@p99", "--tpot", "50ms@p99", "--dtype", "fp8",

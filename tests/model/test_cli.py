@@ -21,7 +21,7 @@ from cli_support import private_registry as private_registry  # the autouse fixt
 from lesson_support import lesson
 
 import llmmath
-from llmmath.cli import command as cli
+from llmmath.cli import parse_and_run as cli
 from llmmath.cli.inputs import weight_format
 from llmmath.core import capacity, hardware, serving
 from llmmath.core.deployment import Deployment

@@ -61,7 +61,7 @@ def benchmarks() -> dict[str, dict[str, Any]]:
 def run_benchmark(key: str, workload: Callable[[list[str]], dict[str, Any]]) -> BenchmarkResult:
     """``llmmath workload`` at benchmark ``key``'s setting, calibrated to its measured rate.
     ``workload`` runs ``llmmath workload ARGV`` and gives its report's data: the command line
-    passes its own, ``cli.command.workload_data`` (that module imports this one, so this one
+    passes its own, ``cli.parse_and_run.workload_data`` (that module imports this one, so this one
     does not import it back)."""
     specs = benchmarks()
     if key not in specs:

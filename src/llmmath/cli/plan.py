@@ -22,7 +22,6 @@ import numpy as np
 from llmmath.beyond import planning, serving_systems
 from llmmath.beyond.plan_workers import MODES, PERCENTILES, WALLS, Refusal, Stream, Targets
 from llmmath.beyond.planning import ChipPlan, Configuration
-from llmmath.cli.commands import floor_note, kv_format, setting_line, settings
 from llmmath.cli.formatting import (
     InputError,
     Report,
@@ -34,6 +33,7 @@ from llmmath.cli.formatting import (
     table,
     usd,
 )
+from llmmath.cli.serve_and_fit import floor_note, kv_format, setting_line, settings
 from llmmath.core import hardware
 from llmmath.core.chip_prices import example_price, list_example_prices
 from llmmath.core.deployment import Deployment

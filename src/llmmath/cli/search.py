@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from llmmath.beyond.layout_search import Candidate, best_layouts, best_workload_layouts
-from llmmath.cli.commands import add_setting, floor_note, heading, links, settings
 from llmmath.cli.formatting import Report, count, ms, sig, table, usd
+from llmmath.cli.serve_and_fit import add_setting, floor_note, heading, links, settings
 from llmmath.core.deployment import Deployment
 from llmmath.core.hf_quant import KVCacheDtype
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from llmmath.beyond.layout_search import WorkloadView
 from llmmath.beyond.serving_systems import ChunkedPrefill, chunked_prefill, default_prefill_chunk
-from llmmath.cli.commands import add_setting, floor_note, heading, price_of, settings
 from llmmath.cli.formatting import (
     LINK_NAMES,
     Report,
@@ -24,6 +23,7 @@ from llmmath.cli.formatting import (
     table,
     usd,
 )
+from llmmath.cli.serve_and_fit import add_setting, floor_note, heading, price_of, settings
 from llmmath.core.chip_prices import example_price, list_example_prices
 from llmmath.core.deployment import dispatch_words
 from llmmath.core.hardware import Chip

@@ -1,4 +1,8 @@
-"""``llmmath``: the course's model as a calculator for your own model and cluster.
+"""``llmmath``: the course's model as a calculator for your own model and cluster. This module
+parses a command line (every subcommand's parser, its flags into a deployment), runs the
+subcommand's report (:mod:`llmmath.cli.serve_and_fit`, :mod:`~llmmath.cli.search`,
+:mod:`~llmmath.cli.training`, :mod:`~llmmath.cli.plan`, :mod:`~llmmath.cli.calibrate`), prints
+it and exits with a status (:func:`main`).
 
     llmmath serve Llama-3-70B H100x8 --layout tp8 --batch 1,16,64,256 --context 8192
     llmmath fit path/to/config.json H200x8
@@ -28,9 +32,9 @@ from typing import Any, NoReturn
 from llmmath import __version__
 from llmmath.beyond import layout_search, planning, serving_systems
 from llmmath.cli import calibrate as cli_calibrate
-from llmmath.cli import commands as cli_commands
 from llmmath.cli import plan as cli_plan
 from llmmath.cli import search as cli_search
+from llmmath.cli import serve_and_fit
 from llmmath.cli import training as cli_training
 from llmmath.cli.formatting import (
     NUMBERS,
@@ -104,7 +108,7 @@ def _serve(args: argparse.Namespace, dep: Deployment, kv: KVCacheDtype) -> Repor
     context = parse_length(args.context, "--context", dep.model)
     prompt = parse_length(args.prompt, "--prompt", dep.model) if args.prompt else context
     batches = parse_values(args.batch, "--batch", whole=True, low=1)
-    return cli_commands.serve(dep, batches, context, prompt, args.overlap, kv)
+    return serve_and_fit.serve(dep, batches, context, prompt, args.overlap, kv)
 
 
 def _fit(args: argparse.Namespace, dep: Deployment, kv: KVCacheDtype) -> Report:
@@ -114,7 +118,7 @@ def _fit(args: argparse.Namespace, dep: Deployment, kv: KVCacheDtype) -> Report:
     else:
         contexts = parse_tokens(args.context, "--context", dep.model)
     batches = parse_values(args.batch, "--batch", whole=True, low=1)
-    return cli_commands.fit(dep, contexts, batches, kv)
+    return serve_and_fit.fit(dep, contexts, batches, kv)
 
 
 def _best(args: argparse.Namespace, dep: Deployment, kv: KVCacheDtype) -> Report:

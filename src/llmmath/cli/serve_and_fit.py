@@ -1,9 +1,11 @@
-"""What each ``llmmath`` subcommand computes, as a :class:`~llmmath.cli.formatting.Report`.
+"""The ``llmmath serve`` and ``llmmath fit`` reports (a
+:class:`~llmmath.cli.formatting.Report` each), and the lines every report opens with: the
+heading (model, chips, layout, formats, KV cache, price), the setting line and the floor note,
+which the other reports (:mod:`llmmath.cli.search`, :mod:`llmmath.cli.training`,
+:mod:`llmmath.cli.plan`) take from here.
 
 Every number comes from the course's package: the decode step and prefill of
-:mod:`llmmath.core.serving`, the capacity of :mod:`llmmath.batching` and :mod:`llmmath.kv_cache`,
-the training step of :mod:`llmmath.core.training`, the search of
-:mod:`llmmath.beyond.layout_search`.
+:mod:`llmmath.core.serving`, the capacity of :mod:`llmmath.batching` and :mod:`llmmath.kv_cache`.
 Nothing here re-derives a formula; it chooses, formats and explains.
 """
 
