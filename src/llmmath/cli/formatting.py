@@ -261,7 +261,8 @@ def parse_length(text: str, name: str, model: ModelConfig) -> float:
 
 
 def without_function_name(message: str) -> str:
-    """A package error without the function it came from (``serving.decode_step(): ``)."""
+    """A package error without the prefix naming the function it came from
+    (``serving.decode_step():`` and the space after it)."""
     return re.sub(r"^[\w.]+\(\): ", "", message)
 
 
