@@ -18,6 +18,20 @@ from llmmath_course.browser import CHROMIUM, CHROMIUM_ARGS, MISSING, serve  # no
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
+# In a JupyterLab page that exposes its app (window.jupyterapp: make lab's in test_lab, the
+# test hub's students' in test_hub):
+#: True once the current document's kernel info and spec have arrived and JupyterLab's own
+#: handlers of them (registered first, so run first) have updated the notebook's metadata.
+KERNEL_KNOWN = """async () => {
+    const panel = jupyterapp.shell.currentWidget;
+    await panel.sessionContext.ready;
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel) return false;
+    await kernel.info;
+    await kernel.spec;
+    await new Promise(resolve => setTimeout(resolve, 0));
+    return true;
+}"""
 # Console errors a page may log, each with its reason (#45: every other error fails, and so
 # does every failed request). The book's own pages log none (book/_ext/lean_pages.py), and
 # since the explorers are plain HTML (no widget renderer's "processLuminoMessage" under fast

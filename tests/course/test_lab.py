@@ -50,10 +50,9 @@ from grading_support import (
     submission_from_release,
 )
 from playwright.sync_api import Browser, Locator, Page
-from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from port_support import free_port
-from site_support import HTML, is_local
+from site_support import HTML, KERNEL_KNOWN, is_local
 from wait_support import in_page, ms, seconds, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -296,22 +295,55 @@ def test_instructor_role_has_nbgrader_tools_and_writable_lessons(
 
 
 # ---- the browser ------------------------------------------------------------------------------
-#: True once the current document's kernel info and spec have arrived and JupyterLab's own
-#: handlers of them (registered first, so run first) have updated the notebook's metadata.
-KERNEL_KNOWN = """async () => {
-    const panel = jupyterapp.shell.currentWidget;
-    await panel.sessionContext.ready;
-    const kernel = panel.sessionContext.session?.kernel;
-    if (!kernel) return false;
-    await kernel.info;
-    await kernel.spec;
-    await new Promise(resolve => setTimeout(resolve, 0));
-    return true;
-}"""
 #: True once every markdown cell of the current notebook shows as rendered MyST.
 MARKDOWN_RENDERED = """() => [...document.querySelectorAll(
     '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell')]
     .every(c => c.querySelector('.myst'))"""
+
+#: Installed on a lesson's tab before Run All: follows what jupyterlab-myst (2.7) does after it.
+#: Run All sends each Markdown cell's {eval} expressions to the kernel behind the code cells,
+#: so they come back after the last code cell ran; each answer sets the cell's user_expressions,
+#: which (100 ms of quiet later, its activity monitor) re-renders the cell, and a cell's render
+#: re-parses and re-renders every Markdown cell of the notebook: React draws each anew, an
+#: answer's <details> a new element, closed, for seconds after Run All (a click in between was
+#: lost: 20 such redraws up to 3.6 s after the code cells had run, the batching lesson here).
+MYST_PROBE = """() => {
+    const panel = jupyterapp.shell.currentWidget;
+    const cells = panel.content.widgets.filter(c => c.model.type === "markdown");
+    const probe = {cells, rendering: 0, pending: new Set(), requested: new Map(), drawn: new Map()};
+    for (const cell of cells) {
+        const render = cell.render.bind(cell);  // what an update or `rendered` calls
+        cell.render = async () => {
+            probe.rendering++;
+            try { return await render(); } finally { probe.rendering--; }
+        };
+        cell.model.contentChanged.connect(() => probe.pending.add(cell));
+        cell._monitor.activityStopped.connect(() => probe.pending.delete(cell));  // after theirs
+        const widget = cell._mystWidget, update = widget.onUpdateRequest.bind(widget);
+        widget.onUpdateRequest = msg => { probe.requested.set(cell, widget.model); update(msg); };
+        probe.requested.set(cell, cell.mystModel);
+        probe.drawn.set(cell, cell.mystModel);  // shown rendered before Run All
+        new MutationObserver(() => probe.drawn.set(cell, probe.requested.get(cell)))
+            .observe(widget.node, {subtree: true, childList: true, characterData: true});
+    }
+    window.llmmathMystProbe = probe;
+}"""
+#: True once the lesson's MyST is settled after Run All (MYST_PROBE): every cell with an {eval}
+#: has its expressions' values (jupyterlab-myst's executor is done), no cell's re-render is
+#: waiting on its activity monitor or running, and each cell's DOM has been drawn (a mutation
+#: seen) from the MyST model it holds now: nothing is left that would draw an element anew.
+MYST_STATE = """() => {
+    const probe = window.llmmathMystProbe;
+    return {
+        waiting_for_values: probe.cells.filter(cell =>
+            cell.model.sharedModel.getSource().includes("{eval}`")
+            && cell.model.getMetadata("user_expressions") === undefined).length,
+        rendering: probe.rendering,
+        activity_pending: probe.pending.size,
+        not_drawn: probe.cells.filter(cell => probe.drawn.get(cell) !== cell.mystModel).length,
+    };
+}"""
+MYST_SETTLED = f"""() => Object.values(({MYST_STATE})()).every(count => count === 0)"""
 
 
 class Learner:
@@ -471,17 +503,9 @@ def error_texts(scope: Locator) -> list[str]:
     return [text.strip() for text in outputs.all_text_contents()]
 
 
-def scroll_to(locator: Locator, tries: int = 5) -> None:
-    """Scroll ``locator`` into view, looking it up again if a re-render detached it."""
-    for attempt in range(tries):
-        try:
-            locator.scroll_into_view_if_needed(timeout=ms(10))
-            return
-        except PlaywrightError as error:  # the timeout error is a subclass
-            detached = "not attached" in str(error) or "not stable" in str(error)
-            if attempt == tries - 1 or not detached:
-                raise
-            time.sleep(0.5)
+def scroll_to(locator: Locator) -> None:
+    """Scroll ``locator`` into view (a lesson's MyST has settled: ``OpenedLesson.run_all``)."""
+    locator.scroll_into_view_if_needed(timeout=ms(10))
 
 
 def pixels(locator: Locator) -> bytes:
@@ -716,9 +740,17 @@ class OpenedLesson:
         return learner
 
     def run_all(self) -> None:
-        """Run All on this tab's kernel, unless a test of this lesson already ran it here."""
+        """Run All on this tab's kernel, unless a test of this lesson already ran it here; until
+        its MyST has settled (MYST_SETTLED: the {eval}s' values in, every redraw done)."""
         if not self.ran:
+            page = self.learner.page
+            page.evaluate(MYST_PROBE)
             self.learner.run_all()
+            try:
+                page.wait_for_function(MYST_SETTLED, polling="raf", timeout=ms(60))
+            except PlaywrightTimeoutError:
+                self.learner.shot("myst-not-settled")
+                pytest.fail(f"the lesson's MyST did not settle: {page.evaluate(MYST_STATE)}")
             self.ran = True
 
 
@@ -838,16 +870,13 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     assert answers.count() >= 1, f"{lesson.name} shows no folded answer"
     body = answers.first.locator(":scope > :not(summary)").first
     assert not body.is_visible(), "an answer shows before it is asked for"
-    summary = answers.first.locator("summary")
-    for _ in range(3):  # a click that lands while Run All re-renders the cell is lost: retry
-        summary.click()
-        try:
-            body.wait_for(state="visible", timeout=ms(5))
-            break
-        except PlaywrightTimeoutError:
-            continue
-    else:
-        raise AssertionError(f"{lesson.name}: an answer does not open when its summary is clicked")
+    answers.first.locator("summary").click()  # run_all waited for the MyST to settle
+    try:
+        body.wait_for(state="visible", timeout=ms(5))
+    except PlaywrightTimeoutError:
+        raise AssertionError(
+            f"{lesson.name}: an answer does not open when its summary is clicked"
+        ) from None
     learner.shot("answer-opened")
 
     # The exercise link opens the learner's own copy.
@@ -881,7 +910,7 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
         pause=in_page(learner.page),
     )
     assert "make lab" not in said and "your own copy" in said, said
-    scroll_to(link)  # jupyterlab-myst may re-render the cell as {eval}s resolve
+    scroll_to(link)
     learner.shot("exercise-link")
 
     output = learner.page.locator(".jp-OutputArea-output")
