@@ -541,15 +541,28 @@ def test_the_roofline_figure_is_the_static_explorers_first_frame() -> None:
 
 
 # ---- frames as files, redraws that only blit -----------------------------------------------
+@pytest.fixture(scope="module")
+def overtraining_inline() -> tuple[widgets.Explorer, widgets.StaticExplorer]:
+    """The over-training explorer and its static flavour with every frame inline, drawn once
+    (its 2 x 2 panels at every stop are most of a test's time) for the tests that only read
+    its frames."""
+    spec = widgets.overtraining_pricing.overtraining_declaration()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(widgets.common.FRAMES_ENV, "")
+        return spec, widgets.common.static_explorer(spec)
+
+
 def test_static_frames_as_files_are_the_inline_frames(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    overtraining_inline: tuple[widgets.Explorer, widgets.StaticExplorer],
 ) -> None:
     """With a frames folder, each leaf loads its frame by URL from a file holding the very
     PNG the inline flavour embeds; equal frames share one file, and the page names each
     frame's size."""
-    spec = widgets.overtraining_pricing.overtraining_declaration()
-    monkeypatch.setenv(widgets.common.FRAMES_ENV, "")
-    inline = [bytes(leaf.value) for leaf in leaves(widgets.common.static_explorer(spec))]
+    spec, inline_box = overtraining_inline
+    inline = [bytes(leaf.value) for leaf in leaves(inline_box)]
+    assert all(leaf.format == "png" for leaf in leaves(inline_box))  # inline, not by URL
     monkeypatch.setenv(widgets.common.FRAMES_ENV, str(tmp_path))
     box = widgets.common.static_explorer(spec)
     urls = [str(leaf.value) for leaf in leaves(box)]
@@ -763,12 +776,13 @@ def test_an_invalid_value_is_refused_in_the_live_status_line(name: str) -> None:
     assert not isinstance(refused.value, DoesNotFitError)
 
 
-def test_every_static_frame_is_a_full_draw() -> None:
+def test_every_static_frame_is_a_full_draw(
+    overtraining_inline: tuple[widgets.Explorer, widgets.StaticExplorer],
+) -> None:
     """Each precomputed frame of the over-training explorer (both panels' limits move with
     the loss) has the pixels of a whole-figure draw at its setting: no panel swapped in
     clips a neighbour's tick label (the last x label once lost its exponent's last digit)."""
-    spec = widgets.overtraining_pricing.overtraining_declaration()
-    box = widgets.common.static_explorer(spec)
+    spec, box = overtraining_inline
     order = spec.static_controls()
     settings = [
         {order[0].name: outer, order[1].name: inner}
