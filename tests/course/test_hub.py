@@ -160,15 +160,19 @@ def class_hub() -> Iterator[tuple[Hub, Api]]:
         # process inherits unless the hub resets it (see test_a_class_on_the_hub).
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            hub = stack.enter_context(
-                running_hub(
-                    3,
-                    free_port_block(),
-                    prefix=unique("llmmt"),
-                    admin_token=token,
-                    start_timeout_s=seconds(60),
+            # The students' Labs expose window.jupyterapp (hub/jupyterhub_config.py), for the
+            # launch test's read of the notebook's unsaved-changes flag.
+            with pytest.MonkeyPatch.context() as started_with:
+                started_with.setenv("LLMMATH_HUB_EXPOSE_APP", "1")
+                hub = stack.enter_context(
+                    running_hub(
+                        3,
+                        free_port_block(),
+                        prefix=unique("llmmt"),
+                        admin_token=token,
+                        start_timeout_s=seconds(60),
+                    )
                 )
-            )
         finally:
             signal.signal(signal.SIGINT, previous)
         yield hub, Api(hub, token)
@@ -448,18 +452,23 @@ def score_reflection_in_formgrader(page: Any, hub: Hub, student: str, score: flo
     submission = urllib.parse.urlparse(page.url).path.rstrip("/").rsplit("/", 1)[-1]
     grades = page.request.get(f"{base}/formgrader/api/grades?submission_id={submission}").json()
     grade = next(g for g in grades if g["name"] == reflection)
-    # A score typed before the page's scripts have bound the field is lost (a loaded machine
-    # can take seconds): the grader, seeing no "saved", types it again.
-    for _ in range(4):
+    # The field saves on its change event once the page's formgrader.js has fetched the grades
+    # and bound a GradeUI to each cell (at window load, then an AJAX fetch; grades.loaded is set
+    # right after): binding writes the stored score into the field, so a score typed before it
+    # is overwritten and never saved. (formgrader.loaded is never set here: init stops at its
+    # MathJax 2 hook, MathJax.Hub, which the course's vendored MathJax 3 does not have.)
+    page.wait_for_function("() => window.formgrader?.grades?.loaded === true", timeout=ms(120))
+    grade_url = f"{base}/formgrader/api/grade/{grade['id']}"
+    grade_path = urllib.parse.urlparse(grade_url).path
+    with page.expect_response(
+        lambda r: r.request.method == "PUT" and urllib.parse.urlparse(r.url).path == grade_path,
+        timeout=ms(60),
+    ) as saving:
         field.fill(f"{score:g}")
         field.press("Tab")  # the formgrader saves a score when its field loses focus
-        deadline = time.monotonic() + seconds(20)
-        while time.monotonic() < deadline:
-            saved = page.request.get(f"{base}/formgrader/api/grade/{grade['id']}").json()
-            if saved["manual_score"] == score:
-                return
-            page.wait_for_timeout(500)
-    raise AssertionError(f"the formgrader did not save the score: {saved}")
+    assert saving.value.ok, f"the formgrader's save answered {saving.value.status}"
+    saved = page.request.get(grade_url).json()
+    assert saved["manual_score"] == score, f"the formgrader did not save the score: {saved}"
 
 
 def assert_isolated(hub: Hub, api: Api) -> None:
@@ -689,7 +698,7 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
     and pushes a new file; both buttons again: both are pulled and the student's edit is kept."""
     from launch_support import build_launch_pages, launch_links
     from lesson_support import lesson
-    from site_support import chromium
+    from site_support import KERNEL_KNOWN, chromium
 
     hub, _ = class_hub
     student = hub.students[1]
@@ -717,10 +726,13 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             # Opened unmodified (read_only_lessons: the kernel's language info already there).
             idle = lab.locator("#jp-main-statusbar", has_text=re.compile(r"\| Idle"))
             idle.wait_for(timeout=ms(180))
-            dirty = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current.jp-mod-dirty"
-            for _ in range(8):  # the kernel's language arrives just after it is idle
-                lab.wait_for_timeout(250)
-                assert lab.locator(dirty).count() == 0, "opening the lesson marks it modified"
+            # The kernel's info and spec (its language) reach the notebook just after "Idle":
+            # once they have, the notebook is unmodified (the tab's dot is its model's flag).
+            lab.wait_for_function(KERNEL_KNOWN, timeout=ms(60))
+            dirty = lab.evaluate("() => jupyterapp.shell.currentWidget.context.model.dirty")
+            assert dirty is False, "opening the lesson marks it modified"
+            dot = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current.jp-mod-dirty"
+            assert lab.locator(dot).count() == 0, "the lesson's tab shows the unsaved dot"
             # The lab-only note says what is true here: read-only, work in my-work/.
             note = prose.filter(has_text="In JupyterLab: run the lesson first").first
             told = note.inner_text()
