@@ -1954,9 +1954,10 @@ CLAIMS += [
 def _benchmark_ratios() -> dict[str, tuple[float, str]]:
     """measured/floor and the floor's decode bound of each published serving benchmark
     (``llmmath calibrate``), as book/cli.md reads them."""
-    from llmmath.cli import calibrate, command
+    from llmmath.cli import calibrate, parse_and_run
 
-    results = [calibrate.run_benchmark(k, command.workload_data) for k in calibrate.benchmarks()]
+    runner = parse_and_run.workload_data
+    results = [calibrate.run_benchmark(k, runner) for k in calibrate.benchmarks()]
     return {r.key: (r.ratio, r.bound) for r in results}
 
 
