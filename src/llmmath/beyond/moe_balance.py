@@ -39,7 +39,7 @@ SKEW = Real(low_open=False, high=4.0, scalar=True)
 REDUNDANT = Count(low=0, high=MAX_CHIPS)
 
 
-@contract(n_experts=Count(high=MAX_CHIPS), skew=SKEW)
+@contract(n_experts=Count(high=1 << 16), skew=SKEW)  # a layer's experts, as everywhere
 def zipf_expert_loads(n_experts: int, skew: float) -> FloatArray:
     """Expected loads of ``n_experts`` experts when the ``i``-th most popular is chosen in
     proportion to ``i**-skew``, hottest first, scaled so that the mean load is 1. A stand-in

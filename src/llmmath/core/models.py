@@ -497,7 +497,8 @@ def check_context(model: ModelConfig, context: ArrayLike, name: str = "context")
 # ---- which experts a batch touches ---------------------------------------------------
 @contract(
     batch=AMOUNT,
-    n_experts=Real(low=1.0, low_open=False, integer=True),
+    # a layer's experts, at most 2^16 (ModelConfig's and with_experts' limit), as arrays
+    n_experts=Real(low=1.0, low_open=False, high=1 << 16, integer=True),
     experts_per_token=Real(low=1.0, low_open=False, integer=True),
 )
 def expected_experts_touched(

@@ -185,7 +185,7 @@ LAYOUT = Instance(Layout, example=Layout)
 vocabulary(layout=LAYOUT)
 
 
-@contract(microbatches=Count())
+@contract(microbatches=CHIPS)
 def stage_loads(
     model: str | ModelConfig, layout: Layout, microbatches: int
 ) -> list[tuple[float, int]]:

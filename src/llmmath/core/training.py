@@ -32,6 +32,7 @@ from llmmath.core import collectives
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import AnyOf, Count, Instance, OneOf, Optional, Real
 from llmmath.core.contracts import (
+    CHIP_COUNT,
     CHIPS,
     NAME,
     PARAMS,
@@ -67,9 +68,8 @@ TRAINING_FLOPS_PER_PARAM_TOKEN = 6.0
 
 # ---- the pipeline bubble ------------------------------------------------------------------
 @contract(
-    stages=Real(low=1.0, low_open=False, integer=True),
-    microbatches=Real(low=1.0, low_open=False, integer=True),
-    virtual_stages=Real(low=1.0, low_open=False, integer=True),
+    # the same counts as a Layout's and training_step's (CHIPS), as arrays for curves
+    **each(CHIP_COUNT, "stages microbatches virtual_stages"),
 )
 def pipeline_bubble_fraction(
     stages: ArrayLike, microbatches: ArrayLike, virtual_stages: ArrayLike = 1
@@ -177,8 +177,6 @@ def training_flops(
     global_batch_tokens=POSITIVE,
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
-    weight_bytes_per_param=SCALAR_POSITIVE,
-    grad_bytes_per_param=SCALAR_POSITIVE,
     expert_dispatch=OneOf(("per_expert", "node_limited")),
     dispatch_dtype=Optional(DTYPE),
 )
@@ -345,8 +343,6 @@ def _dp_sync(
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
     flops_efficiency=SCALAR_FRACTION,
-    weight_bytes_per_param=SCALAR_POSITIVE,
-    grad_bytes_per_param=SCALAR_POSITIVE,
     expert_dispatch=OneOf(("per_expert", "node_limited")),
     dispatch_dtype=Optional(DTYPE),
 )

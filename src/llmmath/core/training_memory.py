@@ -28,6 +28,7 @@ from llmmath.core.contracts import (
     checked,
     contract,
     each,
+    vocabulary,
 )
 from llmmath.core.dtypes import bytes_per_element
 from llmmath.core.models import ModelConfig, get_model
@@ -37,6 +38,17 @@ from llmmath.core.placement import (
     dense_params,
     expert_params,
     stage_loads,
+)
+
+#: Bytes each parameter takes, one rule wherever a function takes them (#47: the memory
+#: functions accepted 0 bytes of weights and gradients, the communication ones refused it).
+#: Weights and gradients are > 0: every trained weight is held and gets a gradient in some
+#: format (fp8 is 1, a 4-bit format 0.5), and 0 would make the DP traffic vanish rather than
+#: describe a format. Optimizer state may be 0: plain SGD keeps none.
+vocabulary(
+    weight_bytes_per_param=SCALAR_POSITIVE,
+    grad_bytes_per_param=SCALAR_POSITIVE,
+    optimizer_bytes_per_param=SCALAR,
 )
 
 #: How activations are kept for the backward pass (see :func:`activation_memory_bytes`).
@@ -78,9 +90,6 @@ class TrainingMemory(MemoryPerGpu):
     n_params=AMOUNT,
     dp=Real(low=1.0, low_open=False, integer=True),
     zero_stage=Count(low=0, high=3),
-    weight_bytes_per_param=SCALAR,
-    grad_bytes_per_param=SCALAR,
-    optimizer_bytes_per_param=SCALAR,
 )
 def model_state_bytes(
     n_params: ArrayLike,
@@ -196,9 +205,6 @@ def recompute_flops_fraction(mode: str) -> float:
     global_batch_tokens=POSITIVE,
     microbatches=CHIPS,
     activations=OneOf(ACTIVATION_MODES, "mode"),
-    weight_bytes_per_param=SCALAR,
-    grad_bytes_per_param=SCALAR,
-    optimizer_bytes_per_param=SCALAR,
 )
 def training_memory(
     model: str | ModelConfig,
