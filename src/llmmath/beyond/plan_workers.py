@@ -1,7 +1,9 @@
 """The pieces of :mod:`llmmath.beyond.planning`: what it is asked (:class:`Targets`, a
 :class:`Stream` of requests and its engine), what it answers with (:class:`Pool`,
-:class:`Refusal`), and one worker's walls and its search over copies. See that module for the
-search, the walls and the queueing model."""
+:class:`Refusal`), the workers it tries (:func:`candidate_workers`) and the walls one worker
+meets before any queueing (:func:`hbm_wall`, :func:`prefill_wall`, :func:`decode_wall`). The
+search over copies of a worker is planning's; see that module for the walls and the queueing
+model."""
 
 from __future__ import annotations
 
