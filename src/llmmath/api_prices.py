@@ -194,12 +194,11 @@ def revenue_usd(tokens: ArrayLike, usd_per_million: ArrayLike) -> float | FloatA
     return as_output(T * as_floats(usd_per_million) / TOKENS_PER_MILLION)
 
 
-@contract(
-    day=Instance(FleetDay, example=get_fleet_day),
-    sheet=Instance(PriceSheet, example=lambda: get_price_sheet(list_price_sheets()[0])),
-)
-def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet) -> float:
-    """The day's tokens at the sheet's list prices: cached input, other input, output."""
+@contract(day=Instance(FleetDay, example=get_fleet_day), sheet=SHEET)
+def fleet_day_revenue_usd(day: FleetDay, sheet: PriceSheet | str) -> float:
+    """The day's tokens at the sheet's list prices (a sheet or its name, as every function
+    of a ``sheet`` takes): cached input, other input, output."""
+    sheet = get_price_sheet(sheet) if isinstance(sheet, str) else sheet
     uncached = day.input_tokens - day.cached_input_tokens
     cached_price = sheet.cached_input_usd_per_million or sheet.input_usd_per_million
     return float(

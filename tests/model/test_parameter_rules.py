@@ -41,7 +41,6 @@ DIFFERENT_MEANINGS = {
 #: each needs checking against the pages' numbers. A name leaves this list when it has one
 #: rule (the test below then says so); a new name never joins it silently.
 NOT_YET_ONE_RULE = {
-    "array_bytes": ">= 0 everywhere: a collective of no bytes costs its latency alone",
     "batch": "> 0: a step of no sequences has no time per token (kv_bytes_held and "
     "expected_experts_touched accept 0 for figures that start at 0)",
     "bytes_moved": ">= 0, as roofline_time's; arithmetic_intensity of no bytes is infinite",
@@ -57,7 +56,6 @@ NOT_YET_ONE_RULE = {
     "without output (>= 0)",
     "params": ">= 1e6 parameters; training_flops also takes a model for them",
     "prompt_tokens": "a prompt's length: >= 1; the API price functions take a mean (>= 0)",
-    "sheet": "a PriceSheet or its name (SHEET); fleet_day_revenue_usd takes the record only",
     "tokens": ">= 0 (a count of tokens); pass_curves >= 1, implied_mfu and training_flops > 0",
 }
 

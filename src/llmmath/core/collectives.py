@@ -306,7 +306,8 @@ class RingSchedule:
 MAX_RING_DRAWN = 1024
 
 
-@contract(array_bytes=Real(scalar=True), n_chips=Count(low=2, high=MAX_RING_DRAWN))
+# array_bytes >= 0, as every collective's: one of no bytes costs its latency alone
+@contract(array_bytes=Real(low_open=False, scalar=True), n_chips=Count(low=2, high=MAX_RING_DRAWN))
 def ring_all_reduce_schedule(array_bytes: float, n_chips: int, chip: str | Chip) -> RingSchedule:
     """The steps of a ring all-reduce of ``array_bytes`` over ``n_chips`` (one ring, inside
     one link tier): reduce-scatter step ``s`` has chip ``i`` send chunk ``(i - s) mod n``;
@@ -347,7 +348,7 @@ class AllReduceCost:
     total_s: FloatArray
 
 
-@contract(array_bytes=Real(ndarray=True))
+@contract(array_bytes=Real(low_open=False, ndarray=True))
 def all_reduce_cost_curve(array_bytes: ArrayLike, n_chips: int, chip: str | Chip) -> AllReduceCost:
     """:func:`all_reduce_time_s` over a sweep of sizes, split into its latency and bytes."""
     spec = get_chip(chip)
