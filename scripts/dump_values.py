@@ -4,8 +4,12 @@
     python scripts/dump_values.py --out new.json --compare old.json
 
 Each page runs in its own process: its code cells execute top to bottom with ``myst_nb.glue``
-recorded, then every name an ``{eval}`` role shows is read from the page's namespace. The
-comparison lists each value that changed, appeared or disappeared, by page and name.
+recorded, then every ``{eval}`` role's expression is evaluated in the page's namespace. A lesson
+whose numbers live in ``llmmath.display.numbers.<chapter>`` is not run: its ``{eval}``s read
+``n = numbers.<chapter>.numbers()``, as its one setup cell does. An ``{eval}`` is keyed by its
+place on the page (``eval@007``, its expression beside it), so a value that moved into a
+chapter's module compares with the value it had before, whatever its new name. The comparison
+lists each value that changed, appeared or disappeared, by page and name.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-EVAL_ROLE = re.compile(r"\{eval\}`([A-Za-z_][A-Za-z0-9_]*)`")
+EVAL_ROLE = re.compile(r"\{eval\}`([^`]+)`")
 GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([A-Za-z_][A-Za-z0-9_]*)(?::([^`]*))?`")
 REL_TOL = 1e-9
 
@@ -43,10 +47,33 @@ def _plain(value: Any) -> Any:
     return number if math.isfinite(number) else str(number)
 
 
+def chapter_numbers(page: Path) -> Any | None:
+    """``numbers()`` of the lesson's module in ``llmmath.display.numbers``, or None."""
+    module = ROOT / "src" / "llmmath" / "display" / "numbers" / f"{page.stem}.py"
+    if page.parent.name != "lessons" or not module.exists():
+        return None
+    import importlib
+
+    return importlib.import_module(f"llmmath.display.numbers.{page.stem}").numbers()
+
+
+def _shown_evals(page_text: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """Each ``{eval}`` of the page in order: ``eval@NNN`` -> its text, ``expr@NNN`` -> itself."""
+    shown: dict[str, Any] = {}
+    for index, expression in enumerate(EVAL_ROLE.findall(page_text)):
+        shown[f"eval@{index:03d}"] = str(eval(expression, namespace))
+        shown[f"expr@{index:03d}"] = expression
+    return shown
+
+
 def dump_page(page: Path) -> dict[str, Any]:
     """Run one page's code cells and return {name: value} for every glued or evaluated name."""
     import jupytext
     import myst_nb
+
+    numbers = chapter_numbers(page)
+    if numbers is not None:
+        return _shown_evals(page.read_text(), {"n": numbers})
 
     shown: dict[str, Any] = {}
 
@@ -71,9 +98,8 @@ def dump_page(page: Path) -> dict[str, Any]:
                 raw = shown.get(f"glue:{name}")
                 if spec and isinstance(raw, float):
                     shown[f"text:{name}"] = format(raw, spec)
-            for name in EVAL_ROLE.findall(cell.source):
-                shown[f"text:{name}"] = str(namespace[name])
-    return shown
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    return shown | _shown_evals(markdown, namespace)
 
 
 def dump_all(pages: list[Path]) -> dict[str, dict[str, Any]]:
@@ -102,22 +128,30 @@ def _same(old: Any, new: Any) -> bool:
 def compare(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> list[str]:
     """Lines naming each value that changed, appeared or went away.
 
-    ``glue:NAME`` is the value a page glued; ``text:NAME`` the text a reader sees, from a glue
-    role's format or an ``{eval}`` role, so a page moved from glue to eval compares by its text.
+    ``glue:NAME`` is the value a page glued; ``text:NAME`` the text a glue role shows;
+    ``eval@NNN`` the text of the page's NNN-th ``{eval}``, named in the lines by its expression
+    now (``expr@NNN``, not compared: a value may move to a new name and stay the same).
     """
     lines = []
     for page in sorted(set(old) | set(new)):
         before, after = old.get(page, {}), new.get(page, {})
         for name in sorted(set(before) | set(after)):
+            if name.startswith("expr@"):
+                continue
+            if name.startswith("eval@"):
+                expression = after.get(f"expr@{name[5:]}", before.get(f"expr@{name[5:]}"))
+                name_shown = f"{name} ({expression})"
+            else:
+                name_shown = name
             moved_to_eval = name.startswith("glue:") and f"text:{name[5:]}" in after
             if name not in after and moved_to_eval:
                 continue  # a glued value now shown by {eval}: its text is compared instead
             if name not in after:
-                lines.append(f"{page} {name}: {before[name]!r} -> (gone)")
+                lines.append(f"{page} {name_shown}: {before[name]!r} -> (gone)")
             elif name not in before:
-                lines.append(f"{page} {name}: (new) -> {after[name]!r}")
+                lines.append(f"{page} {name_shown}: (new) -> {after[name]!r}")
             elif not _same(before[name], after[name]):
-                lines.append(f"{page} {name}: {before[name]!r} -> {after[name]!r}")
+                lines.append(f"{page} {name_shown}: {before[name]!r} -> {after[name]!r}")
     return lines
 
 

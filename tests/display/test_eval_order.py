@@ -4,10 +4,12 @@ book build would fail on it only after a minute or more)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import jupytext
 import pytest
-from lesson_support import ROOT, evals_in_page_order
+from lesson_support import EVAL_ROLE, ROOT, bound_names, evals_in_page_order
 
 LESSONS = sorted(p.name for p in (ROOT / "lessons").glob("*.md"))
 
@@ -47,3 +49,43 @@ def test_a_name_used_before_its_cell_is_caught(tmp_path: Path) -> None:
             outcomes.append(False)
     assert found == ["later", "later", "shown", "shown"]
     assert outcomes == [False, True, False, True]
+
+
+NUMBERS = ROOT / "src" / "llmmath" / "display" / "numbers"
+# What a converted lesson's prose may show: a value of its chapter's numbers, by name.
+BY_NAME = re.compile(r"n(?:\.[A-Za-z_]\w*)+")
+SETUP = "n = numbers.{chapter}.numbers()"
+
+
+def converted() -> list[str]:
+    """The lessons whose numbers live in ``llmmath.display.numbers.<chapter>``."""
+    return [page for page in LESSONS if (NUMBERS / page).with_suffix(".py").exists()]
+
+
+@pytest.mark.parametrize("page", converted())
+def test_a_lessons_numbers_come_from_its_module(page: str) -> None:
+    """Once ``numbers/<chapter>.py`` exists, the lesson computes nothing itself: one hidden
+    setup cell binds ``n`` from the module, every other hidden cell only shows (a figure, an
+    explorer, ``pages.source``) and binds no name, and every ``{eval}`` reads ``n`` by name."""
+    chapter = Path(page).stem
+    notebook = jupytext.read(ROOT / "lessons" / page)
+    hidden = [
+        cell
+        for cell in notebook.cells
+        if cell.cell_type == "code" and "remove-input" in cell.metadata.get("tags", [])
+    ]
+    setups = [cell for cell in hidden if SETUP.format(chapter=chapter) in cell.source]
+    assert len(setups) == 1, f"{page}: one hidden cell runs {SETUP.format(chapter=chapter)!r}"
+    assert hidden[0] is setups[0], f"{page}: the setup cell is the first hidden cell"
+    binding = [
+        f"{cell.source.splitlines()[0]!r} binds {sorted(bound_names(cell.source))}"
+        for cell in hidden[1:]
+        if bound_names(cell.source)
+    ]
+    assert not binding, f"{page}: a hidden cell computes; move it to numbers/{chapter}.py:\n" + (
+        "\n".join(binding)
+    )
+    expressions = EVAL_ROLE.findall("\n".join(c.source for c in notebook.cells))
+    assert expressions, f"{page} has no {{eval}}"
+    not_by_name = [e for e in expressions if not BY_NAME.fullmatch(e)]
+    assert not not_by_name, f"{page}: {{eval}}s that are not n.<section>.<name>: {not_by_name}"
