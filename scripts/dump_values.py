@@ -2,6 +2,7 @@
 
     python scripts/dump_values.py --out values.json            # every page in _toc.yml
     python scripts/dump_values.py --out new.json --compare old.json
+    python scripts/dump_values.py --only lessons/moe.md --compare old.json   # one page
 
 Each page runs in its own process: its code cells execute top to bottom with ``myst_nb.glue``
 recorded, then every ``{eval}`` role's expression is evaluated in the page's namespace. A lesson
@@ -160,17 +161,29 @@ def main() -> None:
     parser.add_argument("--page", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help="write {page: {name: value}} here")
     parser.add_argument("--compare", type=Path, help="an earlier dump to diff against")
+    parser.add_argument(
+        "--only", action="append", default=[], help="this page only (repeatable): lessons/moe.md"
+    )
     args = parser.parse_args()
     if args.page:
         print(json.dumps(dump_page(Path(args.page))))
         return
-    values = dump_all(toc_pages())
+    pages = toc_pages()
+    if args.only:
+        pages = [p for p in pages if str(p.relative_to(ROOT)) in args.only]
+        unknown = set(args.only) - {str(p.relative_to(ROOT)) for p in pages}
+        if unknown:
+            raise SystemExit(f"--only: not a page of _toc.yml with code cells: {sorted(unknown)}")
+    values = dump_all(pages)
     if args.out:
         args.out.write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
     count = sum(len(v) for v in values.values())
     print(f"{count} values on {len(values)} pages", file=sys.stderr)
     if args.compare:
-        changes = compare(json.loads(args.compare.read_text()), values)
+        earlier = json.loads(args.compare.read_text())
+        if args.only:
+            earlier = {page: shown for page, shown in earlier.items() if page in values}
+        changes = compare(earlier, values)
         print("\n".join(changes) if changes else "no value changed")
 
 
