@@ -109,13 +109,13 @@ test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=target lint types book browser $(ROOT_ONLY)
 	@$(MAKE) --no-print-directory pytest
 
-# The edit loop: the model's tests (tests/model) and the display's (tests/display) that need
+# The edit loop: the model's tests (tests/model), the display's (tests/display) and the lessons' claims (tests/claims) that need
 # neither the built book, nor a browser, nor a notebook run (no playwright import either); every
 # lesson's {eval}s in page order among them. `make test` runs everything.
 # tests/course holds grading, JupyterLab and the hub.
 FAST_SKIPS := $(foreach t,book browser accessibility api_reference launch prose,--ignore=tests/display/test_$(t).py)
 test-fast: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q tests/model tests/display -m "not slow and not browser" $(FAST_SKIPS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q tests/model tests/display tests/claims -m "not slow and not browser" $(FAST_SKIPS)
 
 # Copies exercises/<a>/ to $(LEARNER_DIR)/<a>/ once (never over an existing copy), writes the
 # start page $(LEARNER_DIR)/START.md, then starts JupyterLab with the course folder as root.

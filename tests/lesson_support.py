@@ -1,9 +1,12 @@
-"""A lesson's numbers as its hidden cells compute them, for tests that pin prose to the package;
-and its ``{eval}`` roles resolved in page order, as the book's inline execution resolves them."""
+"""A lesson's numbers as its hidden cells compute them, for tests that pin prose to the package
+(for a lesson whose numbers moved to ``llmmath.display.numbers.<chapter>``, that module's
+``numbers()``); and its ``{eval}`` roles resolved in page order, as the book's inline execution
+resolves them."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -39,8 +42,13 @@ def _runs_here(cell: Any) -> bool:
 
 
 @cache
-def lesson(page: str) -> SimpleNamespace:
-    """What a lesson's hidden cells define, without drawing its figures."""
+def lesson(page: str) -> Any:
+    """What a lesson's hidden cells define, without drawing its figures; for a lesson whose
+    numbers live in ``llmmath.display.numbers.<chapter>``, its ``numbers()`` (read names with
+    dots: ``decode.llama_memory_ms``, e.g. through ``operator.attrgetter``)."""
+    chapter = Path(page).stem
+    if (ROOT / "src" / "llmmath" / "display" / "numbers" / f"{chapter}.py").exists():
+        return importlib.import_module(f"llmmath.display.numbers.{chapter}").numbers()
     cells = [c for c in jupytext.read(ROOT / "lessons" / page).cells if c.cell_type == "code"]
     namespace: dict[str, Any] = {}
     for cell in cells:

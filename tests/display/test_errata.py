@@ -27,33 +27,6 @@ def text(page: str) -> str:
     return " ".join((ROOT / page).read_text().split())
 
 
-# ---- roofline: the range of C/W ---------------------------------------------------------------
-def test_roofline_states_the_presets_range_of_critical_intensity() -> None:
-    by_chip = {c: float(get_chip(c).critical_intensity()) for c in hardware.list_chips()}
-    page = lesson("roofline.md")
-    assert page.ci_min == f"{min(by_chip.values()):.0f}"
-    assert page.ci_max == f"{max(by_chip.values()):.0f}"
-    assert (page.ci_min_chip, page.ci_max_chip) == ("A100", "TPU-v6e")
-    words = text("lessons/roofline.md")
-    assert "**{eval}`ci_min` to {eval}`ci_max` FLOP/byte**" in words  # the takeaway
-    assert "150–300" not in words and "every generation" not in words
-    # The outliers the text names really are the far ones from 300, on either side.
-    for low in ("H200", "TPU-v5p", "A100"):
-        assert by_chip[low] < 0.75 * 295
-    assert by_chip["TPU-v6e"] > 1.85 * 295  # 560 on Google's figures: "twice the rest"
-
-
-def test_roofline_reads_the_matmul_weights_only() -> None:
-    page = lesson("roofline.md")
-    small = get_model("Llama-3-8B")
-    read_bytes = 2 * (small.total_params - small.vocab_size * small.d_model)
-    assert page.q2_read_gb == f"{read_bytes / 1e9:.1f}"
-    assert page.q2_memory_ms == f"{read_bytes / 3.35e12 * 1e3:.2f}"
-    llama = get_model("Llama-3-70B")
-    read_70b = 2 * (llama.total_params - llama.vocab_size * llama.d_model)
-    assert page.llama_memory_ms == f"{read_70b / 3.35e12 * 1e3:.1f}"
-
-
 # ---- batching ---------------------------------------------------------------------------------
 def test_batching_compares_prices_of_one_kind() -> None:
     page = lesson("batching.md")

@@ -22,7 +22,7 @@ from lesson_support import ROOT, lesson
 from llmmath import api_prices, batching, moe, parallelism, pricing, scaling
 from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
 from llmmath.beyond.layout_search import workload
-from llmmath.core import capacity, collectives, measure, models, serving
+from llmmath.core import capacity, collectives, models, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
 from llmmath.core.placement import DoesNotFitError, Layout
@@ -1359,115 +1359,6 @@ CLAIMS = [
         "parallelism.md",
         "GB of an H100's {eval}`h100_hbm_gb`: it fits, just.",
         lambda ns: 0.9 * ns.h100.hbm_bytes < float(ns.run_memory.total_bytes) < ns.h100.hbm_bytes,
-    ),
-    # ---- roofline: the focus machine is Gemma 4 (#32) ----
-    Claim(
-        "roofline.md",
-        "{eval}`moe_over_dense` times faster: as fast as a dense model of its active size",
-        lambda ns: (
-            ns.mac_moe.tokens_per_s > 5 * ns.mac_dense.tokens_per_s
-            and abs(ns.mac_moe.tokens_per_s / ns.mac_small.tokens_per_s - 1) < 0.1
-            and abs(ns.mac_small.model.total_params / ns.moe_spec.active_params - 1) < 0.1
-        ),
-    ),
-    Claim(
-        "roofline.md",
-        "not far below the 31B's {eval}`dense_need_gb` GB",
-        lambda ns: 0.7 < ns.mac_moe.memory_needed_bytes / ns.mac_dense.memory_needed_bytes < 1,
-    ),
-    Claim(
-        "roofline.md",
-        "but cannot hold the 26B A4B in int8",
-        lambda ns: not ns.card_moe_int8.fits and ns.card_moe.fits and ns.card_dense.fits,
-    ),
-    Claim(
-        "roofline.md",
-        "Locally, sparsity is nearly free in bandwidth: it costs memory, not time.",
-        # At batch 1 the MoE reads its active weights only, a sixth of what it holds.
-        lambda ns: (
-            math.isclose(
-                ns.mac_moe.weight_read_bytes,
-                ns.moe_spec.matmul_params_per_token * 0.5,
-                rel_tol=1e-12,
-            )
-            and ns.mac_moe.weight_read_bytes < ns.mac_moe.weight_bytes / 6
-        ),
-    ),
-    Claim(
-        "roofline.md",
-        "so a step reads nearly every weight",
-        lambda ns: (
-            float(models.weight_params_read(ns.MOE, ns.server_batch))
-            > 0.95 * ns.moe_spec.total_params
-        ),
-    ),
-    Claim(
-        "roofline.md",
-        "What makes an MoE cheap on a desk makes it hungry for batch in a datacenter.",
-        lambda ns: moe.compute_bound_batch_rule(ns.MOE, "H100") > 10 * float(ns.h100_critical),
-    ),
-    Claim(
-        "roofline.md",
-        "so it does not fit. Sparsity saved bandwidth, not memory.",
-        lambda ns: (
-            not ns.q_moe.fits and ns.q_12b.fits and ns.q_moe.tokens_per_s > ns.q_12b.tokens_per_s
-        ),
-    ),
-    # ---- roofline: the ridge across chips and formats (third read, #32) ----
-    Claim(
-        "roofline.md",
-        "bound by memory bandwidth on every accelerator here",
-        # A decode step's intensity is about B: every preset needs a batch of ~100+ to turn.
-        lambda ns: min(ns.by_ci.values()) > 100,
-    ),
-    Claim(
-        "roofline.md",
-        "(from the H100 to the B200 bandwidth grew a little faster, and $C/W$ fell). Yet $C/W$ "
-        "stays within a factor of four",
-        lambda ns: (
-            float(ns.a100_b200_flops) > float(ns.a100_b200_bw) > 1
-            and 0.9 * ns.by_ci["H100"] < ns.by_ci["B200"] < ns.by_ci["H100"]  # "a little"
-            and max(ns.by_ci.values()) / min(ns.by_ci.values()) < 4
-        ),
-    ),
-    Claim(
-        "roofline.md",
-        "gained far more compute than bandwidth over the v5e",
-        lambda ns: (
-            ns.get_chip("TPU-v6e").peak("bf16") / ns.get_chip("TPU-v5e").peak("bf16")
-            > 2
-            * ns.get_chip("TPU-v6e").hbm_bandwidth_bytes_per_s
-            / ns.get_chip("TPU-v5e").hbm_bandwidth_bytes_per_s
-        ),
-    ),
-    Claim(
-        "roofline.md",
-        "A CPU's critical intensity is far lower than a GPU's",
-        # this machine's CPU, measured as the lesson's own cell does (about 1-2 s), against the
-        # lowest C/W of the GPU and TPU presets: tens of FLOP/byte against 150 and more
-        lambda ns: (
-            measure.measure_peak_flop_per_s() / measure.measure_bandwidth_bytes_per_s()
-            < min(ns.by_ci.values()) / 3
-        ),
-    ),
-    Claim(
-        "roofline.md",
-        "so the step turns compute-bound at half the batch",
-        lambda ns: math.isclose(
-            ns.roofline.critical_batch(ns.h100, weight_dtype="int8"),
-            ns.step_critical / 2,
-            rel_tol=1e-12,
-        ),
-    ),
-    Claim(
-        "roofline.md",
-        "$C$ doubles too and $B^*$ is back at {eval}`h100_critical_int8_int8`, the bf16 value.",
-        lambda ns: (
-            # 1,979 against 989 TFLOP/s: "doubles" to 0.1%
-            math.isclose(ns.h100.peak("int8"), 2 * ns.h100.peak("bf16"), rel_tol=1e-3)
-            and math.isclose(ns.h100.peak("fp8"), 2 * ns.h100.peak("bf16"), rel_tol=1e-3)
-            and ns.h100_critical_int8_int8 == ns.h100_critical
-        ),
     ),
     # ---- kv_cache: sliding-window layers counted exactly (#32) ----
     Claim(

@@ -18,6 +18,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 
 import pytest
 from grading_support import load_specs, printed_settings
@@ -183,7 +184,7 @@ REGISTRY = (
         Setting(ALONE, 0),
         1,
         (
-            Place("roofline.md", "llama_memory_ms", what_if_read_ms),
+            Place("roofline.md", "decode.llama_memory_ms", what_if_read_ms),
             Place(
                 "solutions/roofline/roofline.ipynb",
                 "weight_read_time_s",
@@ -251,7 +252,7 @@ def _shown(place: Place) -> str | None:
         return None
     if "/" in place.page:
         return None
-    return str(getattr(lesson(place.page), place.name))
+    return str(attrgetter(place.name)(lesson(place.page)))
 
 
 @pytest.mark.parametrize(
@@ -324,7 +325,7 @@ def test_validation_takeaway_spans_the_old_cases_and_the_cli_reproductions() -> 
 def test_the_line_a_page_shows_is_the_registrys_setting(page: str, name: str, entry: int) -> None:
     # The Setting a page prints above its numbers is the registry's, so the line, the
     # numbers and the other places that show them cannot drift apart.
-    assert getattr(lesson(page), name) == REGISTRY[entry].setting
+    assert attrgetter(name)(lesson(page)) == REGISTRY[entry].setting
     assert lesson("batching.md").lone_tp[8] == REGISTRY[2].setting
 
 

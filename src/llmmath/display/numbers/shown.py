@@ -13,51 +13,58 @@ for a count with thousands separators, ``percent``, and the unit helpers, which 
 
 from __future__ import annotations
 
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
 from llmmath.core._constraints import Count, Real
 from llmmath.core.contracts import contract
 
 #: Any finite number, of either sign (a difference, a saving that is a loss).
 _NUMBER = Real(low=-float("inf"), scalar=True)
 _DIGITS = Count(low=0, high=12)
+#: A number to show: a float, a numpy scalar, or a 0-d array (a step of one batch).
+Number: TypeAlias = float | np.floating[Any] | npt.NDArray[np.floating[Any]]
 
 
 @contract(value=_NUMBER, digits=_DIGITS)
-def fixed(value: float, digits: int = 0) -> str:
+def fixed(value: Number, digits: int = 0) -> str:
     """``value`` with ``digits`` decimals: ``format(float(value), ".{digits}f")``."""
     return format(float(value), f".{digits}f")
 
 
 @contract(value=_NUMBER, digits=_DIGITS)
-def grouped(value: float, digits: int = 0) -> str:
+def grouped(value: Number, digits: int = 0) -> str:
     """``value`` with thousands separators: ``format(float(value), ",.{digits}f")``."""
     return format(float(value), f",.{digits}f")
 
 
 @contract(fraction=_NUMBER, digits=_DIGITS)
-def percent(fraction: float, digits: int = 0) -> str:
+def percent(fraction: Number, digits: int = 0) -> str:
     """``fraction`` as a percentage: ``format(float(fraction), ".{digits}%")``."""
     return format(float(fraction), f".{digits}%")
 
 
 @contract(n_bytes=_NUMBER, digits=_DIGITS)
-def gb(n_bytes: float, digits: int = 0) -> str:
+def gb(n_bytes: Number, digits: int = 0) -> str:
     """Bytes in GB (1e9 bytes), ``digits`` decimals."""
     return fixed(float(n_bytes) / 1e9, digits)
 
 
 @contract(seconds=_NUMBER, digits=_DIGITS)
-def ms(seconds: float, digits: int = 1) -> str:
+def ms(seconds: Number, digits: int = 1) -> str:
     """Seconds in milliseconds, ``digits`` decimals."""
     return fixed(float(seconds) * 1e3, digits)
 
 
 @contract(flops_per_s=_NUMBER, digits=_DIGITS)
-def tflops(flops_per_s: float, digits: int = 0) -> str:
+def tflops(flops_per_s: Number, digits: int = 0) -> str:
     """FLOP/s in TFLOP/s (1e12), ``digits`` decimals."""
     return fixed(float(flops_per_s) / 1e12, digits)
 
 
 @contract(bytes_per_s=_NUMBER, digits=_DIGITS)
-def tb_per_s(bytes_per_s: float, digits: int = 2) -> str:
+def tb_per_s(bytes_per_s: Number, digits: int = 2) -> str:
     """Bytes/s in TB/s (1e12), ``digits`` decimals."""
     return fixed(float(bytes_per_s) / 1e12, digits)
