@@ -107,7 +107,7 @@ LAYERS: dict[str, Layer] = {
         (
             "display", *_display("display.plots", ("common", "fast_text")),
             *_display("display.widgets", ("common",)), "display.pages", "display.tables",
-            "display.chapters",
+            "display.chapters", *_display("display.numbers", ("shown",)),
         ),
     ),
     "tools": Layer(

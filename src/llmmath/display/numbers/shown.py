@@ -28,16 +28,16 @@ _DIGITS = Count(low=0, high=12)
 Number: TypeAlias = float | np.floating[Any] | npt.NDArray[np.floating[Any]]
 
 
-@contract(value=_NUMBER, digits=_DIGITS)
-def fixed(value: Number, digits: int = 0) -> str:
-    """``value`` with ``digits`` decimals: ``format(float(value), ".{digits}f")``."""
-    return format(float(value), f".{digits}f")
+@contract(number=_NUMBER, digits=_DIGITS)
+def fixed(number: Number, digits: int = 0) -> str:
+    """``number`` with ``digits`` decimals: ``format(float(number), ".{digits}f")``."""
+    return format(float(number), f".{digits}f")
 
 
-@contract(value=_NUMBER, digits=_DIGITS)
-def grouped(value: Number, digits: int = 0) -> str:
-    """``value`` with thousands separators: ``format(float(value), ",.{digits}f")``."""
-    return format(float(value), f",.{digits}f")
+@contract(number=_NUMBER, digits=_DIGITS)
+def grouped(number: Number, digits: int = 0) -> str:
+    """``number`` with thousands separators: ``format(float(number), ",.{digits}f")``."""
+    return format(float(number), f",.{digits}f")
 
 
 @contract(fraction=_NUMBER, digits=_DIGITS)
