@@ -87,7 +87,7 @@ from llmmath.core.contracts import (
     each,
 )
 from llmmath.core.deployment import Deployment
-from llmmath.core.hardware import Chip, get_chip, list_chips
+from llmmath.core.hardware import CHIP_NAME, Chip, get_chip
 from llmmath.core.models import ModelConfig, get_model
 from llmmath.core.placement import DoesNotFitError
 from llmmath.core.serving import decode_step, prefill
@@ -484,7 +484,7 @@ _SPANS = each(span(SCALAR_POSITIVE), "usd_per_chip_hour context_gap_tokens")
 
 
 @dataclass(frozen=True)
-@checked(chip=OneOf(list_chips), mfu=span(SCALAR_FRACTION), markup=span(SCALAR_MARKUP), **_SPANS)
+@checked(chip=CHIP_NAME, mfu=span(SCALAR_FRACTION), markup=span(SCALAR_MARKUP), **_SPANS)
 class Assumptions:
     """What a reader of a price sheet must assume; each is a number or a ``(low, high)`` span.
 

@@ -30,7 +30,7 @@ from llmmath.core.contracts import (
     each,
 )
 from llmmath.core.deployment import DEPLOYMENT, Deployment
-from llmmath.core.hardware import get_chip, list_chips
+from llmmath.core.hardware import CHIP_NAME, get_chip
 from llmmath.core.placement import DoesNotFitError, Layout
 from llmmath.core.serving import decode_step, prefill
 
@@ -218,7 +218,7 @@ def part_wall(compute_s: float, memory_s: float, network_s: float) -> str:
 
 @contract(
     template=DEPLOYMENT,
-    chip=OneOf(lambda: list_chips(), "chip"),
+    chip=CHIP_NAME,
     usd_per_chip_hour=SCALAR_POSITIVE,
     max_chips=MAX_CHIPS_SEARCHED,
 )

@@ -69,7 +69,7 @@ from llmmath.core._constraints import Count, Instance, MappingOf, OneOf, Optiona
 from llmmath.core.chip_prices import cost_per_million_tokens_usd
 from llmmath.core.contracts import NAME, RESULT, SCALAR_POSITIVE, checked, contract, each
 from llmmath.core.deployment import DEPLOYMENT, Deployment
-from llmmath.core.hardware import list_chips
+from llmmath.core.hardware import CHIP_NAME
 from llmmath.core.serving import decode_step
 
 
@@ -139,9 +139,7 @@ class ChipPlan:
 # ---- the plan ---------------------------------------------------------------------------------
 @contract(
     deployment=DEPLOYMENT,
-    chip_prices=MappingOf(
-        OneOf(lambda: list_chips(), "chip"), SCALAR_POSITIVE, "chip", example=lambda: {"H100": 2.0}
-    ),
+    chip_prices=MappingOf(CHIP_NAME, SCALAR_POSITIVE, "chip", example=lambda: {"H100": 2.0}),
     stream=STREAM,
     targets=TARGETS,
     modes=OneOf(("both", *MODES), "modes"),
@@ -554,7 +552,7 @@ class Frontier:
 
 @contract(
     deployment=DEPLOYMENT,
-    chip=OneOf(lambda: list_chips(), "chip"),
+    chip=CHIP_NAME,
     usd_per_chip_hour=SCALAR_POSITIVE,
     stream=STREAM,
 )

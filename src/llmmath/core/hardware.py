@@ -157,7 +157,10 @@ def list_chips() -> list[str]:
     return list(_CHIPS)
 
 
-CHIP = AnyOf((OneOf(lambda: _CHIPS, "chip"), Instance(Chip, example=lambda: _CHIPS["H100"])))
+#: A chip's name (:func:`list_chips`), where only a name will do (a key, a price per chip).
+CHIP_NAME = OneOf(lambda: _CHIPS, "chip")
+#: A chip: its name or a :class:`Chip`.
+CHIP = AnyOf((CHIP_NAME, Instance(Chip, example=lambda: _CHIPS["H100"])))
 vocabulary(chip=CHIP)
 
 
