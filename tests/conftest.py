@@ -11,6 +11,8 @@ Each worker process starts one headless Chromium, on the first test that asks fo
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +89,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = False  # keep the longest-first order of the collection
     return GroupScheduling(config, log)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before anything runs: remove the hubs a killed run left (their ``finally`` never ran),
+    with their students' servers, accounts and mounts. Root's only (only root starts hubs); the
+    controller's only (xdist's workers start later, and a live run's hubs are not touched)."""
+    if hasattr(session.config, "workerinput") or os.geteuid() != 0:
+        return
+    from llmmath_course.hub.leftovers import sweep
+
+    for line in sweep():
+        print(line, file=sys.stderr)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
