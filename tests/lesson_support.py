@@ -43,12 +43,20 @@ def _runs_here(cell: Any) -> bool:
 
 @cache
 def lesson(page: str) -> Any:
-    """What a lesson's hidden cells define, without drawing its figures; for a lesson whose
-    numbers live in ``llmmath.display.numbers.<chapter>``, its ``numbers()`` (read names with
-    dots: ``decode.llama_memory_ms``, e.g. through ``operator.attrgetter``)."""
+    """What a lesson shows, by name: for a lesson whose numbers live in
+    ``llmmath.display.numbers.<chapter>``, its ``numbers()`` (read names with dots,
+    ``decode.llama_memory_ms``, e.g. through ``operator.attrgetter``); for another, what its
+    hidden cells define (:func:`hidden_namespace`)."""
     chapter = Path(page).stem
     if (ROOT / "src" / "llmmath" / "display" / "numbers" / f"{chapter}.py").exists():
         return importlib.import_module(f"llmmath.display.numbers.{chapter}").numbers()
+    return SimpleNamespace(**hidden_namespace(page))
+
+
+@cache
+def hidden_namespace(page: str) -> dict[str, Any]:
+    """What a lesson's hidden cells define (its setup cell's ``n`` among them), without drawing
+    its figures: the namespace its figure cells run in."""
     cells = [c for c in jupytext.read(ROOT / "lessons" / page).cells if c.cell_type == "code"]
     namespace: dict[str, Any] = {}
     for cell in cells:
@@ -56,7 +64,7 @@ def lesson(page: str) -> Any:
             continue
         exec(cell.source, namespace)
         namespace["plots"] = namespace["widgets"] = _Stub()
-    return SimpleNamespace(**namespace)
+    return namespace
 
 
 def bound_names(source: str) -> set[str]:

@@ -20,7 +20,7 @@ import jupytext
 import numpy as np
 import pytest
 import yaml
-from lesson_support import ROOT, lesson
+from lesson_support import ROOT, hidden_namespace
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
@@ -855,7 +855,7 @@ def lesson_figures(page: str) -> list[Figure]:
     cells = [c for c in jupytext.read(ROOT / "lessons" / page).cells if c.cell_type == "code"]
     drawn: list[Figure] = []
     recording = SimpleNamespace(figure=lambda drawing, caption: drawn.append(drawing))
-    namespace = {"machine": _machine(), **vars(lesson(page))}
+    namespace = {"machine": _machine(), **hidden_namespace(page)}
     namespace.update(plots=plots, widgets=widgets, pages=recording)
     shown = [c.source for c in cells if "pages.figure(" in c.source]
     for source in shown:
