@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from lesson_support import ROOT, lesson
 
-from llmmath import api_prices, batching, moe, parallelism, pricing, scaling
+from llmmath import batching, moe, parallelism, scaling
 from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
 from llmmath.beyond.layout_search import workload
 from llmmath.core import capacity, collectives, models, serving
 from llmmath.core.deployment import Deployment
 from llmmath.core.hardware import get_chip
-from llmmath.core.placement import DoesNotFitError, Layout
+from llmmath.core.placement import Layout
 
 
 @dataclass(frozen=True)
@@ -40,15 +40,6 @@ def _steps(ns: SimpleNamespace, context: float) -> serving.DecodeStep:
     """Every batch that fits at ``context`` on the lesson's Llama-3-70B deployment."""
     room = float(capacity.max_batch(ns.llama, context))
     return batching.decode_step(ns.llama, np.arange(1.0, room + 1.0), context)
-
-
-def _refuses(dep: Deployment, batch: float, context: float) -> bool:
-    """True where the decode step refuses ``batch`` sequences of ``context`` tokens."""
-    try:
-        serving.decode_step(dep, batch, context)
-    except DoesNotFitError:
-        return True
-    return False
 
 
 def _costs(ns: SimpleNamespace, context: float) -> np.ndarray:
@@ -1360,42 +1351,6 @@ CLAIMS = [
         "GB of an H100's {eval}`h100_hbm_gb`: it fits, just.",
         lambda ns: 0.9 * ns.h100.hbm_bytes < float(ns.run_memory.total_bytes) < ns.h100.hbm_bytes,
     ),
-    # ---- kv_cache: sliding-window layers counted exactly (#32) ----
-    Claim(
-        "kv_cache.md",
-        "without one it counts every layer as global, which is exact for every other model here "
-        "but the hybrid",
-        # Every preset but the Gemma ones and the hybrid caches the same bytes per token at
-        # every context.
-        lambda ns: all(
-            bool(np.all(spec.kv_bytes_per_token("bf16", ns.sw_T) == spec.kv_bytes_per_token()))
-            == (not name.startswith("Gemma") and not spec.n_state_layers)
-            for name in models.list_models()
-            for spec in [models.get_model(name)]
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "Up to the window the two counts are the same",
-        lambda ns: (
-            math.isclose(ns.sw_full[0], ns.sw_exact[0], rel_tol=1e-12)
-            and ns.sw_T[0] == ns.g4.sliding_window
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "so the full count overstates the cache more and more, towards {eval}`g4_limit`×",
-        lambda ns: (
-            bool(np.all(np.diff(ns.sw_full / ns.sw_exact) > 0))
-            and float((ns.sw_full / ns.sw_exact)[-1]) < float(ns.g4_limit)
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "The full count says not one 32,768-token sequence fits beside the weights; counted "
-        "exactly, {eval}`sw_32k_fit_exact` do.",
-        lambda ns: ns.sw_fit_full[2] == 0 and ns.sw_fit_exact[2] >= 1 and ns.sw_T[2] == 32768,
-    ),
     Claim(
         "book/cli.md",
         "sizing a fleet from the decode-only ranking would buy {glue:text}`decode_over:.1f` "
@@ -1409,266 +1364,6 @@ CLAIMS = [
             * _best_first_row(
                 "best Llama-3-70B H100x8 --dtype fp8 --latency 50ms --input 2000 --output 500"
             )["tokens_per_s_per_chip"]
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "The decode step every chapter times counts the window too: {eval}`sw_32k_fit_exact` is "
-        "the largest batch of 32,768-token sequences it accepts here, and `capacity.max_batch` "
-        "gives the same count.",
-        # the step itself (not a capacity function) accepts that batch and refuses one more
-        lambda ns: (
-            bool(serving.decode_step(ns.g4_one, ns.sw_fit_exact[2], 32768).fits)
-            and _refuses(ns.g4_one, ns.sw_fit_exact[2] + 1, 32768)
-            and float(capacity.max_batch(ns.g4_one, 32768)) == ns.sw_fit_exact[2]
-            and int(ns.sw_32k_fit_exact) == ns.sw_fit_exact[2]
-        ),
-    ),
-    # ---- kv_cache: the third read (#32) ----
-    Claim(
-        "kv_cache.md",
-        "it would be {eval}`kv_70b_mha` B: {eval}`kv_70b_mha_over` times too much.",
-        lambda ns: math.isclose(
-            float(ns.kv_cache.mha_kv_bytes_per_token(ns.l70)) / float(ns.l70.kv_bytes_per_token()),
-            ns.l70.n_heads / ns.l70.n_kv_heads,
-            rel_tol=1e-12,
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "a quarter of its {eval}`l2_weights_gb` GB of weights",
-        lambda ns: (
-            0.2
-            < float(ns.kv_cache.kv_bytes_per_sequence(ns.l2, 8192)) / ns.l2.weight_bytes("bf16")
-            < 0.3
-            and ns.l2.n_kv_heads == ns.l2.n_heads  # "Llama-2-13B *is* MHA"
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "Gemma 4 keeps the pattern and gives its global layers fewer, wider KV heads",
-        lambda ns: (
-            ns.g4.local_per_global == ns.g3.local_per_global
-            and ns.g4.sliding_window == ns.g3.sliding_window
-            and ns.g4.global_kv_heads < ns.g4.n_kv_heads
-            and ns.g4.global_head_dim > ns.g4.head_dim
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "Here the capacity wall comes first: so few sequences fit that their caches cannot "
-        "outweigh the weights.",
-        lambda ns: (
-            float(ns.kv_cache.kv_read_share(ns.big, ns.room_128k, 131072)) < 0.5
-            and float(ns.kv_cache.kv_crossover_context(ns.big, ns.room_128k)) > 131072
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "Gemini 2.5 Pro and Claude Sonnet 4.5 double the input price above 200k tokens",
-        lambda ns: all(
-            sheet.long_context_threshold_tokens == 200_000
-            and math.isclose(sheet.long_input_usd_per_million, 2 * sheet.input_usd_per_million)
-            and sheet.source_date.startswith("2025")
-            and not sheet.checked  # "have not been re-read since"
-            for name in ("Gemini 2.5 Pro", "Claude Sonnet 4.5")
-            for sheet in [api_prices.get_price_sheet(name)]
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "per GB-hour, the price of HBM.",
-        lambda ns: 0.8 < ns.gb_hour["anthropic_5min"] / ns.usd_gb_hour["HBM"] < 1.25,
-    ),
-    Claim(
-        "kv_cache.md",
-        "per GB-hour: between HBM and host DRAM.",
-        lambda ns: ns.usd_gb_hour["host_DRAM"] < ns.gb_hour["anthropic_1h"] < ns.usd_gb_hour["HBM"],
-    ),
-    Claim(
-        "kv_cache.md",
-        "per GB-hour: priced like fast memory.",
-        # above host DRAM's rent, within 2x of HBM's; flash is ~100x cheaper
-        lambda ns: (
-            ns.usd_gb_hour["host_DRAM"]
-            < ns.gb_hour["google_gemini_2_5_pro"]
-            < ns.usd_gb_hour["HBM"]
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "so 4.5 bits per weight, and tensor cores that multiply it at twice the FP8 rate",
-        lambda ns: (
-            math.isclose(ns.number_formats.bytes_per_element("nvfp4") * 8, 4.5, rel_tol=1e-12)
-            and all(
-                math.isclose(get_chip(c).peak("nvfp4"), 2 * get_chip(c).peak("fp8"), rel_tol=1e-12)
-                for c in ("B200", "GB200-NVL72")
-            )
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "The short-context $B^*$ hardly moves",
-        # bf16 and fp8 (arithmetic as weights) the same; NVFP4's scales add an eighth
-        lambda ns: (
-            math.isclose(ns.fmt.critical_batch[0], ns.fmt.critical_batch[1], rel_tol=1e-3)
-            and 1.0 < ns.fmt.critical_batch[2] / ns.fmt.critical_batch[0] < 1.2
-        ),
-    ),
-    # ---- kv_cache: attention past the dense cache (#43) ----
-    Claim(
-        "kv_cache.md",
-        "where DeepSeek-V3's MLA reads {eval}`mla_read_128k_gb` GB: **{eval}`dsa_vs_mla_128k`× "
-        "fewer bytes**",
-        lambda ns: (
-            ns.read_v3 > 5 * ns.read_v32
-            and math.isclose(ns.dsa_vs_mla_128k_value, ns.read_v3 / ns.read_v32, rel_tol=1e-12)
-            and format(ns.read_v3 / ns.read_v32, ".1f") == ns.dsa_vs_mla_128k
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "Past $k$ only the index keys grow, so the gain tends to",
-        lambda ns: bool(
-            np.all(
-                np.diff(
-                    (T := np.array([4096.0, 32768.0, 131072.0, 1e6, 1e9])) * 0
-                    + ns.v3.kv_bytes_read("bf16", T) / ns.v32.kv_bytes_read("bf16", T)
-                )
-                > 0
-            )
-            and math.isclose(
-                float(ns.v3.kv_bytes_read("bf16", 1e12) / ns.v32.kv_bytes_read("bf16", 1e12)),
-                float(ns.dsa_limit),
-                rel_tol=0.01,
-            )
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "**The bandwidth wall moves; the capacity wall does not** (it gets a little worse).",
-        lambda ns: (
-            ns.read_v32 < ns.read_v3
-            and ns.v32.kv_bytes_per_token("bf16") > ns.v3.kv_bytes_per_token("bf16")
-            and ns.fit_v32_128k < ns.fit_v3_128k
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "its step is now the weight read",
-        lambda ns: (
-            float(ns.step_v32.weight_read_s)
-            > max(float(ns.step_v32.kv_read_s), float(ns.step_v32.attention_compute_s))
-            and float(ns.step_v3.kv_read_s) > float(ns.step_v3.weight_read_s)
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "Per token the long context is still far dearer than a short one, because the capacity "
-        "wall still sets the batch",
-        lambda ns: (
-            ns.surcharges[ns.v32.name] > 5
-            and ns.surcharges[ns.v32.name] < ns.surcharges[ns.v3.name]
-            and ns.fit_v32_128k < float(capacity.max_batch(ns.sparse, 8192)) / 10
-            and ns.cost_v32_128k < ns.cost_v3_128k
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "**Both walls move**: the cache held and the cache read shrink alike.",
-        lambda ns: (
-            ns.qnext.kv_bytes_read("bf16", 131072) < ns.qnext_dense.kv_bytes_read("bf16", 131072)
-            and ns.qnext.kv_bytes_per_token("bf16", 131072)
-            < ns.qnext_dense.kv_bytes_per_token("bf16", 131072)
-            and ns.fit_qn_128k > ns.fit_qn_dense_128k
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "every other curve of the figure below reads less per decoded token than Llama-3-70B's",
-        lambda ns: bool(
-            np.all(
-                np.delete(
-                    (c := ns.read_curves).read_bytes[:, (i := int(np.argmax(c.context >= 131072)))],
-                    (gqa := c.names.index("Llama-3-70B")),
-                )
-                < c.read_bytes[gqa, i]
-            )
-            and c.context[i] == 131072
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "None of them alone brings the surcharge near the tiers'",
-        lambda ns: (
-            min(ns.surcharges[n] for n in (ns.v3.name, ns.v32.name, ns.qnext.name))
-            > 4 * float(ns.tier_out_x)
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "as its short-context batch turns compute-bound and stops getting cheaper",
-        lambda ns: (
-            float(ns.sur_v32_wide) < ns.surcharges[ns.v32.name] / 2
-            and float(
-                (
-                    wide := serving.decode_step(
-                        ns.sparse_wide, capacity.max_batch(ns.sparse_wide, 8192), 8192
-                    )
-                ).compute_s
-            )
-            > float(wide.memory_s)
-            and math.isclose(
-                float(
-                    pricing.long_context_surcharge(
-                        ns.sparse_wide, capacity.max_batch(ns.sparse_wide, 8192), 8192, 131072
-                    ).short.output_usd_per_million
-                ),
-                float(
-                    serving.decode_step(
-                        half := Deployment(ns.v32, "H100", 64, weight_dtype="fp8"),
-                        capacity.max_batch(half, 8192),
-                        8192,
-                    ).cost_per_million_tokens_usd()
-                ),
-                rel_tol=1e-9,
-            )
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "because a smaller cache makes the short context cheaper too",
-        lambda ns: (
-            float(
-                pricing.long_context_surcharge(
-                    ns.hybrid, capacity.max_batch(ns.hybrid, 8192), 8192, 131072
-                ).short.output_usd_per_million
-            )
-            < float(
-                pricing.long_context_surcharge(
-                    ns.hybrid_dense, capacity.max_batch(ns.hybrid_dense, 8192), 8192, 131072
-                ).short.output_usd_per_million
-            )
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "more than DeepSeek-V3, which reads all it holds",
-        lambda ns: (
-            ns.v32.kv_bytes_per_token("bf16") > ns.v3.kv_bytes_per_token("bf16")
-            and math.isclose(
-                float(ns.v3.kv_bytes_read("bf16", 32768)),
-                32768 * ns.v3.kv_bytes_per_token("bf16"),
-                rel_tol=1e-12,
-            )
-        ),
-    ),
-    Claim(
-        "kv_cache.md",
-        "and the gain grows with the context",
-        lambda ns: (
-            ns.dsa_vs_mla_128k_value
-            > float(ns.v3.kv_bytes_read("bf16", 32768) / ns.v32.kv_bytes_read("bf16", 32768))
         ),
     ),
     # ---- parallelism: the critical batch, data parallelism's ceiling (issue 43, item 6) ----
@@ -1974,8 +1669,6 @@ def test_the_old_claims_are_gone() -> None:
         "$B^* \\approx C/W$",
     ):
         assert wrong not in text, wrong
-    kv_text = _page_text("kv_cache.md")  # #42: the step counts the window as capacity does
-    assert "still counts every layer in full" not in kv_text
 
 
 #: Issue 42: phrasings each true only in a setting the page had silently changed, by page.

@@ -199,7 +199,7 @@ REGISTRY = (
         float(capacity.max_batch(EVEN, 8192)),
         (
             Place("batching.md", "max_b_8k", batch),
-            Place("kv_cache.md", "mb_70b_8k", batch),
+            Place("kv_cache.md", "capacity.llama_max_batch_8k", batch),
             Place("solutions/batching/batching.ipynb", "max_batch_8k", batch, answer_count),
             Place(
                 "solutions/batching/batching.ipynb", "step_time_max_batch_s", ms(2), answer_ms(2)
@@ -211,7 +211,7 @@ REGISTRY = (
         Setting(BIG, 131072),
         float(capacity.max_batch(BIG, 131072)),
         (
-            Place("kv_cache.md", "mb_405b_128k", batch),
+            Place("kv_cache.md", "capacity.big_max_batch_128k", batch),
             Place("solutions/kv_cache/kv_cache.ipynb", "max_batch_128k", batch, answer_count),
             Place("solutions/kv_cache/kv_cache.ipynb", "step_time_128k_s", ms(2), answer_ms(2)),
         ),
