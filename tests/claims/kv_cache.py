@@ -18,6 +18,7 @@ from llmmath import api_prices, kv_cache, memory_tiers, pricing
 from llmmath.beyond import number_formats
 from llmmath.core import capacity, models, serving
 from llmmath.core.deployment import Deployment
+from llmmath.core.hardware import get_chip
 from llmmath.core.placement import DoesNotFitError
 
 
@@ -40,6 +41,17 @@ def _short_output_cost(deployment: Deployment) -> float:
 
 
 CLAIMS = [
+    Claim(
+        "at twice the FP8 rate on the B200 and GB200, three times on the Blackwell Ultra GB300",
+        # data/hardware.toml's dense peaks, per GPU
+        lambda n: (
+            [
+                get_chip(chip).peak("nvfp4") / get_chip(chip).peak("fp8")
+                for chip in ("B200", "GB200-NVL72", "GB300-NVL72")
+            ]
+            == [2.0, 2.0, 3.0]
+        ),
+    ),
     # ---- sliding-window layers counted exactly (#32) ----
     Claim(
         "without one it counts every layer as global, which is exact for every other model here "
