@@ -15,7 +15,7 @@ import pytest
 from lesson_support import lesson
 
 from llmmath import api_prices, batching, get_chip, get_model, moe
-from llmmath.core import capacity, hardware, training
+from llmmath.core import capacity, hardware
 from llmmath.core.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,27 +79,6 @@ def test_batching_pareto_latency_depends_on_the_context() -> None:
     assert float(page.pareto_8k_64_kv_share) > 1  # the 64 KV reads outweigh the weights
     assert page.pareto_8k_64_ms == f"{long[1] * 1e3:.1f}"
     assert "at almost no cost in latency until" not in text("lessons/batching.md")
-
-
-# ---- parallelism and the models' windows ------------------------------------------------------
-def test_llama3_bubble_uses_the_interleaved_schedule() -> None:
-    page = lesson("parallelism.md")
-    assert page.llama3.virtual_stages == 2
-    assert page.l3_bubble == f"{100 * training.pipeline_bubble_fraction(16, 32, 2):.0f}" == "19"
-    assert page.l3_bubble_plain == "32"
-    low, high = int(page.l3_kernel_overlap), int(page.l3_kernel)
-    # Issue 32, erratum 3: under what a bf16 GEMM reaches on an H100 (794.5 of 989 TFLOP/s,
-    # Bekman's MAMF table), not FlashMLA's attention kernel or DeepGEMM's fp8 GEMMs.
-    assert page.gemm_share == "80" and page.gemm_tflops == "794.5"
-    assert 50 <= low < high < int(page.gemm_share)
-    assert "DeepGEMM" not in text("lessons/parallelism.md")
-
-
-def test_no_preset_runs_past_its_window() -> None:
-    words = text("lessons/parallelism.md")
-    assert get_model("Llama-3-70B").max_context < 32768
-    assert "Llama-3.1-70B (Llama-3-70B's shape with a 128k-token window" in words
-    assert "**3.** Llama-3-70B (KV cache" not in words
 
 
 # ---- MoE --------------------------------------------------------------------------------------
@@ -206,20 +185,6 @@ def test_capacity_rule_and_the_fits_answers_it_moves() -> None:
     experts = float(moe.expert_bytes_per_gpu("DeepSeek-V3", 8, "fp8"))
     assert f"EP = 8 ({experts / 1e9:.1f}e9 B per GPU)" in header
     assert get_chip("H100").hbm_bytes < experts < exposed["H100"]
-
-
-def test_data_parallel_batch_in_a_rack_against_a_node() -> None:
-    # Check yourself 4 of the parallelism lesson: (C / W) (n - 1) / n for each domain.
-    def hidden_batch(name: str) -> float:
-        chip = get_chip(name)
-        n = chip.scale_up_domain_size
-        return float(chip.peak("bf16") / chip.scale_up_bandwidth_bytes_per_s * (n - 1) / n)
-
-    rack, node = hidden_batch("GB200-NVL72"), hidden_batch("H100")
-    words = text("lessons/parallelism.md")
-    assert f"\\approx {round(rack, -1):,.0f}".replace(",", "{,}") in words
-    assert f"\\approx {round(node, -1):,.0f}".replace(",", "{,}") in words
-    assert rack > 1.3 * node and "about the same as on an H100 node" not in words
 
 
 # ---- errata 14: the page says which vendor prices were re-read, as the data file records -------

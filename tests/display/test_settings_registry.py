@@ -118,7 +118,7 @@ REGISTRY = (
             ),
             Place("batching.md", "weight_floor_ms_2f", ms(2)),
             Place("batching.md", "one_weight_ms", weight_read_ms),
-            Place("parallelism.md", "tp8_weights_ms", weight_read_ms),
+            Place("parallelism.md", "latency.tp8_weights_ms", weight_read_ms),
         ),
     ),
     Entry(
@@ -141,7 +141,7 @@ REGISTRY = (
         1,
         (
             Place("book/intro.md", "and {} ms at 2,048 tokens with TP8's all-reduces", ms(2)),
-            Place("parallelism.md", "tp8_serial_ms", ms(2)),
+            Place("parallelism.md", "latency.tp8_serial_ms", ms(2)),
             Place("batching.md", "tp_8_ms", ms(1)),
             Place("batching.md", "tp_8_cost", cost(2)),
             Place("solutions/parallelism/parallelism.ipynb", "step_s", ms(2), answer_ms(2)),
@@ -318,7 +318,7 @@ def test_validation_takeaway_spans_the_old_cases_and_the_cli_reproductions() -> 
         ("batching.md", "setting", 1),
         ("batching.md", "fast_setting", 1),
         ("batching.md", "spec_setting", 1),
-        ("parallelism.md", "tp8_decode_setting", 2),
+        ("parallelism.md", "latency.setting", 2),
         ("batching.md", "frontier_setting", 5),
     ],
 )

@@ -15,13 +15,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lesson_support import lesson
 
 from llmmath import get_chip, get_model, moe
 from llmmath.beyond import moe_balance, rack_physics, serving_systems
 from llmmath.core import collectives, data, serving
 from llmmath.core.deployment import Deployment
-from llmmath.validation import published
 
 # ---- rack physics ------------------------------------------------------------------------------
 
@@ -206,23 +204,6 @@ def test_tp_breakdown_latency_part_is_two_per_layer() -> None:
     assert float(one.serial_s) >= float(one.weight_read_s + one.alpha_s)
 
 
-def test_parallelism_lesson_latency_claims() -> None:
-    llama, h100 = get_model("Llama-3-70B"), get_chip("H100")
-    rows = {
-        tp: serving_systems.tp_decode_breakdown(llama, h100, tp, 1, 2048) for tp in (2, 4, 8, 16)
-    }
-    shares = [float(rows[tp].alpha_share) for tp in (2, 4, 8, 16)]
-    assert shares == sorted(shares)  # the latency's share grows with TP
-    assert 0.25 < shares[2] < 0.4  # "{tp8_alpha_share}% of a serial step" at TP8
-    gain = float(rows[8].serial_s / rows[16].serial_s)
-    assert 1.0 < gain < 1.6  # "TP16 is only {tp16_gain}x faster than TP8, not 2x"
-    assert float(rows[16].alpha_s) > float(rows[8].alpha_s)
-    # NCCL's model is an estimate: a measured NCCL all-reduce is slower, a one-shot one faster.
-    ring = serving_systems.all_reduce_latency_s(h100, (8,), 1)
-    assert serving_systems.measured("nccl-all-reduce-16kb-8xh100").value > ring
-    assert serving_systems.measured("one-shot-all-reduce-0.5mb-4xh100").value < ring
-
-
 def test_a_parallel_block_all_reduces_once_per_layer() -> None:
     import dataclasses
 
@@ -235,29 +216,6 @@ def test_a_parallel_block_all_reduces_once_per_layer() -> None:
     one = layout_step(palm, Layout(tp=48, pp=2), "TPU-v4", 1, 2048, weight_dtype="int8")
     two = layout_step(serial, Layout(tp=48, pp=2), "TPU-v4", 1, 2048, weight_dtype="int8")
     assert float(two.tp_s) == pytest.approx(2 * float(one.tp_s))
-
-
-def test_palm_latency_brackets_the_gap() -> None:
-    palm, tpu = get_model("PaLM-540B"), get_chip("TPU-v4")
-    comparison = published.decode_comparison("palm-540b-decode")
-    gap = comparison.measured - comparison.floor
-    # PaLM's parallel block: one all-reduce per layer under 1-D TP (issue 32, erratum 1).
-    assert palm.parallel_block and palm.tp_all_reduces_per_layer == 1
-    n = palm.tp_all_reduces_per_layer * palm.n_layers
-    assert n == 118
-    ring = serving_systems.all_reduce_latency_s(tpu, (64,), n)
-    torus = serving_systems.all_reduce_latency_s(tpu, (4, 4, 4), n)
-    # "between {palm_torus_share}% and {palm_ring_share}% of the gap": both below it, so the
-    # floor plus the latency stays a floor under the measured 29 ms.
-    assert 0 < torus < ring < gap
-    # Ring over 64: 118 x 126 x 0.5 us = 7.4 ms; one torus dimension at a time: 1.06 ms.
-    assert ring == pytest.approx(7.43e-3, rel=1e-3)
-    assert torus == pytest.approx(1.062e-3, rel=1e-3)
-    page = lesson("parallelism.md")
-    assert page.palm_all_reduces == 118
-    assert (page.palm_ring_ms, page.palm_torus_ms) == ("7.4", "1.1")
-    assert (page.palm_torus_share, page.palm_ring_share) == ("5", "34")
-    assert comparison.floor + ring < comparison.measured
 
 
 # ---- disaggregated prefill and decode ----------------------------------------------------------
