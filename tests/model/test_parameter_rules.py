@@ -46,12 +46,10 @@ NOT_YET_ONE_RULE = {
     "bytes_moved": ">= 0, as roofline_time's; arithmetic_intensity of no bytes is infinite",
     "context": ">= 0: a step at no context reads the weights alone (serving_energy, "
     "disaggregated_pools ask >= 1, prefill_stall_steps > 0)",
-    "draft_tokens": ">= 0: no drafting is one token a step, the plain decode",
     "flops": ">= 0, as roofline_time's: no work takes no time",
     "input_tokens": "a request's length: whole, >= 1 (concurrency_for_rate takes a mean)",
     "n_chips": "whole, 1 to 2^20 (MAX_CHIPS); ring_all_reduce_schedule lists each step (2 to "
     "1024), format_effects stops at 65536",
-    "n_gpus": "whole, 1 to 2^20; rack_power_for_w counts 0 GPUs (a rack's base power)",
     "output_tokens": "a request's length: whole, >= 1; request_price_usd bills a request "
     "without output (>= 0)",
     "params": ">= 1e6 parameters; training_flops also takes a model for them",

@@ -38,6 +38,7 @@ from llmmath.core import data
 from llmmath.core._checks import FloatArray, as_floats, as_output
 from llmmath.core._constraints import AnyOf, Instance, OneOf, Optional, Real
 from llmmath.core.contracts import (
+    CHIPS,
     NAME,
     NOTE,
     POSITIVE,
@@ -111,7 +112,7 @@ def gpus_in_power_budget(budget_w: float, watts_per_gpu: float) -> int:
     return math.floor(budget_w / watts_per_gpu * (1 + 1e-12))
 
 
-@contract(n_gpus=WHOLE, watts_per_gpu=SCALAR_POSITIVE)
+@contract(n_gpus=CHIPS, watts_per_gpu=SCALAR_POSITIVE)
 def rack_power_for_w(n_gpus: int, watts_per_gpu: float) -> float:
     """The power (and so the heat to carry away) of ``n_gpus`` at ``watts_per_gpu`` all-in."""
     return float(n_gpus * watts_per_gpu)

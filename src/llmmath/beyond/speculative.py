@@ -37,9 +37,12 @@ from llmmath.core.serving import decode_step
 ACCEPTANCE = Real(low=0.0, low_open=False, high=1.0)
 #: A draft's KV read per draft token over the target's: in [0, 1] (0: a draft with no cache).
 DRAFT_KV_SHARE = Real(low=0.0, low_open=False, high=1.0, scalar=True)
+#: Tokens drafted per sequence per verify step: at least one (no draft is the plain decode
+#: step, which `serving.decode_step` is), at most 64.
+DRAFT_TOKENS = Count(high=64)
 
 
-@contract(acceptance=ACCEPTANCE, draft_tokens=Count(low=0, high=64))
+@contract(acceptance=ACCEPTANCE, draft_tokens=DRAFT_TOKENS)
 def expected_tokens_per_step(acceptance: ArrayLike, draft_tokens: int) -> float | FloatArray:
     """Tokens one verify step yields on average: ``sum_{i=0..k} a^i = (1 - a^(k+1)) / (1 - a)``
     (each of ``k`` drafts kept only if it and every draft before it are accepted, plus the
@@ -75,7 +78,7 @@ def mtp_draft_kv_share(model: str | ModelConfig) -> float:
 @checked(
     **each(RESULT, "batch context plain_time_s verify_time_s draft_time_s"),
     **each(RESULT, "tokens_per_step acceptance draft_share draft_kv_share"),
-    draft_tokens=Count(low=0),
+    draft_tokens=DRAFT_TOKENS,
 )
 class SpeculativeStep:
     """One verify step of ``batch`` sequences with ``draft_tokens`` drafts each, against a
@@ -107,7 +110,7 @@ class SpeculativeStep:
 
 
 @contract(
-    draft_tokens=Count(high=64),
+    draft_tokens=DRAFT_TOKENS,
     acceptance=ACCEPTANCE,
     draft_share=FRACTION,
     draft_kv_share=DRAFT_KV_SHARE,
@@ -158,7 +161,7 @@ def speculative_step(
 @contract(
     infinite_ok=True,
     context=SCALAR,
-    draft_tokens=Count(high=64),
+    draft_tokens=DRAFT_TOKENS,
     acceptance=Real(low=0.0, low_open=False, high=1.0, scalar=True),
     draft_share=FRACTION,
     draft_kv_share=DRAFT_KV_SHARE,
@@ -222,7 +225,7 @@ CURVE_BATCHES = np.unique(np.round(np.logspace(0, np.log10(4096), 97)))
 
 @contract(
     context=SCALAR,
-    draft_tokens=Count(high=64),
+    draft_tokens=DRAFT_TOKENS,
     acceptance=ACCEPTANCE,
     draft_share=FRACTION,
     draft_kv_share=DRAFT_KV_SHARE,
