@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
-import pytest
-from lesson_support import lesson
-
-from llmmath import batching, get_chip, kv_cache, pricing
+from llmmath import batching, get_chip, kv_cache
 from llmmath.beyond import serving_modes
 from llmmath.core import capacity
 
@@ -55,52 +51,3 @@ def test_prompt_cache_prices_have_one_source_and_label() -> None:
             assert cache.read_usd_per_mtok == sheet.cached_input_usd_per_million, name
     deepseek = kv_cache.get_prompt_cache("deepseek")
     assert deepseek.model == "DeepSeek-R1"
-
-
-# ---- the pricing chapter ----------------------------------------------------------------------
-def test_pricing_ratio_formula_is_the_floor() -> None:
-    # "output / input ≈ max(1, B*/B + T kv C / (2 P W))": the KV term inside the max, as the
-    # floor adds it to the weight read (the package's decode_batch_from_ratio inverts it).
-    ns = lesson("overtraining_pricing.md")
-    dep = ns.llama8
-    chip = dep.chip
-    C, W = chip.peak("bf16"), chip.hbm_bandwidth_bytes_per_s
-    P = dep.model.total_params
-    for batch, context in ((64, 2048), (256, 2048), (743, 2048), (128, 512)):
-        kv_term = context * dep.model.kv_bytes_per_token(dep.kv_dtype) * C / (2 * P * W)
-        predicted = max(1.0, capacity.step_critical_batch(dep) / batch + kv_term)
-        cost = pricing.serving_cost(dep, batch, context, usd_per_chip_hour=2.0)
-        assert float(cost.output_input_ratio) == pytest.approx(predicted, rel=0.1), batch
-
-
-def test_pricing_ratio_stays_above_one_past_t_c() -> None:
-    ns = lesson("overtraining_pricing.md")
-    dep = ns.llama8
-    # "not to 1: 2,048 tokens is past T_c ≈ 1,477, so the KV reads keep decode
-    # bandwidth-bound at every batch; even the 743 sequences that fit pay 1.8×."
-    assert capacity.critical_context(dep) < 2048
-    assert not batching.decode_step(dep, ns.full_2k, 2048).compute_bound
-    assert float(ns.cost_full.output_input_ratio) > 1.5
-    # Prompt 3: "at 2,048 tokens, why does the ratio keep falling past it ... switch the
-    # context to 512: where does the ratio stop falling now"
-    past = [pricing.serving_cost(dep, b, 2048).output_input_ratio for b in (296, 400, 743)]
-    assert past[0] > past[1] > past[2] > 1
-    at_512 = math.ceil(capacity.step_critical_batch(dep, 512))
-    assert at_512 < capacity.max_batch(dep, 512)
-    flat = [float(pricing.serving_cost(dep, b, 512).output_input_ratio) for b in (at_512, 2000)]
-    assert flat[0] == pytest.approx(flat[1], rel=1e-9) and flat[0] < 1.01
-
-
-def test_pricing_long_context_runs_the_batch_that_fits() -> None:
-    # "each context at the largest batch that fits: past T_c ≈ 1,477 tokens no batch is
-    # compute-bound, so that batch is the cheapest. At 8k tokens 185 sequences fit"
-    ns = lesson("overtraining_pricing.md")
-    dep = ns.what_if
-    assert capacity.critical_context(dep) < 8192
-    assert ns.long_short_batch == f"{capacity.max_batch(dep, 8192):.0f}"
-    costs = [
-        float(batching.decode_step(dep, b, 8192).cost_per_million_tokens_usd())
-        for b in (64, 128, ns.long_batch)
-    ]
-    assert costs[0] > costs[1] > costs[2]
-    assert not batching.decode_step(dep, ns.long_batch, 8192).compute_bound

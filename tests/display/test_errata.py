@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from lesson_support import lesson
 
-from llmmath import api_prices, batching, get_chip, get_model, moe
+from llmmath import batching, get_chip, get_model, moe
 from llmmath.core import capacity, hardware
 from llmmath.core.deployment import Deployment
 
@@ -103,31 +103,6 @@ def test_moe_rack_widens_expert_parallelism_eightfold() -> None:
     # The takeaway's reason the node is not enough: the experts alone overflow an H100.
     held = float(moe.expert_bytes_per_gpu("DeepSeek-V3", 8, "fp8"))
     assert held > get_chip("H100").hbm_bytes
-
-
-# ---- pricing ----------------------------------------------------------------------------------
-def test_price_ratio_range_is_the_sheets() -> None:
-    ratios = {
-        n: float(api_prices.get_price_sheet(n).output_input_ratio)
-        for n in api_prices.list_price_sheets()
-    }
-    page = lesson("overtraining_pricing.md")
-    # The band is every sheet's but the one below it (#43: DeepSeek-V3.2's 1.5x), which the
-    # page names and explains instead of folding it in.
-    below = [n for n, r in ratios.items() if r < 2]
-    band = [r for n, r in ratios.items() if n not in below]
-    assert below == [page.below_band_sheet] == ["DeepSeek-V3.2"]
-    assert (page.sheet_ratio_min, page.sheet_ratio_max) == (
-        f"{min(band):.0f}",
-        f"{max(band):.0f}",
-    )
-    # The lecture's "3-5x" fits every sheet but Google's; Gemini 3 Pro's is 6x, not 5x.
-    for name, ratio in ratios.items():
-        vendor = api_prices.get_price_sheet(name).vendor
-        assert (ratio > 5) == (vendor == "Google"), name
-    assert page.gemini3_ratio == "6"
-    words = text("lessons/overtraining_pricing.md")
-    assert "4–8×" not in words and "re-checked" in words
 
 
 # ---- the notation page's parameter convention and the capacity rule --------------------------

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from lesson_support import ROOT, lesson
 
-from llmmath import batching, moe, scaling
+from llmmath import batching, moe
 from llmmath.beyond import moe_dispatch, serving_modes, serving_systems, speculative
 from llmmath.beyond.layout_search import workload
 from llmmath.core import capacity, collectives, models, serving
@@ -923,109 +923,6 @@ CLAIMS = [
             and float(ns.spilled.all_to_all_s) > float(ns.spilled.compute_s)
         ),
     ),
-    # ---- over-training and pricing: a price ratio read as a batch is dense-only (issue 42) ----
-    Claim(
-        "overtraining_pricing.md",
-        "for an {ref}`MoE <glossary-moe>` it is $B^* \\cdot E/k$ (the MoE chapter's",
-        # The exact batch where one expert layer's FLOPs meet its reads is B* x E/k.
-        lambda ns: (
-            ns.sheet_moe_x == "32"
-            and math.isclose(
-                moe.compute_bound_batch("DeepSeek-V3", "H100", scope="expert_layer"),
-                moe.compute_bound_batch_rule("DeepSeek-V3", "H100", definition="experts"),
-                rel_tol=0.01,
-            )
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "the same ratio says about {eval}`cy3_moe` sequences",
-        lambda ns: ns.cy3_moe == format(300 * 32 / 5, ",.0f") and ns.cy3_dense == "60",
-    ),
-    # ---- over-training and pricing: DeepSeek's day read back (issue 32, items 5 and 7) ----
-    Claim(
-        "overtraining_pricing.md",
-        "the same prices ask for twice the parameters",
-        lambda ns: (
-            math.isclose(ns.ds_read["fp8"].low, 2 * ns.ds_read["bf16"].low, rel_tol=1e-3)
-            and math.isclose(ns.ds_read["fp8"].high, 2 * ns.ds_read["bf16"].high, rel_tol=1e-3)
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "DeepSeek-V3 has 37B {cite}`deepseek2024v3`, inside the range; in FP8 it fits only below "
-        "30% MFU or with an input markup above the blended one.",
-        lambda ns: ns.ds_read["bf16"].low < 37e9 < ns.ds_read["fp8"].low and ns.ds_mfu[0] == 0.3,
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "returns the fleet's size almost by construction",
-        lambda ns: (
-            abs(ns.ds_day.prefill_nodes + ns.ds_day.decode_nodes - ns.ds_day.fleet_nodes)
-            < 0.001 * ns.ds_day.fleet_nodes
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "gap is within the rounding of the published figures (three significant digits each)",
-        # Each count and rate to three figures: half a unit in the last digit of each.
-        lambda ns: (
-            abs(ns.ds_day.prefill_nodes + ns.ds_day.decode_nodes - ns.ds_day.fleet_nodes)
-            < ns.ds_day.prefill_nodes * (0.5 / 608 + 0.05 / 73.7)
-            + ns.ds_day.decode_nodes * (0.5 / 168 + 0.05 / 14.8)
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "(226.75 × 8 GPUs × USD 2 × 24 h)",
-        lambda ns: (
-            ns.ds_cost == format(226.75 * 8 * 2 * 24, ",.0f")
-            and (ns.day.nodes, ns.day.gpus_per_node, ns.day.usd_per_gpu_hour) == (226.75, 8, 2.0)
-        ),
-    ),
-    # ---- over-training and pricing: joules per token and power's share (issue 32, energy) ----
-    Claim(
-        "overtraining_pricing.md",
-        "Power is a small share of the cost per token: under a tenth at the average price",
-        lambda ns: ns.share < 0.1 and ns.share_low < ns.share,
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "and still about a fifth ({eval}`share_high_pct`%) at Rhode Island's",
-        lambda ns: 0.15 < ns.share_high < 0.25,
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "The step time cancels in the share: power and rent are both paid by the second",
-        lambda ns: bool(np.allclose(ns.share_by_batch, ns.share, rtol=1e-12)),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "the same share as one GPU's, as it must be when both are paid by the GPU-hour",
-        lambda ns: math.isclose(ns.fleet.power_share, ns.share, rel_tol=1e-12),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "An input token, in a compute-bound prefill, costs",
-        lambda ns: bool(
-            np.all(serving.prefill(ns.llama8, 2048, ns.energy.cost.prefill_batch).compute_bound)
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "so the rise is less than 4×). The share stays at",
-        lambda ns: (
-            1 < ns.j_out[64] / ns.j_out[256] < 4
-            and math.isclose(float(ns.share_by_batch[1]), float(ns.share_by_batch[2]))
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "but the power is the node's maximum (a bandwidth-bound step draws less)",
-        lambda ns: (
-            not np.any(batching.decode_step(ns.llama8, ns.energy_batches, 2048).compute_bound)
-        ),
-    ),
     Claim(
         "moe.md",
         "is right only at the extremes: the first is too pessimistic at small batch, the others "
@@ -1033,26 +930,6 @@ CLAIMS = [
         lambda ns: (
             models.weight_params_read(ns.deepseek, 1) < 0.1 * ns.deepseek.total_params
             and models.weight_params_read(ns.deepseek, 8) > 4 * ns.deepseek.matmul_params_per_token
-        ),
-    ),
-    # ---- over-training and pricing: the long-context tiers read from the sheets (issue 32) ----
-    Claim(
-        "overtraining_pricing.md",
-        "all charge **{eval}`tier_out_x`× for output and {eval}`tier_in_x`× for input** past",
-        lambda ns: (
-            len(ns.tiers) >= 2
-            and len(ns.tier_out) == 1
-            and len(ns.tier_in) == 1
-            and sum(map(len, ns.tier_vendors.values())) >= 2
-            and all(s.vendor in ns.tier_vendors[s.long_context_threshold_tokens] for s in ns.tiers)
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "So the models behind them must be far kinder to long contexts than a plain {ref}`GQA",
-        lambda ns: (
-            float(ns.long.output_ratio) > 10 * float(ns.tier_out_x)
-            and float(ns.long.input_ratio) > float(ns.tier_in_x)
         ),
     ),
     Claim(
@@ -1124,35 +1001,6 @@ def _long_prompts(budget: str | None = None) -> dict[str, Any]:
         assert cli.main([*argv, *(["--prefill-chunk", budget] if budget else [])]) == 0
     result: dict[str, Any] = json.loads(out.getvalue())
     return result
-
-
-#: Issue 42's claims on pages other than the batching chapter's (same test as CLAIMS).
-CLAIMS += [
-    Claim(
-        "overtraining_pricing.md",
-        "times the {eval}`plain_tpp` the fit makes compute-optimal at that loss",
-        lambda ns: (
-            round(float(ns.heavy.tokens_per_param / ns.plain.tokens_per_param))
-            == int(ns.heavy_factor)
-            == round(float(scaling.overtraining_factor(ns.target, 1e14)))
-            # "the refit's optimum is the rule of thumb's 20 again" (#43: Besiroglu's refit)
-            and 0.75 < int(ns.heavy_factor) / int(ns.heavy_tpp_x) < 1.25
-            and 15 < float(ns.plain.tokens_per_param) < 25
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "the refit makes every optimum {eval}`moved_lo`–{eval}`moved_hi`× larger and far",
-        lambda ns: (
-            all(m > 1 for m in ns.moved)
-            and all(
-                float(n.tokens_per_param) < float(o.tokens_per_param)
-                for n, o in zip(ns.new, ns.old, strict=True)
-            )
-            and ns.llama_demand_value > ns.old_llama_demand_value
-        ),
-    ),
-]
 
 
 def _benchmark_ratios() -> dict[str, tuple[float, str]]:
@@ -1284,12 +1132,6 @@ ISSUE_42_GONE = {
         "spread evenly, the expert {ref}`all-to-all <glossary-all-to-all>` left out",
         "DeepSeek-V3 computing in bf16 would reach",  # T_c named without attention's format
     ),
-    "overtraining_pricing.md": (
-        # 2,306 tokens per parameter is 25x the fit's own 91 at that loss, not "115x Chinchilla"
-        '{eval}`heavy_tpp_x` times "Chinchilla\'s" 20',
-        # a price ratio read as 1/r of the critical batch holds for a dense model only
-        "says decode runs at about $1/r$ of its critical batch",
-    ),
     "roofline.md": (
         # max is a bound; the sum is not one (a poor kernel is slower), nor Williams et al.'s
         "and at most their sum {cite}`williams2009roofline`",
@@ -1307,98 +1149,6 @@ def test_issue_42_wrong_phrasings_do_not_return(page: str) -> None:
     for wrong in ISSUE_42_GONE[page]:
         assert " ".join(wrong.split()) not in text, f"{page} says again: {wrong!r}"
 
-
-#: #43 item 5: today's traffic (long agentic contexts, cache hits) on the pricing page, each
-#: sentence in its setting (the chat and the agentic Setting the page prints).
-CLAIMS += [
-    Claim(
-        "overtraining_pricing.md",
-        "and decode is memory-bound at every batch that fits.",
-        lambda ns: (
-            not np.any(ns.agentic_steps.compute_bound)
-            and len(ns.agentic_steps.batch)
-            == float(capacity.max_batch(ns.agentic_setting.deployment, 65_536))
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "each step reads more KV cache than weights (the chat crosses over only at batch",
-        lambda ns: (
-            # False below the crossover, True from it to the last batch that fits.
-            bool(np.all(np.diff(ns.kv_over_weights.astype(int)) >= 0))
-            and bool(ns.kv_over_weights[-1])
-            and int(ns.kv_from_batch) < 10 < int(ns.chat_kv_from_batch)
-            and ns.agentic.kv_read_share > 0.5
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "No price sheet charges anything like that",
-        lambda ns: ns.agentic.output_input_ratio > 4 * max(ns.sheet_ratio.values()),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "**{eval}`cached_share` of a fresh input token** at the floor",
-        lambda ns: (
-            0 < ns.agentic.cached_input_share < 1 and ns.agentic.cached_option != "recompute"
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "a twentieth): the same order, and falling.",
-        lambda ns: (
-            ns.cached_shares[0] <= ns.agentic.cached_input_share <= ns.cached_shares[-1]
-            and ns.sheets_at_tenth + len(ns.at_twentieth) > len(ns.cached_shares) / 2
-            # falling: the sheets at a twentieth are the newest sheets with a cached price
-            and min(s.source_date for s in ns.at_twentieth)
-            > max(
-                s.source_date for s in ns.sheets if s.has_cached_price and s not in ns.at_twentieth
-            )
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "So in today's traffic the output line is most of the bill",
-        lambda ns: (
-            8_000 * 15.0 / 1e6 / float(ns.agent_request[1]) > 0.5
-            and ns.hits[0.9].blended_output_input_ratio > ns.hits[0.5].blended_output_input_ratio
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        'the lecture\'s "5× output" lies between',
-        lambda ns: float(ns.g_ratios[-1]) < 5 < float(ns.g_ratios[0]),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "one token past the threshold multiplies the bill by",
-        lambda ns: ns.g_prompts[2] - ns.g_prompts[1] == 1 and float(ns.g_step) > 1.5,
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "far below the 3–8× of the other sheets",
-        lambda ns: (
-            (ns.sheet_ratio_min, ns.sheet_ratio_max) == ("3", "8")
-            and ns.v32.output_input_ratio < min(ns.band.values()) / 1.5
-            and ns.below_band == ["DeepSeek-V3.2"]
-        ),
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "less KV than V3's dense latent attention",
-        lambda ns: ns.v3_kv_s > 2 * ns.v32_kv_s,
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "so the batch the price implies takes about",
-        lambda ns: ns.v32_implied > 10 * ns.v32_fits_value and ns.v32_floor.output_input_ratio > 3,
-    ),
-    Claim(
-        "overtraining_pricing.md",
-        "Agents trim or summarise their history before it crosses the threshold for this reason.",
-        lambda ns: float(ns.cy_agent[1] / ns.cy_agent[0]) > 210_000 / 100_000,
-    ),
-]
 
 #: #43 item 5 on the batching page: the worked server's second setting, 2026 traffic.
 CLAIMS += [

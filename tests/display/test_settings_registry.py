@@ -167,7 +167,7 @@ REGISTRY = (
             Place("batching.md", "fast_std_batch", batch),
             Place("batching.md", "slow_floor_batch", batch),
             Place("batching.md", "full_2k_cost", cost(3)),
-            Place("overtraining_pricing.md", "full_2k_batch", batch),
+            Place("overtraining_pricing.md", "serving.full_2k_batch", batch),
         ),
     ),
     Entry(
@@ -222,7 +222,7 @@ REGISTRY = (
         float(capacity.max_batch(AGENTIC, 65_536)),
         (
             Place("batching.md", "agentic_batch", batch),
-            Place("overtraining_pricing.md", "agentic_batch", batch),
+            Place("overtraining_pricing.md", "traffic.agentic_batch", batch),
         ),
     ),
 )

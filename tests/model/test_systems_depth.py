@@ -9,7 +9,6 @@ values the sections show.
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 
 from llmmath import get_chip, get_model, moe
 from llmmath.beyond import moe_balance, rack_physics, serving_systems
-from llmmath.core import collectives, data, serving
+from llmmath.core import data, serving
 from llmmath.core.deployment import Deployment
 
 # ---- rack physics ------------------------------------------------------------------------------
@@ -246,33 +245,3 @@ def test_deepseek_pools_add_up_to_its_fleet() -> None:
     # Published rates and token counts, one day: the two pools need what the fleet ran.
     assert day.prefill_nodes + day.decode_nodes == pytest.approx(day.fleet_nodes, rel=0.01)
     assert day.fleet_nodes == data.table("api_prices")["fleets"]["DeepSeek-V3/R1, 24 h"]["nodes"]
-
-
-def test_pricing_lesson_disaggregation_claims() -> None:
-    node = Deployment("Llama-3-70B", "H100", 8)
-    day = serving_systems.deepseek_pools()
-    pools = serving_systems.disaggregated_pools(
-        node, day.input_tokens_per_s, day.output_tokens_per_s, 64, 2048, day.cache_hit_fraction
-    )
-    # "even at {ds_mix} input tokens per output token, {pool_decode_share}% of the chips decode"
-    assert day.input_output_ratio > 3 and float(pools.decode_share) > 0.5
-    # The measured per-node ratio is "close to the floors' ratio".
-    spec = data.table("systems")["deepseek_serving"]
-    measured = (
-        spec["prefill_input_tokens_per_s_per_node"] / spec["decode_output_tokens_per_s_per_node"]
-    )
-    floors = float(pools.prefill_tokens_per_s_per_chip / pools.decode_tokens_per_s_per_chip)
-    assert abs(math.log(floors / measured)) < math.log(1.5)
-    # One 8,192-token prefill lasts many decode steps.
-    stall = serving_systems.prefill_stall_steps(node, 8192, 64, 2048)
-    assert stall == pytest.approx(
-        float(serving.prefill(node, 8192, 1).time_s / serving.decode_step(node, 64, 2048).time_s)
-    )
-    assert stall > 10
-    # Moving a prompt's KV cache costs little beside its prefill.
-    kv = 2048 * node.model.kv_bytes_per_token(node.kv_dtype)
-    move = float(collectives.point_to_point_time_s(kv / 8, "H100", across_domains=True))
-    assert move < float(serving.prefill(node, 2048, 1).time_s) / 10
-    # The check-yourself answer: a 10:1 retrieval mix, no cache hits; prefill takes most.
-    rag = serving_systems.disaggregated_pools(node, 10.0, 1.0, 64, 2048)
-    assert float(rag.decode_share) < 0.5
