@@ -81,30 +81,6 @@ def test_batching_pareto_latency_depends_on_the_context() -> None:
     assert "at almost no cost in latency until" not in text("lessons/batching.md")
 
 
-# ---- MoE --------------------------------------------------------------------------------------
-def test_moe_rack_widens_expert_parallelism_eightfold() -> None:
-    gain = moe.max_ep_width(256, "GB200 NVL72 (72 GPUs)") / moe.max_ep_width(
-        256, "HGX H100 (8 GPUs)"
-    )
-    assert gain == 8
-    assert lesson("moe.md").ep_gain == "8"
-    words = text("lessons/moe.md")
-    assert "nine times" not in words
-    # Issue 42: with redundant copies (the same chapter's EP144, the CLI's
-    # --redundant-experts) EP72 fills the rack: 9x, said beside the even split's 8x.
-    copies = moe.copies_to_fill(256, "GB200 NVL72 (72 GPUs)")
-    assert copies == 32 and (256 + copies) % 72 == 0
-    assert moe.copies_to_fill(256, "HGX H100 (8 GPUs)") == 0
-    page = lesson("moe.md")
-    assert (page.nvl72_copies, page.nvl72_slots, page.ep_gain_filled) == ("32", "4", "9")
-    assert "{eval}`ep_gain_filled` times" in words
-    assert "over at most 64 GPUs" not in words
-    assert "*floor* argument" in words
-    # The takeaway's reason the node is not enough: the experts alone overflow an H100.
-    held = float(moe.expert_bytes_per_gpu("DeepSeek-V3", 8, "fp8"))
-    assert held > get_chip("H100").hbm_bytes
-
-
 # ---- the notation page's parameter convention and the capacity rule --------------------------
 def test_notation_states_the_parameter_convention_with_the_packages_numbers() -> None:
     llama, small = get_model("Llama-3-70B"), get_model("Llama-3-8B")

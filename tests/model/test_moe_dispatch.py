@@ -9,17 +9,12 @@ token through the NIC, one copy per node sends one per other node it reaches.
 from __future__ import annotations
 
 import itertools
-import json
-import re
-from fractions import Fraction
 
 import numpy as np
 import pytest
-from lesson_support import ROOT, lesson
 
 from llmmath import moe
 from llmmath.beyond import moe_dispatch
-from llmmath.core import data
 from llmmath.core.hardware import get_chip
 
 HGX, NVL72 = "HGX H100 (8 GPUs)", "GB200 NVL72 (72 GPUs)"
@@ -128,43 +123,3 @@ def test_ratio_terms_by_hand() -> None:
     assert (inside.link_share, across.link_share) == (7 / 8, 56 / 64)
     compute = float(moe.expert_parallel_step("DeepSeek-V3", 8192, 64, HGX).compute_s)
     assert across.latency == pytest.approx(2 * get_chip("H100").scale_out_latency_s / compute)
-
-
-# ---- the lesson (lessons/moe.md) -------------------------------------------------------------
-def test_lesson_formula_gives_the_numbers_beside_it() -> None:
-    ns = lesson("moe.md")
-    k_over = float(Fraction(ns.shared_term))  # "8/9"
-    for bw, share, lat, shown in (
-        (ns.bw_term_in, ns.share_in, ns.lat_term_in, ns.hgx8_ratio_2f),
-        (ns.bw_term_out, ns.share_out, ns.lat_term_out, ns.hgx64_ratio_1f),
-    ):
-        value = float(bw) * k_over * float(Fraction(share)) + float(lat)
-        digits = len(shown.split(".")[1])
-        assert format(value, f".{digits}f") == shown
-    # Without the shared expert's k/(k+s) the formula gave 0.63 and 5.6, not 0.56 and 5.1.
-    assert format(float(ns.bw_term_in) * 7 / 8, ".2f") != ns.hgx8_ratio_2f
-
-
-def test_lesson_node_limited_numbers() -> None:
-    ns = lesson("moe.md")
-    routing = data.table("systems")["deepseek_routing"]
-    # One group per node (EP64 over 8 nodes = 8 groups): the node limit is topk_group.
-    assert routing["n_group"] == 64 // 8 and routing["max_nodes_per_token"] == routing["topk_group"]
-    assert routing["topk_group"] < routing["n_group"]  # the released config keeps the limit
-    step = moe_dispatch.node_limited_step(
-        "DeepSeek-V3", 8192, 64, HGX, max_domains=4, dispatch_dtype="fp8"
-    )
-    assert ns.limited_fp8_ratio == format(float(step.all_to_all_s / step.compute_s), ".1f")
-    assert (ns.hgx64_ratio_1f, ns.limited_ratio, ns.limited_fp8_ratio) == ("5.1", "2.3", "1.8")
-    assert (ns.limited_copies, ns.per_expert_copies, ns.per_node_copies) == ("3.2", "7", "4.6")
-
-
-def test_exercise_model_answer_quotes_the_lesson() -> None:
-    nb = json.loads((ROOT / "solutions/moe/moe.ipynb").read_text())
-    answer = "".join(next(c for c in nb["cells"] if c.get("id") == "reflection")["source"])
-    answer = " ".join(answer.split())
-    found = re.search(r"about ([\d.]+)x the compute at EP64, ([\d.]+)x with fp8 dispatch", answer)
-    assert found, "the reflection's model answer no longer prices node-limited dispatch"
-    ns = lesson("moe.md")
-    assert found.groups() == (ns.limited_ratio, ns.limited_fp8_ratio)
-    assert "during training)" not in answer  # the limit holds in serving too

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath import get_chip, get_model, moe
+from llmmath import get_chip, get_model
 from llmmath.beyond import moe_balance, rack_physics, serving_systems
 from llmmath.core import data, serving
 from llmmath.core.deployment import Deployment
@@ -49,30 +49,6 @@ def test_gpus_in_power_budget_is_the_floor_of_the_ratio() -> None:
     assert rack_physics.gpus_in_power_budget(40e3, 120e3 / 72) == 24
     assert rack_physics.gpus_in_power_budget(40e3 - 1.0, 120e3 / 72) == 23
     assert rack_physics.rack_power_for_w(72, nvl72.watts_per_gpu) == pytest.approx(120e3)
-
-
-def test_moe_lesson_rack_claims() -> None:
-    nvl72 = rack_physics.get_rack("GB200 NVL72")
-    dgx = rack_physics.get_rack("DGX H100 node (air)")
-    room = rack_physics.room_limits()
-    air = rack_physics.gpus_in_power_budget(room["air_cooled_rack_max_w"], nvl72.watts_per_gpu)
-    legacy = rack_physics.gpus_in_power_budget(room["legacy_rack_w"], nvl72.watts_per_gpu)
-    nodes = rack_physics.gpus_in_power_budget(room["air_cooled_rack_max_w"], dgx.rack_power_w)
-    # "{air_gpus} GPUs: a third of an NVL72 rack": air cannot cool the 72-GPU domain.
-    assert air * 3 == nvl72.gpus
-    assert legacy < air < nvl72.gpus
-    # The air-cooled H100 rack holds several 8-GPU nodes, each its own NVLink domain.
-    assert nodes > 1 and nodes * dgx.gpus == air
-    # "more than many raised floors were rated to carry": well over a tonne.
-    assert nvl72.weight_kg > 1000
-    assert nvl72.rack_power_w > room["air_cooled_rack_max_w"]
-    # "denser rather than wider": the 576-die rack draws more per package, in one rack.
-    kyber = rack_physics.get_rack("Kyber NVL576 (Rubin Ultra)")
-    assert kyber.watts_per_gpu > nvl72.watts_per_gpu and kyber.rack_power_w > nvl72.rack_power_w
-    assert data.table("systems")["racks"][kyber.name]["gpu_dies"] == 576
-    # Domains past one rack: denser NVLink racks, and TPU pods of thousands of chips.
-    chips = [d.chips for d in rack_physics.domain_sizes()]
-    assert chips == sorted(chips) and chips[-1] > 1000
 
 
 # ---- MoE load imbalance ------------------------------------------------------------------------
@@ -146,32 +122,6 @@ def test_slots_must_divide_evenly() -> None:
         moe_balance.gpu_loads(np.ones(256), 144)
     with pytest.raises(ValueError, match="loads"):
         moe_balance.gpu_loads(np.zeros(8), 2)
-
-
-def test_moe_lesson_imbalance_claims() -> None:
-    spec = data.table("systems")
-    redundant = spec["deepseek_redundant_experts"]
-    serving_spec = spec["deepseek_serving"]
-    assert (256 + redundant["prefill_redundant_experts"]) % redundant["prefill_gpus"] == 0
-    assert (256 + serving_spec["decode_redundant_experts"]) % serving_spec["decode_ep"] == 0
-    hot = moe_balance.zipf_expert_loads(256, 0.5)
-    ep32 = moe_balance.imbalance_slowdown(hot, 32)
-    ep32_copies = moe_balance.imbalance_slowdown(hot, 32, 32)
-    ep144_copies = moe_balance.imbalance_slowdown(hot, 144, 32)
-    # "runs {slow_ep32}x slower without copies and {slow_ep32_copies}x with 32"
-    assert ep32 > 1.4 and ep32_copies < 1.01
-    # "Wide EP balances worse", even under uniform routing (256 over 144 does not split).
-    assert ep144_copies > ep32_copies
-    assert moe_balance.imbalance_slowdown(np.ones(256), 144, 32) > 1.05
-    # "Why not {hot_expert}x?": the hottest GPU holds the hot expert plus 7 cold ones.
-    top = moe_balance.gpu_loads(hot, 32)[0]
-    assert hot[0] + hot[-7:].sum() <= top < hot[0] + 7 * hot.mean()
-    assert ep32 == pytest.approx(top / 8)
-    # The table's skews stay under top-8's cap of E/k times the mean.
-    cap = moe.sparsity(get_model("DeepSeek-V3"), "experts")
-    assert moe_balance.zipf_expert_loads(256, 0.8)[0] < cap
-    # On EP64 in a rack the layer's compute floor stretches by the slowdown.
-    assert moe_balance.imbalance_slowdown(hot, 64) > ep32
 
 
 # ---- collective latency in tensor-parallel decode ---------------------------------------------
