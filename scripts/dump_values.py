@@ -50,10 +50,12 @@ def _plain(value: Any) -> Any:
 
 def chapter_numbers(page: Path) -> Any | None:
     """``numbers()`` of the lesson's module in ``llmmath.display.numbers``, or None."""
-    module = ROOT / "src" / "llmmath" / "display" / "numbers" / f"{page.stem}.py"
-    if page.parent.name != "lessons" or not module.exists():
-        return None
     import importlib
+
+    from llmmath.display.numbers import has_numbers
+
+    if page.parent.name != "lessons" or not has_numbers(page.stem):
+        return None
 
     return importlib.import_module(f"llmmath.display.numbers.{page.stem}").numbers()
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import jupytext
 
+from llmmath.display.numbers import has_numbers
+
 ROOT = Path(__file__).resolve().parent.parent
 # MyST's inline role: {eval}`expression`.
 EVAL_ROLE = re.compile(r"\{eval\}`([^`]+)`")
@@ -48,7 +50,7 @@ def lesson(page: str) -> Any:
     ``decode.llama_memory_ms``, e.g. through ``operator.attrgetter``); for another, what its
     hidden cells define (:func:`hidden_namespace`)."""
     chapter = Path(page).stem
-    if (ROOT / "src" / "llmmath" / "display" / "numbers" / f"{chapter}.py").exists():
+    if has_numbers(chapter):
         return importlib.import_module(f"llmmath.display.numbers.{chapter}").numbers()
     return SimpleNamespace(**hidden_namespace(page))
 

@@ -61,6 +61,24 @@ def _display(package: str, shared: tuple[str, ...]) -> tuple[str, ...]:
     return (package, *(f"{package}.{name}" for name in (*shared, *rest)))
 
 
+def _numbers() -> tuple[str, ...]:
+    """``display.numbers``, ``shown``, then each chapter's numbers in the book's order: a module,
+    or a package followed by its section modules (found in the folder, as ``_display`` does)."""
+    from llmmath.display.chapters import chapters
+
+    folder = ROOT / "src" / "llmmath" / "display" / "numbers"
+    names = ["display.numbers", "display.numbers.shown"]
+    for chapter in chapters():
+        package = folder / chapter
+        if (folder / f"{chapter}.py").exists():
+            names.append(f"display.numbers.{chapter}")
+        elif (package / "__init__.py").exists():
+            names.append(f"display.numbers.{chapter}")
+            sections = sorted(p.stem for p in package.glob("*.py") if p.stem[0] != "_")
+            names += [f"display.numbers.{chapter}.{name}" for name in sections]
+    return tuple(names)
+
+
 #: The addresses released exercises import, one-line re-exports of the core's modules: listed
 #: with the chapters (an exercise's reader looks them up), their contents documented where they
 #: are defined (``core.serving``, ``core.deployment``, ``core.setting``), which their docstrings
@@ -107,7 +125,7 @@ LAYERS: dict[str, Layer] = {
         (
             "display", *_display("display.plots", ("common", "fast_text")),
             *_display("display.widgets", ("common",)), "display.pages", "display.tables",
-            "display.chapters", *_display("display.numbers", ("shown",)),
+            "display.chapters", *_numbers(),
         ),
     ),
     "tools": Layer(

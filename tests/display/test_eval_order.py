@@ -11,6 +11,8 @@ import jupytext
 import pytest
 from lesson_support import EVAL_ROLE, ROOT, bound_names, evals_in_page_order
 
+from llmmath.display.numbers import has_numbers
+
 LESSONS = sorted(p.name for p in (ROOT / "lessons").glob("*.md"))
 
 
@@ -51,7 +53,6 @@ def test_a_name_used_before_its_cell_is_caught(tmp_path: Path) -> None:
     assert outcomes == [False, True, False, True]
 
 
-NUMBERS = ROOT / "src" / "llmmath" / "display" / "numbers"
 # What a converted lesson's prose may show: a value of its chapter's numbers, by name.
 BY_NAME = re.compile(r"n(?:\.[A-Za-z_]\w*)+")
 SETUP = "n = numbers.{chapter}.numbers()"
@@ -59,13 +60,13 @@ SETUP = "n = numbers.{chapter}.numbers()"
 
 def converted() -> list[str]:
     """The lessons whose numbers live in ``llmmath.display.numbers.<chapter>``."""
-    return [page for page in LESSONS if (NUMBERS / page).with_suffix(".py").exists()]
+    return [page for page in LESSONS if has_numbers(Path(page).stem)]
 
 
 @pytest.mark.parametrize("page", converted())
 def test_a_lessons_numbers_come_from_its_module(page: str) -> None:
-    """Once ``numbers/<chapter>.py`` exists, the lesson computes nothing itself: one hidden
-    setup cell binds ``n`` from the module, every other hidden cell only shows (a figure, an
+    """Once ``llmmath.display.numbers.<chapter>`` exists, the lesson computes nothing itself:
+    one hidden setup cell binds ``n`` from it, every other hidden cell only shows (a figure, an
     explorer, ``pages.source``) and binds no name, and every ``{eval}`` reads ``n`` by name."""
     chapter = Path(page).stem
     notebook = jupytext.read(ROOT / "lessons" / page)
@@ -82,7 +83,7 @@ def test_a_lessons_numbers_come_from_its_module(page: str) -> None:
         for cell in hidden[1:]
         if bound_names(cell.source)
     ]
-    assert not binding, f"{page}: a hidden cell computes; move it to numbers/{chapter}.py:\n" + (
+    assert not binding, f"{page}: a hidden cell computes; move it to numbers.{chapter}:\n" + (
         "\n".join(binding)
     )
     expressions = EVAL_ROLE.findall("\n".join(c.source for c in notebook.cells))

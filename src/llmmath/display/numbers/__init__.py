@@ -12,17 +12,30 @@ setup cell::
 
 and its prose reads ``{eval}`n.decode.h100_tflops```. The arithmetic that teaches stays on the
 page as ``pages.source(...)`` cells; the rest lives here, typed and linted with the package,
-and the tests read it by name (``tests/claims/<chapter>.py``).
+and the tests read it by name (``tests/claims/<chapter>.py``). A long chapter's numbers are a
+package, ``numbers/<chapter>/``, its sections in modules of their own and ``numbers()`` in its
+``__init__``; it is named and read the same way.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
+from llmmath.core._constraints import Instance
+from llmmath.core.contracts import contract
 from llmmath.display.numbers import shown
 
-__all__ = ["shown"]
+__all__ = ["has_numbers", "shown"]
+
+
+@contract(chapter=Instance(str))
+def has_numbers(chapter: str) -> bool:
+    """True where ``chapter``'s numbers live here (a module or a package named as it)."""
+    if not chapter.isidentifier() or chapter == "shown":
+        return False
+    return importlib.util.find_spec(f"{__name__}.{chapter}") is not None
 
 
 def __getattr__(name: str) -> ModuleType:
