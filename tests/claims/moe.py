@@ -1,13 +1,16 @@
 """What lessons/moe.md says in words, pinned to the package for its own settings
-(src/llmmath/display/numbers/moe.py): claims, the erratum of issue 18/42 (the rack widens EP
-eightfold), the lesson's rack and imbalance checks (issue 18) and its all-to-all formula and
-node-limited dispatch checks (issue 32)."""
+(src/llmmath/display/numbers/moe/): claims, the erratum of issue 18/42 (the rack widens EP
+eightfold), the lesson's rack and imbalance checks (issue 18), its all-to-all formula and
+node-limited dispatch checks (issue 32), and its wide-EP runs against the command line's."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import re
+import shlex
 from fractions import Fraction
 
 import numpy as np
@@ -17,8 +20,9 @@ from lesson_support import ROOT
 from claims import Claim, chapter_numbers, check_claim, claim_id, page_words
 from llmmath import get_chip, moe
 from llmmath.beyond import moe_balance, moe_dispatch, rack_physics
+from llmmath.cli import parse_and_run
 from llmmath.core import collectives, data, models
-from llmmath.display.numbers._moe_experts import HGX, NVL72
+from llmmath.display.numbers.moe.experts import HGX, NVL72
 
 CLAIMS = [
     # ---- the all-to-all formula and DeepSeek's node-limited dispatch (issue 32) ----
@@ -151,7 +155,7 @@ CLAIMS = [
     ),
     Claim(
         "Neither run is near its floor",
-        lambda n: all(result["measured_over_floor"] < 0.5 for _, result in n.wide.runs.values()),
+        lambda n: all(run.measured_over_floor < 0.5 for run in n.wide.runs.values()),
     ),
     Claim(
         "Past these contexts the group's experts stay memory-bound",
@@ -348,3 +352,39 @@ def test_exercise_model_answer_quotes_the_lesson() -> None:
     a2a = chapter_numbers("moe").all_to_all
     assert found.groups() == (a2a.limited_ratio, a2a.limited_fp8_ratio)
     assert "during training)" not in answer  # the limit holds in serving too
+
+
+# ---- the wide-EP runs: one count with the command line ---------------------------------------
+def test_wide_ep_runs_are_what_workload_calibrate_reports() -> None:
+    """The page's wide-EP table calls the package functions ``llmmath workload --calibrate``
+    calls (the display layer does not import the CLI); this runs that command line at each
+    run's stored setting (data/systems.toml's ``workload`` and ``value``, as book/cli.md and
+    ``llmmath calibrate`` run the reproduced specs) and wants the same numbers."""
+    wide = chapter_numbers("moe").wide
+    systems = data.table("systems")
+    stored = {"h100": systems["reproduced"]["sglang-deepseek-v3-decode-ep72-h100"]}
+    assert {key: run.spec for key, run in wide.runs.items()} == {**stored, **systems["wide_ep"]}
+    for key, run in wide.runs.items():
+        argv = shlex.split(f"workload {run.spec['workload']} --calibrate {run.spec['value']}")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert parse_and_run.main([*argv, "--json"]) == 0, key
+        reported = json.loads(out.getvalue())
+        deployment = run.floor.deployment
+        assert (reported["model"], reported["chip"], reported["n_chips"], reported["layout"]) == (
+            deployment.model.name,
+            deployment.chip.name,
+            deployment.n_chips,
+            str(deployment.layout),
+        ), key
+        assert reported["floor_output_tokens_per_s_per_chip"] == run.floor.measured_rate, key
+        assert reported["measured_over_floor"] == run.measured_over_floor, key
+        assert reported["fitted_efficiency"] == run.efficiency, key
+        assert reported["decode_bound_at_floor"] == run.bound, key
+        assert reported["decode_tokens_per_s_per_chip"] == run.fitted.measured_rate, key
+        # and the page's row shows what the command reports
+        row = (
+            f"| {reported['floor_output_tokens_per_s_per_chip']:,.0f} "
+            f"| {reported['measured_over_floor']:.2f} | {reported['decode_bound_at_floor']} |"
+        )
+        assert row in wide.table, key

@@ -1,5 +1,6 @@
-"""The MoE chapter's numbers, first half (``numbers.moe`` gathers them): parameters, the
-batch an MoE needs, the scale-up domains and DeepSeek-V3's all-to-all."""
+"""The MoE chapter's expert sections (``numbers.moe`` gathers them): parameters, the batch an
+MoE needs, the scale-up domains and DeepSeek-V3's all-to-all; the settings the other parts
+share (``HGX``, ``NVL72``, ``EP_BATCH``)."""
 
 from __future__ import annotations
 

@@ -1,33 +1,34 @@
-"""The MoE chapter's numbers, second half (``numbers.moe`` gathers them): how the rack bounds
-the design, attention beside wide EP and the published wide-EP runs, the rack's physical
-limits, hot experts, and the check-yourself questions."""
+"""The MoE chapter's rack sections (``numbers.moe`` gathers them): how the rack bounds the
+design, attention beside wide EP and the published wide-EP runs, the rack's physical limits,
+and hot experts."""
 
 from __future__ import annotations
 
-import shlex
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from IPython.display import Markdown
-
 from llmmath import moe
-from llmmath.beyond import moe_balance, rack_physics
-from llmmath.cli import parse_and_run
-from llmmath.core import collectives, data, roofline
+from llmmath.beyond import layout_search, moe_balance, rack_physics
+from llmmath.core import collectives, data
+from llmmath.core.deployment import Deployment
+from llmmath.core.dtypes import WeightFormat
 from llmmath.core.hardware import get_chip
-from llmmath.core.models import expected_experts_touched
+from llmmath.core.models import ModelConfig, get_model
+from llmmath.core.placement import Layout
 from llmmath.core.racks import get_domain
-from llmmath.core.units import general
-from llmmath.display import pages
 from llmmath.display.numbers import shown
-from llmmath.display.numbers._moe_experts import (
-    EP_BATCH,
-    HGX,
-    NVL72,
-    Domains,
-    Params,
-    microseconds,
-)
+from llmmath.display.numbers.moe.experts import EP_BATCH, HGX, NVL72, Params, microseconds
+
+#: Each published wide-EP decode run's chips, all one EP group (data/systems.toml's ``workload``
+#: of the run: ``DeepSeek-V3 CHIPxN --layout epN --dtype fp8 --kv-dtype bf16 --input 2000
+#: --output 100 --disaggregate``; tests/claims/moe.py runs that command line against these).
+WIDE_EP_CLUSTERS = {
+    "h100": ("H100", 72),
+    "sglang-deepseek-gb200-nvl72-decode-ep48": ("GB200-NVL72", 48),
+    "sglang-deepseek-gb200-nvl72-decode-bf16-attention": ("GB200-NVL72", 48),
+}
+WIDE_EP_INPUT, WIDE_EP_OUTPUT = 2000, 100  # tokens in and out per request
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,23 @@ class Attention:
 
 
 @dataclass(frozen=True)
+class WideRun:
+    """One published wide-EP decode run against its floor, counted as ``llmmath workload
+    --calibrate`` counts it."""
+
+    spec: dict[str, Any]  # its entry in data/systems.toml
+    floor: layout_search.WorkloadView  # the run's setting at the floor
+    fitted: layout_search.WorkloadView  # and at the efficiency that meets the measurement
+    efficiency: float  # that efficiency, FLOP/s and bandwidth alike
+    measured_over_floor: float
+    bound: str  # what bounds the floor's decode step: memory, compute or network
+
+
+@dataclass(frozen=True)
 class WideRuns:
     """What racks measure: published wide-EP decode runs against their own floors."""
 
-    # Each run's key: its spec in data/systems.toml and ``llmmath workload --calibrate``'s data.
-    runs: dict[str, tuple[dict[str, Any], dict[str, Any]]]
+    runs: dict[str, WideRun]  # by key: "h100" and data/systems.toml's [wide_ep] keys
     table: str
     wide_speedup: str  # the NVL72 run's tokens per GPU over the H100 run's
     h100_ratio: str  # measured over floor
@@ -141,55 +154,6 @@ class HotExperts:
     ep144_slots: str
     ep32_per_gpu: str
     ep32_cold: str
-
-
-@dataclass(frozen=True)
-class CheckYourself:
-    """Check yourself 1-4, and the graded exercise."""
-
-    # 1. Mixtral at batch 4.
-    q1_experts: int
-    q1_top_k: int
-    q1_batch: int
-    q1_miss: str  # the chance that every token misses one expert
-    q1_touched: str
-    q1_share: str
-    q1_one: str  # k/E
-    q1_under: str
-    # 2. 128 experts, top-8, on B200.
-    q2_experts: int
-    q2_top_k: int
-    q2_flops: str
-    q2_bandwidth: str
-    q2_critical: str
-    q2_sparsity: str
-    q2_batch: str
-    q2_batch_fp8: str
-    # 3. DeepSeek-V3 at EP16 over two HGX H100 nodes, 4,096 tokens.
-    q3: moe.ExpertLayerStep
-    q3_ep: int
-    q3_d_model: int
-    q3_tokens: int  # tokens per GPU
-    q3_batch: str
-    q3_sent_mb: str
-    q3_out_mb: str
-    q3_in_mb: str
-    q3_out_ms: str
-    q3_in_ms: str
-    q3_a2a_ms: str
-    q3_compute_ms: str
-    q3_ratio: str
-    q3_in_frac: str
-    # 4. The longest context a DP-attention group of 64 H100s holds the experts' batch at.
-    q4_context_value: float
-    q4_context_tp_value: float
-    q4_kv_kb: str
-    q4_free_gb: str
-    q4_group_tb: str
-    q4_context: str
-    q4_context_tp: str
-    q4_freed_gb: str
-    exercise: Markdown
 
 
 def build_rack_bound(params: Params) -> RackBound:
@@ -266,11 +230,53 @@ def build_attention(params: Params) -> Attention:
     )
 
 
-def _calibrated(spec: dict[str, Any]) -> dict[str, Any]:
-    """A published decode rate run through ``llmmath workload --calibrate`` (one count with
-    the command line's page): its data, measured against the floor of its own setting."""
-    argv = ["workload", *shlex.split(spec["workload"]), "--calibrate", f"{spec['value']}"]
-    return parse_and_run.workload_data(argv)
+def wide_ep_deployment(chip: str, n_chips: int) -> Deployment:
+    """DeepSeek-V3 decoding on ``n_chips`` of ``chip``, one EP group over all of them, as
+    ``llmmath workload``'s flags of the published runs build it: fp8 weights and matmuls,
+    bf16 attention and KV cache, DeepSeek's node-limited dispatch in fp8 (the CLI's default for
+    group-limited routing in fp8), and the fewest redundant expert copies that split the experts
+    evenly (the CLI's default placement, as EPLB places copies of hot experts)."""
+    layout = Layout.for_cluster(n_chips, ep=n_chips)
+    deepseek = get_model("DeepSeek-V3")
+    copies = (-deepseek.n_experts) % layout.ep
+    placed: ModelConfig = dataclasses.replace(
+        deepseek,
+        n_experts=deepseek.n_experts + copies,
+        name=f"{deepseek.name} +{copies} redundant experts",
+    )
+    weights = WeightFormat.of(embeddings="bf16", attention="fp8", mlp="fp8", experts="fp8")
+    return Deployment(
+        placed,
+        get_chip(chip),
+        n_chips,
+        layout=layout,
+        compute_dtype="fp8",
+        weight_dtype=weights.main,
+        kv_dtype="bf16",
+        weight_format=weights,
+        attention_dtype="bf16",
+        expert_dispatch="node_limited",
+        dispatch_dtype="fp8",
+    )
+
+
+def wide_ep_run(spec: dict[str, Any], chip: str, n_chips: int) -> WideRun:
+    """A published decode rate against the floor of its own setting: the disaggregated decode
+    pool's rate (layout_search.workload, the most sequences that fit), and the one efficiency
+    that meets the measurement (layout_search.calibrate): what ``--calibrate`` reports."""
+    floor = layout_search.workload(
+        wide_ep_deployment(chip, n_chips), WIDE_EP_INPUT, WIDE_EP_OUTPUT, disaggregated=True
+    )
+    measured = float(spec["value"])
+    fitted, efficiency = layout_search.calibrate(floor, measured)
+    return WideRun(
+        spec=spec,
+        floor=floor,
+        fitted=fitted,
+        efficiency=efficiency,
+        measured_over_floor=measured / floor.measured_rate,
+        bound=floor.decode_bound,
+    )
 
 
 def build_wide_runs() -> WideRuns:
@@ -279,17 +285,17 @@ def build_wide_runs() -> WideRuns:
         "h100": systems["reproduced"]["sglang-deepseek-v3-decode-ep72-h100"],
         **systems["wide_ep"],
     }
-    runs = {key: (spec, _calibrated(spec)) for key, spec in specs.items()}
-    gpus = {"h100": 72, **{key: 48 for key in systems["wide_ep"]}}
+    runs = {key: wide_ep_run(spec, *WIDE_EP_CLUSTERS[key]) for key, spec in specs.items()}
     rows = []
-    for key, (spec, result) in runs.items():
-        inside = collectives.fits_in_scale_up(gpus[key], get_chip(result["chip"]))
+    for run in runs.values():
+        spec, dep = run.spec, run.floor.deployment
+        inside = collectives.fits_in_scale_up(dep.n_chips, dep.chip)
         rows.append(
             f"| {spec['label'].split(',')[0]}, {spec['source_date']} "
-            f"| {result['n_chips']} × {result['chip']} "
+            f"| {dep.n_chips} × {dep.chip.name} "
             f"| {'one rack' if inside else 'crosses nodes'} | {spec['value']:,.0f} "
-            f"| {result['floor_output_tokens_per_s_per_chip']:,.0f} "
-            f"| {result['measured_over_floor']:.2f} | {result['decode_bound_at_floor']} |"
+            f"| {run.floor.measured_rate:,.0f} "
+            f"| {run.measured_over_floor:.2f} | {run.bound} |"
         )
     table = "\n".join(
         [
@@ -304,12 +310,12 @@ def build_wide_runs() -> WideRuns:
     return WideRuns(
         runs=runs,
         table=table,
-        wide_speedup=shown.fixed(rack_run[0]["value"] / h100_run[0]["value"], 1),
-        h100_ratio=shown.fixed(h100_run[1]["measured_over_floor"], 2),
-        rack_ratio=shown.fixed(rack_run[1]["measured_over_floor"], 2),
-        rack_later_ratio=shown.fixed(rack_later[1]["measured_over_floor"], 2),
-        h100_bound=str(h100_run[1]["decode_bound_at_floor"]),
-        rack_bound=str(rack_run[1]["decode_bound_at_floor"]),
+        wide_speedup=shown.fixed(rack_run.spec["value"] / h100_run.spec["value"], 1),
+        h100_ratio=shown.fixed(h100_run.measured_over_floor, 2),
+        rack_ratio=shown.fixed(rack_run.measured_over_floor, 2),
+        rack_later_ratio=shown.fixed(rack_later.measured_over_floor, 2),
+        h100_bound=h100_run.bound,
+        rack_bound=rack_run.bound,
     )
 
 
@@ -415,75 +421,4 @@ def build_hot_experts(params: Params) -> HotExperts:
         ep144_slots=str((experts + 32) // 144),
         ep32_per_gpu=str(experts // 32),  # without copies
         ep32_cold=str(experts // 32 - 1),
-    )
-
-
-def build_check_yourself(params: Params, domains: Domains, attention: Attention) -> CheckYourself:
-    deepseek, h100 = params.deepseek, params.h100
-    # 1. Mixtral at batch 4.
-    q1_experts, q1_k, q1_batch = params.mixtral.n_experts, params.mixtral.experts_per_token, 4
-    q1_touched = float(expected_experts_touched(q1_batch, q1_experts, q1_k))
-    # 2. 128 experts, top-8, on B200.
-    b200 = get_chip("B200")
-    q2_experts, q2_k = 128, 8
-    q2_critical = float(roofline.critical_batch(b200))
-    q2_critical_fp8 = float(roofline.critical_batch(b200, weight_dtype="fp8"))
-    # 3. DeepSeek-V3 at EP16 over two HGX H100 nodes, 4,096 tokens: half the peers are in the
-    # other node.
-    q3_batch, q3_ep, hgx = 4096, 16, domains.hgx
-    q3 = moe.expert_parallel_step(deepseek, q3_batch, q3_ep, hgx)
-    q3_sent = float(q3.all_to_all_bytes_per_gpu)
-    q3_out_share = (q3_ep - hgx.n_chips) / q3_ep
-    q3_in_share = (hgx.n_chips - 1) / q3_ep
-    # 4. The longest context at which the DP-attention group still holds the batch its experts
-    # need (the group's free HBM over that batch's caches), and the same with TP8 attention
-    # (each latent held 8 times, the attention weights split 8 ways).
-    dp_split, tp_split, ep, tp = attention.dp_split, attention.tp_split, attention.ep, attention.tp
-    kv = deepseek.kv_bytes_per_token("bf16")
-    free = h100.hbm_bytes - float(dp_split.weight_bytes_per_gpu)
-    free_tp = h100.hbm_bytes - float(tp_split.weight_bytes_per_gpu)
-    context = ep * free / (dp_split.expert_bound_batch * kv)
-    context_tp = ep * free_tp / (tp * dp_split.expert_bound_batch * kv)
-    return CheckYourself(
-        q1_experts=q1_experts,
-        q1_top_k=q1_k,
-        q1_batch=q1_batch,
-        q1_miss=shown.fixed((1 - q1_k / q1_experts) ** q1_batch, 3),
-        q1_touched=shown.fixed(q1_touched, 2),
-        q1_share=shown.percent(q1_touched / q1_experts),
-        q1_one=shown.percent(q1_k / q1_experts),
-        q1_under=shown.fixed(q1_touched / q1_k, 1),
-        q2_experts=q2_experts,
-        q2_top_k=q2_k,
-        q2_flops=general(b200.peak("bf16")),
-        q2_bandwidth=general(b200.hbm_bandwidth_bytes_per_s),
-        q2_critical=shown.fixed(q2_critical),
-        q2_sparsity=str(q2_experts // q2_k),
-        q2_batch=shown.grouped(q2_critical * q2_experts / q2_k),
-        q2_batch_fp8=shown.grouped(q2_critical_fp8 * q2_experts / q2_k),
-        q3=q3,
-        q3_ep=q3_ep,
-        q3_d_model=deepseek.d_model,
-        q3_tokens=q3_batch // q3_ep,
-        q3_batch=shown.grouped(q3_batch),
-        q3_sent_mb=shown.fixed(q3_sent / 1e6, 1),
-        q3_out_mb=shown.fixed(q3_sent * q3_out_share / 1e6, 1),
-        q3_in_mb=shown.fixed(q3_sent * q3_in_share / 1e6, 1),
-        q3_out_ms=shown.fixed(
-            q3_sent * q3_out_share / hgx.scale_out_bandwidth_bytes_per_s * 1e3, 2
-        ),
-        q3_in_ms=shown.fixed(q3_sent * q3_in_share / hgx.scale_up_bandwidth_bytes_per_s * 1e3, 2),
-        q3_a2a_ms=shown.fixed(float(q3.all_to_all_s) * 1e3, 2),
-        q3_compute_ms=shown.fixed(float(q3.compute_s) * 1e3, 2),
-        q3_ratio=shown.fixed(float(q3.all_to_all_s / q3.compute_s), 1),
-        q3_in_frac=f"{hgx.n_chips - 1}/{q3_ep}",
-        q4_context_value=context,
-        q4_context_tp_value=context_tp,
-        q4_kv_kb=shown.fixed(kv / 1e3, 1),
-        q4_free_gb=shown.gb(free, 1),
-        q4_group_tb=shown.fixed(ep * free / 1e12, 2),
-        q4_context=shown.grouped(context),
-        q4_context_tp=shown.grouped(context_tp),
-        q4_freed_gb=shown.gb(free_tp - free),
-        exercise=pages.exercise_link("moe", "the mixture-of-experts exercise"),
     )

@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from llmmath.display.numbers._moe_experts import (
+from llmmath.display.numbers.moe.check import CheckYourself, build_check_yourself
+from llmmath.display.numbers.moe.experts import (
     AllToAll,
     Batches,
     Domains,
@@ -30,15 +31,13 @@ from llmmath.display.numbers._moe_experts import (
     build_domains,
     build_params,
 )
-from llmmath.display.numbers._moe_racks import (
+from llmmath.display.numbers.moe.racks import (
     Attention,
-    CheckYourself,
     HotExperts,
     RackBound,
     RackPhysics,
     WideRuns,
     build_attention,
-    build_check_yourself,
     build_hot_experts,
     build_rack_bound,
     build_rack_physics,
