@@ -371,8 +371,14 @@ def lessons_using() -> dict[str, dict[str, bool]]:
     used: dict[str, dict[str, bool]] = {}
     for path in sorted((ROOT / "lessons").glob("*.md")):
         doc = f"lessons/{path.stem}"
+        code = "\n".join(_cell_code(c) for c in CELL.findall(path.read_text()))
+        # The lesson's values, computed for it in its chapter's numbers (a module or a package).
+        numbers = ROOT / "src" / "llmmath" / "display" / "numbers"
+        for module in [numbers / f"{path.stem}.py", *sorted((numbers / path.stem).glob("*.py"))]:
+            if module.exists():
+                code += "\n" + module.read_text()
         try:
-            tree = ast.parse("\n".join(_cell_code(c) for c in CELL.findall(path.read_text())))
+            tree = ast.parse(code)
         except SyntaxError:
             continue
         aliases: dict[str, str] = {}

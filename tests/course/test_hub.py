@@ -697,8 +697,9 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
     the button opens that copy; they type into it and save; the instructor changes the lesson
     and pushes a new file; both buttons again: both are pulled and the student's edit is kept."""
     from launch_support import build_launch_pages, launch_links
-    from lesson_support import lesson
     from site_support import KERNEL_KNOWN, chromium
+
+    from llmmath.display import numbers
 
     hub, _ = class_hub
     student = hub.students[1]
@@ -749,7 +750,7 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
             ran.unlink()
             assert not errors, f"the lesson failed on the hub: {errors[0]['ename']}"
             # In the browser, the kernel computes the book's numbers for the prose: the first
-            # cell run, "{eval}`one_ms` ms in all" shows the number the lesson computes.
+            # cell run, "{eval}`n.worked.one_ms` ms in all" shows the number the lesson computes.
             run_cell(lab, panel(lab).locator(".jp-CodeCell").first)
             wait_until(
                 lambda: prompt_of(panel(lab).locator(".jp-CodeCell").first) == "[1]:",
@@ -758,7 +759,7 @@ def test_the_books_hub_button_opens_the_lesson_and_keeps_the_students_edits(
                 seen=lambda: prompt_of(panel(lab).locator(".jp-CodeCell").first),
                 pause=in_page(lab),
             )
-            in_all = f"{lesson('batching.md').one_ms} ms in all"
+            in_all = f"{numbers.batching.numbers().worked.one_ms} ms in all"
             run_cell(lab, panel(lab).locator(".jp-MarkdownCell", has_text="ms of matmul").first)
             prose.filter(has_text=in_all).wait_for(timeout=ms(120))
             stderr = panel(lab).locator("[data-mime-type='application/vnd.jupyter.stderr']")

@@ -30,6 +30,7 @@ from llmmath.core import data as tables
 from llmmath.core.deployment import Deployment
 from llmmath.core.placement import Layout
 from llmmath.core.setting import Setting
+from llmmath.display import numbers
 
 EVEN = Deployment("Llama-3-70B", "H100", 8)
 TP8 = Deployment("Llama-3-70B", "H100", 8, layout=Layout(tp=8))
@@ -116,8 +117,8 @@ REGISTRY = (
                 "setting: {} ms with an empty cache",
                 ms(2),
             ),
-            Place("batching.md", "weight_floor_ms_2f", ms(2)),
-            Place("batching.md", "one_weight_ms", weight_read_ms),
+            Place("batching.md", "latency.weight_floor_ms_2f", ms(2)),
+            Place("batching.md", "worked.one_weight_ms", weight_read_ms),
             Place("parallelism.md", "latency.tp8_weights_ms", weight_read_ms),
         ),
     ),
@@ -127,12 +128,12 @@ REGISTRY = (
         1,
         (
             Place("book/intro.md", "{} ms with 2,048 tokens cached (the batching chapter", ms(2)),
-            Place("batching.md", "one_ms", ms(2)),
-            Place("batching.md", "pareto_2k_1_ms", ms(2)),
-            Place("batching.md", "draft_plain_ms", ms(2)),
-            Place("batching.md", "alone_8_ms", ms(1)),
-            Place("batching.md", "alone_8_cost", cost(2)),
-            Place("batching.md", "one_cost_1f", cost(1)),
+            Place("batching.md", "worked.one_ms", ms(2)),
+            Place("batching.md", "latency.pareto_2k_1_ms", ms(2)),
+            Place("batching.md", "speculative.draft_plain_ms", ms(2)),
+            Place("batching.md", "slow.chips_8.alone_ms", ms(1)),
+            Place("batching.md", "slow.chips_8.alone_cost", cost(2)),
+            Place("batching.md", "cost.one_cost_1f", cost(1)),
         ),
     ),
     Entry(
@@ -142,8 +143,8 @@ REGISTRY = (
         (
             Place("book/intro.md", "and {} ms at 2,048 tokens with TP8's all-reduces", ms(2)),
             Place("parallelism.md", "latency.tp8_serial_ms", ms(2)),
-            Place("batching.md", "tp_8_ms", ms(1)),
-            Place("batching.md", "tp_8_cost", cost(2)),
+            Place("batching.md", "slow.chips_8.tp_ms", ms(1)),
+            Place("batching.md", "slow.chips_8.tp_cost", cost(2)),
             Place("solutions/parallelism/parallelism.ipynb", "step_s", ms(2), answer_ms(2)),
         ),
     ),
@@ -154,7 +155,7 @@ REGISTRY = (
         (
             Place("book/intro.md", "{} ms with 8,192 tokens cached as TP8", ms(2)),
             Place("book/cli.md", "serve Llama-3-70B H100x8 --layout tp8", ms(2)),
-            Place("batching.md", "pareto_8k_1_ms", ms(2)),  # spread evenly: the same floor
+            Place("batching.md", "latency.pareto_8k_1_ms", ms(2)),  # spread evenly: the same floor
         ),
     ),
     Entry(
@@ -162,11 +163,11 @@ REGISTRY = (
         Setting(EVEN, 2048),
         float(capacity.max_batch(EVEN, 2048)),
         (
-            Place("batching.md", "full_2k_batch", batch),
-            Place("batching.md", "max_b_2k", batch),
-            Place("batching.md", "fast_std_batch", batch),
-            Place("batching.md", "slow_floor_batch", batch),
-            Place("batching.md", "full_2k_cost", cost(3)),
+            Place("batching.md", "cost.full_2k_batch", batch),
+            Place("batching.md", "falling.max_b_2k", batch),
+            Place("batching.md", "fast.fast_std_batch", batch),
+            Place("batching.md", "slow.slow_floor_batch", batch),
+            Place("batching.md", "cost.full_2k_cost", cost(3)),
             Place("overtraining_pricing.md", "serving.full_2k_batch", batch),
         ),
     ),
@@ -175,8 +176,8 @@ REGISTRY = (
         Setting(FRONTIER, 2048),
         1105,
         (
-            Place("batching.md", "fleet_batch", batch),
-            Place("batching.md", "fleet_step_ms", ms(1)),
+            Place("batching.md", "frontier.fleet_batch", batch),
+            Place("batching.md", "frontier.fleet_step_ms", ms(1)),
         ),
     ),
     Entry(
@@ -198,7 +199,7 @@ REGISTRY = (
         Setting(EVEN, 8192),
         float(capacity.max_batch(EVEN, 8192)),
         (
-            Place("batching.md", "max_b_8k", batch),
+            Place("batching.md", "falling.max_b_8k", batch),
             Place("kv_cache.md", "capacity.llama_max_batch_8k", batch),
             Place("solutions/batching/batching.ipynb", "max_batch_8k", batch, answer_count),
             Place(
@@ -221,7 +222,7 @@ REGISTRY = (
         Setting(AGENTIC, 65_536),
         float(capacity.max_batch(AGENTIC, 65_536)),
         (
-            Place("batching.md", "agentic_batch", batch),
+            Place("batching.md", "agentic.agentic_batch", batch),
             Place("overtraining_pricing.md", "traffic.agentic_batch", batch),
         ),
     ),
@@ -277,9 +278,9 @@ def test_every_place_shows_the_settings_number(entry: Entry, place: Place) -> No
 
 def test_the_frontier_batch_is_the_lessons_own() -> None:
     # The entry's batch is the batching lesson's search result, not a number typed here.
-    ns = lesson("batching.md")
-    assert ns.fleet.batch == REGISTRY[5].batch
-    assert ns.frontier == FRONTIER
+    n = numbers.batching.numbers()
+    assert n.frontier.fleet.batch == REGISTRY[5].batch
+    assert n.frontier.frontier == FRONTIER
 
 
 def test_each_setting_says_what_it_counts() -> None:
@@ -315,18 +316,18 @@ def test_validation_takeaway_spans_the_old_cases_and_the_cli_reproductions() -> 
 @pytest.mark.parametrize(
     ("page", "name", "entry"),
     [
-        ("batching.md", "setting", 1),
-        ("batching.md", "fast_setting", 1),
-        ("batching.md", "spec_setting", 1),
+        ("batching.md", "worked.setting", 1),
+        ("batching.md", "fast.fast_setting", 1),
+        ("batching.md", "speculative.spec_setting", 1),
         ("parallelism.md", "latency.setting", 2),
-        ("batching.md", "frontier_setting", 5),
+        ("batching.md", "frontier.frontier_setting", 5),
     ],
 )
 def test_the_line_a_page_shows_is_the_registrys_setting(page: str, name: str, entry: int) -> None:
     # The Setting a page prints above its numbers is the registry's, so the line, the
     # numbers and the other places that show them cannot drift apart.
     assert attrgetter(name)(lesson(page)) == REGISTRY[entry].setting
-    assert lesson("batching.md").lone_tp[8] == REGISTRY[2].setting
+    assert numbers.batching.numbers().slow.lone_tp[8] == REGISTRY[2].setting
 
 
 def test_workload_charges_the_mtp_draft_as_the_lesson_does() -> None:
@@ -335,12 +336,12 @@ def test_workload_charges_the_mtp_draft_as_the_lesson_does() -> None:
     # --mtp` times its decode step with layout_search.workload, which must charge the same.
     from llmmath.beyond.layout_search import workload
 
-    ns = lesson("batching.md")
-    lesson_step = ns.mtp_big
+    n = numbers.batching.numbers()
+    lesson_step = n.speculative.mtp_big
     assert float(lesson_step.draft_kv_share) > 0  # the lesson charges it
     # Requests whose mean context is the lesson's T: I + O / 2 = 2,048.
-    view = workload(FRONTIER, 1548, 1000, 1024, mtp_acceptance=ns.mtp["acceptance_low"])
-    assert ns.T == 1548 + 1000 / 2 and ns.frontier == FRONTIER
+    view = workload(FRONTIER, 1548, 1000, 1024, mtp_acceptance=n.speculative.mtp["acceptance_low"])
+    assert numbers.batching.T == 1548 + 1000 / 2 and n.frontier.frontier == FRONTIER
     assert view.mtp_tokens_per_step == pytest.approx(float(lesson_step.tokens_per_step), rel=1e-12)
     assert view.decode_step_s == pytest.approx(float(lesson_step.time_s), rel=1e-12)
 

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from cli_support import HALF_CHIP_TOML, run
 from cli_support import private_registry as private_registry  # the autouse fixture
-from lesson_support import lesson
 
 import llmmath
 from llmmath.cli import parse_and_run as cli
@@ -28,6 +27,7 @@ from llmmath.core.deployment import Deployment
 from llmmath.core.models import get_model, load_models
 from llmmath.core.placement import Layout
 from llmmath.core.training import training_step
+from llmmath.display import numbers
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = Path(__file__).parents[1] / "data" / "hf_configs"
@@ -517,17 +517,17 @@ def test_the_console_script_runs_as_a_process() -> None:
 
 # ---- the CLI and the lessons give the same numbers --------------------------------------------
 def test_serve_gives_the_batching_lesson_s_numbers(capsys: pytest.CaptureFixture[str]) -> None:
-    page = lesson("batching.md")
+    page = numbers.batching.numbers()
     data = as_json(capsys, "serve", "Llama-3-70B", "H100x8", "--batch", "1,64", "--context", "2048")
     one, b64 = data["rows"]
-    assert one["time_s"] == pytest.approx(float(page.one.time_s), rel=1e-12)
+    assert one["time_s"] == pytest.approx(float(page.worked.one.time_s), rel=1e-12)
     assert one["tokens_per_s_per_user"] == pytest.approx(
-        float(page.one.tokens_per_s_per_user), rel=1e-12
+        float(page.worked.one.tokens_per_s_per_user), rel=1e-12
     )
-    assert one["usd_per_million_output"] == pytest.approx(page.one_cost_value, rel=1e-12)
-    assert f"{one['time_s'] * 1e3:.2f}" == page.one_ms  # the text the page shows
-    assert b64["time_s"] == pytest.approx(float(page.b64.time_s), rel=1e-12)
-    assert f"{b64['usd_per_million_output']:.2f}" == page.b64_cost
+    assert one["usd_per_million_output"] == pytest.approx(page.cost.one_cost_value, rel=1e-12)
+    assert f"{one['time_s'] * 1e3:.2f}" == page.worked.one_ms  # the text the page shows
+    assert b64["time_s"] == pytest.approx(float(page.worked.b64.time_s), rel=1e-12)
+    assert f"{b64['usd_per_million_output']:.2f}" == page.cost.b64_cost
 
 
 def test_train_gives_the_parallelism_lesson_s_llama3_run(
