@@ -49,6 +49,7 @@ from llmmath.core.models import (
     get_model,
     weight_params_read,
 )
+from llmmath.core.placement import fewest_redundant_experts
 from llmmath.core.racks import DOMAIN, DOMAIN_PRESETS, ScaleUpDomain, get_domain, list_domains
 from llmmath.core.roofline import critical_batch, decode_weight_time, roofline_time
 
@@ -363,8 +364,7 @@ def copies_to_fill(n_experts: int, chip: str | Chip | ScaleUpDomain) -> int:
     of one scale-up domain: ``r >= 0`` with ``(n_experts + r)`` a multiple of its GPUs (256
     experts + 32 copies = 288 = 72 x 4 on an NVL72 rack). Serving systems place copies of hot
     experts anyway (DeepSeek: 32 on EP144), so the domain's full width is usable."""
-    n = get_domain(chip).n_chips
-    return (-int(n_experts)) % n
+    return fewest_redundant_experts(n_experts, get_domain(chip).n_chips)
 
 
 # ---- attention beside wide EP: DP-attention against TP-attention ----------------------------

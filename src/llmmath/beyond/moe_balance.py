@@ -27,16 +27,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from llmmath.core._checks import FloatArray
-from llmmath.core._constraints import MAX_CHIPS, Count, Real
+from llmmath.core._constraints import Count, Real
 from llmmath.core.contracts import CHIPS, contract
+from llmmath.core.placement import REDUNDANT
 
 #: Expected loads of the experts of one layer (one number per expert, >= 0, not all zero).
 LOADS = Real(low_open=False, high=1e12)
 #: A Zipf exponent: 0 is uniform routing. Top-k routing caps an expert's load at E/k times
 #: the mean (one slot of every token): for 256 experts and top-8, skews above ~0.9 exceed it.
 SKEW = Real(low_open=False, high=4.0, scalar=True)
-#: Redundant expert copies in one expert-parallel group.
-REDUNDANT = Count(low=0, high=MAX_CHIPS)
 
 
 @contract(n_experts=Count(high=1 << 16), skew=SKEW)  # a layer's experts, as everywhere

@@ -28,7 +28,7 @@ from llmmath.core import hardware
 from llmmath.core.dtypes import BYTES_PER_ELEMENT
 from llmmath.core.hf_quant import KVCacheDtype
 from llmmath.core.models import ModelConfig
-from llmmath.core.placement import Layout
+from llmmath.core.placement import Layout, with_redundant_experts
 
 #: Said under every table of times: the model's numbers are lower bounds.
 FLOOR_NOTE = (
@@ -427,15 +427,12 @@ def place(
         )
     if model.is_moe and layout.ep > 1 and (model.n_experts % layout.ep or redundant):
         E = model.n_experts
-        extra = (-E) % layout.ep if redundant is None else redundant
-        if (E + extra) % layout.ep:
-            raise InputError(
-                f"--redundant-experts {extra}: {E} + {extra} experts do not split evenly over "
-                f"ep{layout.ep}; {(-E) % layout.ep} (plus any multiple of {layout.ep}) would"
-            )
-        placed = dataclasses.replace(
-            placed, n_experts=E + extra, name=f"{placed.name} +{extra} redundant experts"
-        )
+        try:
+            placed = with_redundant_experts(placed, layout.ep, redundant)
+        except ValueError as error:  # only a given count can fail to split
+            why = without_function_name(str(error)).removeprefix("redundant:")
+            raise InputError(f"--redundant-experts {redundant}:{why}") from None
+        extra = placed.n_experts - E
         notes.append(
             f"ep{layout.ep} holds {E} experts and {extra} redundant copies, "
             f"{(E + extra) // layout.ep} a GPU (copies take a hot expert's load, as EPLB does)"

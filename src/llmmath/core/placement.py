@@ -18,6 +18,7 @@ scale-out network.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +38,7 @@ from llmmath.core.contracts import (
 )
 from llmmath.core.dtypes import bytes_per_element
 from llmmath.core.hardware import Chip, get_chip
-from llmmath.core.models import ModelConfig, check_context, get_model
+from llmmath.core.models import MODEL, ModelConfig, check_context, get_model
 
 ZERO_STAGES = (0, 1, 2, 3)
 #: Innermost first: rank = t + tp * (e + ep * (s + pp * d)).
@@ -440,9 +441,45 @@ def max_decode_batch(
     return as_output(np.asarray(batch, dtype=float))
 
 
+#: Copies of hot experts placed beside a layer's experts (0: none), at most one a GPU's worth.
+REDUNDANT = Count(low=0, high=MAX_CHIPS)
+
+
+@contract(n_experts=Count(high=1 << 16), ep=CHIPS)  # a layer's experts, as everywhere
+def fewest_redundant_experts(n_experts: int, ep: int) -> int:
+    """The fewest redundant expert copies ``r >= 0`` that let ``n_experts + r`` split evenly
+    over ``ep`` GPUs: 256 experts + 32 copies = 288 = 72 x 4 on an NVL72 rack. Serving systems
+    place copies of hot experts anyway (DeepSeek: 32 on EP144, EPLB)."""
+    return (-int(n_experts)) % int(ep)
+
+
+@contract(model=MODEL, ep=CHIPS, redundant=Optional(REDUNDANT))
+def with_redundant_experts(
+    model: str | ModelConfig, ep: int, redundant: int | None = None
+) -> ModelConfig:
+    """``model`` placed over an expert-parallel group of ``ep`` GPUs with ``redundant`` copies
+    beside its experts (default: :func:`fewest_redundant_experts`), as EPLB places copies of hot
+    experts; the copies count as experts (weights, a router column each). Unchanged with no
+    copies. ``ValueError`` where the experts and copies do not split evenly over ``ep``."""
+    spec = get_model(model)
+    experts = spec.n_experts
+    extra = fewest_redundant_experts(experts, ep) if redundant is None else redundant
+    if (experts + extra) % ep:
+        raise ValueError(
+            f"placement.with_redundant_experts(): redundant: {experts} + {extra} experts do not "
+            f"split evenly over ep{ep}; {fewest_redundant_experts(experts, ep)} (plus any "
+            f"multiple of {ep}) would"
+        )
+    if extra == 0:
+        return spec
+    name = f"{spec.name} +{extra} redundant experts"
+    return dataclasses.replace(spec, n_experts=experts + extra, name=name)
+
+
 __all__ = [
     "AXES",
     "KINDS",
+    "REDUNDANT",
     "ZERO_STAGES",
     "DoesNotFitError",
     "Group",
@@ -451,6 +488,7 @@ __all__ = [
     "ServingMemory",
     "dense_params",
     "expert_params",
+    "fewest_redundant_experts",
     "group_through_gpu0",
     "groups",
     "kv_shards",
@@ -460,4 +498,5 @@ __all__ = [
     "pipeline_slots",
     "serving_memory",
     "stage_loads",
+    "with_redundant_experts",
 ]

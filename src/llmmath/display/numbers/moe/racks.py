@@ -4,7 +4,6 @@ and hot experts."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,8 +13,7 @@ from llmmath.core import collectives, data
 from llmmath.core.deployment import Deployment
 from llmmath.core.dtypes import WeightFormat
 from llmmath.core.hardware import get_chip
-from llmmath.core.models import ModelConfig, get_model
-from llmmath.core.placement import Layout
+from llmmath.core.placement import Layout, with_redundant_experts
 from llmmath.core.racks import get_domain
 from llmmath.display.numbers import shown
 from llmmath.display.numbers.moe.experts import EP_BATCH, HGX, NVL72, Params, microseconds
@@ -237,13 +235,7 @@ def wide_ep_deployment(chip: str, n_chips: int) -> Deployment:
     group-limited routing in fp8), and the fewest redundant expert copies that split the experts
     evenly (the CLI's default placement, as EPLB places copies of hot experts)."""
     layout = Layout.for_cluster(n_chips, ep=n_chips)
-    deepseek = get_model("DeepSeek-V3")
-    copies = (-deepseek.n_experts) % layout.ep
-    placed: ModelConfig = dataclasses.replace(
-        deepseek,
-        n_experts=deepseek.n_experts + copies,
-        name=f"{deepseek.name} +{copies} redundant experts",
-    )
+    placed = with_redundant_experts("DeepSeek-V3", layout.ep)
     weights = WeightFormat.of(embeddings="bf16", attention="fp8", mlp="fp8", experts="fp8")
     return Deployment(
         placed,
