@@ -1,5 +1,5 @@
 """What lessons/kv_cache.md says in words, pinned to the package for its own settings
-(src/llmmath/display/numbers/kv_cache.py): claims, the chapter's depth checks, and its errata
+(src/llmmath/display/numbers/kv_cache/): claims, the chapter's depth checks, and its errata
 (the models' windows, the exercise's rubric)."""
 
 from __future__ import annotations
