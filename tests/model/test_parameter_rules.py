@@ -36,25 +36,37 @@ DIFFERENT_MEANINGS = {
     "step_time_s": "queueing.simulate_batcher: a function of the batch; chip_prices: one time",
 }
 
-#: Names with one meaning and, still, two rules: the rule decided (and why), not applied in
-#: #47's seam step because callers (figures, lessons) pass the values one rule refuses and
-#: each needs checking against the pages' numbers. A name leaves this list when it has one
-#: rule (the test below then says so); a new name never joins it silently.
-NOT_YET_ONE_RULE = {
-    "batch": "> 0: a step of no sequences has no time per token (kv_bytes_held and "
-    "expected_experts_touched accept 0 for figures that start at 0)",
-    "bytes_moved": ">= 0, as roofline_time's; arithmetic_intensity of no bytes is infinite",
-    "context": ">= 0: a step at no context reads the weights alone (serving_energy, "
-    "disaggregated_pools ask >= 1, prefill_stall_steps > 0)",
-    "flops": ">= 0, as roofline_time's: no work takes no time",
-    "input_tokens": "a request's length: whole, >= 1 (concurrency_for_rate takes a mean)",
-    "n_chips": "whole, 1 to 2^20 (MAX_CHIPS); ring_all_reduce_schedule lists each step (2 to "
-    "1024), format_effects stops at 65536",
-    "output_tokens": "a request's length: whole, >= 1; request_price_usd bills a request "
-    "without output (>= 0)",
-    "params": ">= 1e6 parameters; training_flops also takes a model for them",
-    "prompt_tokens": "a prompt's length: >= 1; the API price functions take a mean (>= 0)",
-    "tokens": ">= 0 (a count of tokens); pass_curves >= 1, implied_mfu and training_flops > 0",
+#: Names with one meaning whose range is narrower in some functions, because their formula
+#: is undefined on the rest (a division by the value, a power of it, a list of its steps) or
+#: they take a mean where the others take one request's whole count: each function refuses
+#: exactly that part, and its message says what it accepts. Each entry names the functions on
+#: the narrower (or wider) side and why. Loosening them would return inf or NaN; tightening
+#: the others would refuse values the pages show (a figure's batch axis from 0, a price with no
+#: output). A name whose functions come to agree leaves the list (the test below says so).
+DOMAIN_OF_THE_FORMULA = {
+    "batch": "> 0 where a result is per token or per sequence (a step's time per token divides "
+    "by the batch); kv_bytes_held and expected_experts_touched take 0 (no sequence holds no "
+    "bytes and touches no expert: the figures' axes start there)",
+    "bytes_moved": ">= 0 (roofline_time, mbu: moving nothing takes no time); "
+    "arithmetic_intensity divides by it: > 0",
+    "context": ">= 0 (a step at no context reads the weights alone); serving_energy, "
+    "serving_cost and disaggregated_pools also prefill it as the requests' prompt, >= 1",
+    "flops": ">= 0 (roofline_time, mfu: no work takes no time); arithmetic_intensity > 0 (an "
+    "intensity is a point on the roofline curve, which takes > 0); scaling's training budget "
+    "> 0 (compute_optimal raises it to powers and divides by it)",
+    "input_tokens": "one request's length, whole and >= 1 (simulate_batcher's at most 131,072, "
+    "the longest context it simulates); concurrency_for_rate takes a mean, any value > 0",
+    "n_chips": "whole, 1 to 2^20 (MAX_CHIPS); ring_all_reduce_schedule lists each of its "
+    "2 (n - 1) steps, 2 to 1,024; format_effects builds a deployment per format, at most "
+    "65,536 chips",
+    "output_tokens": "one request's length, whole and >= 1; concurrency_for_rate a mean > 0; "
+    "request_price_usd bills a request that returns nothing (>= 0)",
+    "params": ">= 1e6 parameters; training_flops also takes a model for them (its count)",
+    "prompt_tokens": "one prompt's length, >= 1; the API price functions take a mean or the "
+    "tier's threshold, >= 0 (0: the short tier, their default)",
+    "tokens": ">= 0, a count (revenue, capacity, activations); pass_curves draws from 1; "
+    "implied_mfu divides by it and scaling.loss raises it to a negative power, > 0; "
+    "training_flops > 0 as the loss it feeds",
 }
 
 
@@ -108,7 +120,7 @@ def two_rules(found: dict[str, dict[str, list[str]]]) -> list[str]:
     return [
         f"{name}: " + "; ".join(f"{r} in {', '.join(w[:2])}" for r, w in rules.items())
         for name, rules in sorted(found.items())
-        if len(rules) > 1 and name not in DIFFERENT_MEANINGS and name not in NOT_YET_ONE_RULE
+        if len(rules) > 1 and name not in DIFFERENT_MEANINGS and name not in DOMAIN_OF_THE_FORMULA
     ]
 
 
@@ -122,7 +134,7 @@ def test_each_parameter_name_has_one_rule() -> None:
 def test_every_listed_name_still_has_two_meanings() -> None:
     """The lists do not outlive their reason: a name with one rule leaves them."""
     found = rules_by_name(contracted_callables())
-    stale = [n for n in (*DIFFERENT_MEANINGS, *NOT_YET_ONE_RULE) if len(found.get(n, {})) < 2]
+    stale = [n for n in (*DIFFERENT_MEANINGS, *DOMAIN_OF_THE_FORMULA) if len(found.get(n, {})) < 2]
     assert not stale, stale
 
 

@@ -268,7 +268,7 @@ def deepseek_pools() -> PublishedPools:
     )
 
 
-@contract(prompt_tokens=SCALAR_PROMPT, decode_batch=SCALAR_POSITIVE, context=SCALAR_POSITIVE)
+@contract(prompt_tokens=SCALAR_PROMPT, decode_batch=SCALAR_POSITIVE, context=SCALAR)
 def prefill_stall_steps(
     deployment: Deployment, prompt_tokens: float, decode_batch: float, context: float
 ) -> float:
