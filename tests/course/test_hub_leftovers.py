@@ -36,6 +36,12 @@ def _parent_of(pid: int) -> int:
     return int(next(line for line in status.splitlines() if line.startswith("PPid:")).split()[1])
 
 
+def _runs(pid: int, script: Path) -> bool:
+    """The interpreter runs ``script`` (``python script ...``), not ``setsid python script``."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return len(argv) > 1 and argv[1] == str(script).encode()
+
+
 def _orphan(state: Path) -> int:
     """A stand-in hub whose starter has exited (as pytest killed mid-run): its parent is init.
     Returns its pid once the kernel has handed it over."""
@@ -54,8 +60,10 @@ def _orphan(state: Path) -> int:
     )
     pid = int(starter.stdout.strip())
     deadline = time.monotonic() + seconds(30)
-    while _parent_of(pid) != 1:
-        assert time.monotonic() < deadline, f"the stand-in {pid} was never handed to init"
+    # Until it runs the script (setsid has exec'd it: on a busy machine the starter can exit
+    # first) and init holds it.
+    while not (_runs(pid, script) and _parent_of(pid) == 1):
+        assert time.monotonic() < deadline, f"the stand-in {pid} never ran its script under init"
         time.sleep(0.05)
     return pid
 
