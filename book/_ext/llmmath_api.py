@@ -125,9 +125,10 @@ LAYERS: dict[str, Layer] = {
         (
             "display", *_display("display.plots", ("common", "fast_text")),
             *_display("display.widgets", ("common",)), "display.pages", "display.tables",
-            "display.chapters", *_numbers(),
+            "display.chapters",
         ),
     ),
+    "numbers": Layer("The lessons' numbers", _numbers()),
     "tools": Layer(
         "The command line",
         (
