@@ -11,12 +11,11 @@ names. The chapter's errata pins and depth checks sit in the same file, as plain
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lesson_support import ROOT
+from lesson_support import ROOT, lesson
 
 
 @dataclass(frozen=True)
@@ -33,8 +32,9 @@ def page_words(chapter: str) -> str:
 
 
 def chapter_numbers(chapter: str) -> Any:
-    """``numbers()`` of ``llmmath.display.numbers.<chapter>``: what the lesson shows, by name."""
-    return importlib.import_module(f"llmmath.display.numbers.{chapter}").numbers()
+    """``numbers()`` of ``llmmath.display.numbers.<chapter>``: what the lesson shows, by name
+    (:func:`lesson_support.lesson` of a moved lesson, the one place that loads it)."""
+    return lesson(f"{chapter}.md")
 
 
 def check_claim(chapter: str, claim: Claim) -> None:
