@@ -212,10 +212,16 @@ def answered(hub: Hub, wrong: bool) -> Any:
     return nb
 
 
+BUILD_CHECKS: list[str] = []  # requests for JupyterLab's build status, from any page of `login`
+
+
 def login(browser: Any, hub: Hub, user: str, ready: str = ".jp-LauncherCard") -> Any:
     """Log ``user`` in through the hub's form; their JupyterLab, once ``ready`` shows (a
     student's second visit restores their layout, which may hold no Launcher)."""
     page = browser.new_page()
+    # A course server offers no JupyterLab build (src/llmmath_course/hub/configs.py NO_BUILD):
+    # each status check ran `node yarn.js config` and reread every extension on the server.
+    page.on("request", lambda r: BUILD_CHECKS.append(r.url) if "/lab/api/build" in r.url else None)
     page.goto(f"{hub.url}/hub/login")
     page.fill("input[name=username]", user)
     page.fill("input[name=password]", hub.passwords[user])
@@ -303,6 +309,7 @@ def test_a_class_on_the_hub(class_hub: tuple[Hub, Api], tmp_path: Path) -> None:
             click_in_list(page, "submitted", "Fetch Feedback")
             page.wait_for_selector(f"{row('submitted')}:has-text('view feedback')", timeout=ms(120))
         pages[students[0]].screenshot(path=str(tmp_path / "student-feedback.png"))
+        assert not BUILD_CHECKS, f"a Lab on the hub asked for its build status: {BUILD_CHECKS}"
         # A student opens their feedback from their server: its maths is typeset by the hub's
         # MathJax (it was raw TeX: the script sat in the instructor's private home).
         user, page = students[1], pages[students[1]]

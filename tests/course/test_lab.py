@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -352,6 +353,7 @@ class Learner:
     def __init__(self, browser: Browser, lab: Lab, name: str) -> None:
         self.lab, self.name, self.step = lab, name, 0
         self.outside: list[str] = []
+        self.local: list[str] = []  # the paths this tab asked the lab for
         self.errors: list[str] = []
         self.page: Page = browser.new_page(viewport={"width": 1400, "height": 900})
         self.page.set_default_timeout(ms(30))
@@ -363,6 +365,7 @@ class Learner:
 
     def _route(self, route) -> None:  # type: ignore[no-untyped-def]
         if is_local(route.request.url):
+            self.local.append(urllib.parse.urlsplit(route.request.url).path)
             route.continue_()
         else:
             self.outside.append(route.request.url)
@@ -648,6 +651,10 @@ def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
     learner.shot("lesson-opened")
     assert not learner.outside, f"JupyterLab reached outside the machine: {learner.outside}"
     assert not learner.errors, f"page errors: {learner.errors}"
+    # No "Build Recommended" check (lab/learner/labconfig/page_config.json): each one ran
+    # `node yarn.js config` and reread every extension on the server, for nothing a learner uses.
+    builds = [path for path in learner.local if path.endswith("/lab/api/build")]
+    assert not builds, f"the page asked for JupyterLab's build status: {builds}"
     learner.close()
 
 

@@ -52,20 +52,28 @@ STUDENT_SERVER = {
     "TerminalManager": {"cull_inactive_timeout": 1800, "cull_interval": 300},
 }
 NO_ANNOUNCEMENTS = {"@jupyterlab/apputils-extension:announcements": True}
+# No JupyterLab build on a course server: without these, every page load asks the server for the
+# build's status, which runs `node yarn.js config --json` and rereads every extension's
+# package.json (about 0.5 s of CPU a load) to offer a "Build Recommended" dialog no one may act on.
+NO_BUILD = {"buildAvailable": False, "buildCheck": False}
 STUDENT_LAB = {
+    **NO_BUILD,
     "disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True,
         "@jupyter/nbgrader:create-assignment": True,
         "@jupyter/nbgrader:course-list": True,
         **NO_ANNOUNCEMENTS,
-    }
+    },
 }
 # The formgrader service's Lab. nbgrader's Nbgrader > Formgrader opens the formgrader in an
 # iframe, which every server of JupyterHub >= 4.1 refuses to be framed in (frame-ancestors
 # 'none', against same-origin attacks; nbgrader#1870, reverted workaround nbgrader#1947): the tab
 # said "127.0.0.1 refused to connect". So that item is switched off and a Formgrader menu opens
 # the formgrader in a browser tab of its own, where it works.
-GRADER_LAB = {"disabledExtensions": {"@jupyter/nbgrader:formgrader": True, **NO_ANNOUNCEMENTS}}
+GRADER_LAB = {
+    **NO_BUILD,
+    "disabledExtensions": {"@jupyter/nbgrader:formgrader": True, **NO_ANNOUNCEMENTS},
+}
 FORMGRADER_URL = "/services/formgrader/formgrader"
 # The formgrader service's server: hub/llmmath_formgrader_ext.py (on its PYTHONPATH, from
 # config/python) puts a Content-Security-Policy with nonces on every formgrader page, so a
