@@ -93,13 +93,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Before anything runs: remove the hubs a killed run left (their ``finally`` never ran),
-    with their students' servers, accounts and mounts. Root's only (only root starts hubs); the
-    controller's only (xdist's workers start later, and a live run's hubs are not touched)."""
+    with their students' servers, accounts and mounts, and the grading jails whose worker died
+    with a kernel inside. Root's only (only root starts hubs and makes cgroups); the
+    controller's only (xdist's workers start later, and a live run's are not touched)."""
     if hasattr(session.config, "workerinput") or os.geteuid() != 0:
         return
     from llmmath_course.hub.leftovers import sweep
+    from llmmath_course.instructor.sandbox import sweep_orphaned_jails
 
-    for line in sweep():
+    for line in [*sweep(), *sweep_orphaned_jails()]:
         print(line, file=sys.stderr)
 
 

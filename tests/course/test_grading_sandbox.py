@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from typing import Any
 import nbformat
 import pytest
 from grading_support import ROOT, generate_assignment, load_specs, read, submission_from_release
+from wait_support import seconds
 
 from llmmath_course.instructor.course import gradebook
 from llmmath_course.simulate import reflected
@@ -358,3 +360,52 @@ def test_a_killed_regrade_leaves_no_worker_and_its_rerun_restores_hand_grades(
     assert not saved.exists()
     # alice's reflection counts now that it is graded; the rest is as before the regrade.
     assert {s: scores(root)[s] for s in HONEST} == dict(HONEST, alice=HONEST["alice"] + 2.0)
+
+
+# ---- jails a killed worker left ----------------------------------------------------------
+#: A grading process that makes a jail and exits without closing it, as a killed worker does.
+ORPHAN_JAIL = (
+    "from llmmath_course.instructor.sandbox import Jail, Limits\n"
+    "jail = Jail(Limits())\n"
+    "print(jail.work, *jail.cgroups)\n"
+)
+
+
+def _sleeper_in(cgroups: list[Path]) -> subprocess.Popen[bytes]:
+    """A process in each of ``cgroups``, standing in for a kernel left in its jail."""
+    sleeper = subprocess.Popen(["sleep", "600"])
+    for cgroup in cgroups:
+        (cgroup / "cgroup.procs").write_text(str(sleeper.pid))
+    return sleeper
+
+
+def test_a_jail_its_worker_left_is_swept_and_a_live_workers_jail_is_not() -> None:
+    """A grading worker killed while its kernel ran never closes that kernel's jail, and bwrap's
+    --die-with-parent can miss the death (bubblewrap#633): one kernel stayed, asleep, after a
+    `make pytest` here. The next grading run and the test session's start kill what is in a
+    jail whose owner is gone and remove its cgroups and folder; a live owner's jail stays."""
+    from llmmath_course.instructor.sandbox import Jail, Limits, sweep_orphaned_jails
+
+    made = subprocess.run(
+        [sys.executable, "-c", ORPHAN_JAIL], capture_output=True, text=True, check=True
+    )
+    work, *names = made.stdout.split()
+    orphan = [Path(name) for name in names]
+    if not orphan:
+        shutil.rmtree(work, ignore_errors=True)
+        pytest.skip("no writable cgroup here: a jail without one holds nothing to sweep")
+    live = Jail(Limits())
+    left, kept = _sleeper_in(orphan), _sleeper_in(live.cgroups)
+    try:
+        lines = sweep_orphaned_jails()
+        assert left.wait(timeout=seconds(30)) == -signal.SIGKILL, "the orphan's process lives"
+        assert [str(c) for c in orphan if c.exists()] == [], "the orphan's cgroups stay"
+        assert not Path(work).exists(), "the orphan's folder stays"
+        assert all(any(str(c) in line for line in lines) for c in orphan), lines
+        assert kept.poll() is None, "the sweep killed a live worker's kernel"
+        assert all(c.exists() for c in live.cgroups) and live.work.exists()
+    finally:
+        live.close()
+        for process in (left, kept):
+            process.kill()
+            process.wait()

@@ -41,6 +41,7 @@ from llmmath_course.instructor.sandbox import (
     SandboxUnavailableError,
     check_sandbox,
     sandbox_execute_class,
+    sweep_orphaned_jails,
 )
 
 _WORKER_API: Any = None
@@ -161,6 +162,8 @@ def autograde(
             check_sandbox()
         except SandboxUnavailableError as error:
             sys.exit(f"cannot grade in the sandbox: {error}")
+        for line in sweep_orphaned_jails():  # what a killed run left: its kernels stop now
+            print(line, flush=True)
     else:
         print(
             f"WARNING: --kernels {kernels} grades WITHOUT the sandbox: each submission's code "

@@ -32,6 +32,7 @@ import contextlib
 import importlib.util
 import os
 import pwd
+import re
 import shlex
 import shutil
 import signal
@@ -240,7 +241,9 @@ class Jail:
 
     # ---- cgroups: memory (no swap) and a process count, as root; a delegated one otherwise
     def _make_cgroups(self) -> list[Path]:
-        name = f"{CGROUP_PARENT}/{uuid.uuid4().hex[:12]}"
+        # Named for the grading process that owns the jail (pid and start time) and the jail's
+        # folder: a jail whose owner died without closing it is found by ``sweep_orphaned_jails``.
+        name = f"{CGROUP_PARENT}/{os.getpid()}.{process_start(os.getpid())}.{self.work.name}"
         made: list[Path] = []
         delegated = os.environ.get("LLMMATH_GRADING_CGROUP")
         try:
@@ -357,6 +360,52 @@ def _not_plain(folder: str, names: list[str]) -> list[str]:
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             skipped.append(name)
     return skipped
+
+
+# ---- jails whose grading process died before it closed them ---------------------------------
+#: A jail's cgroup name: its owner's pid and start time (clock ticks after boot), its folder.
+_JAIL_NAME = re.compile(r"^(\d+)\.(\d+)\.(llmg-[A-Za-z0-9_]+)$")
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot); None if there is none."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat_line.rsplit(")", 1)[1].split()[19])
+
+
+def sweep_orphaned_jails() -> list[str]:
+    """Kill what is left in each jail whose grading process is gone, and remove its cgroups
+    and folder; what was removed, a line each. A worker killed mid-kernel (``kill -9`` of
+    ``grade``) never closes its jail, and bwrap's --die-with-parent can miss the death
+    (bubblewrap#633): its kernel stayed, asleep in its jail, for good. A live run's jails are
+    never touched: their owner's pid and start time still match."""
+    removed = []
+    for parent in (
+        CGROUP_ROOT / CGROUP_PARENT,
+        *(CGROUP_ROOT / h / CGROUP_PARENT for h in ("memory", "pids")),
+    ):
+        if not parent.is_dir():
+            continue
+        for cgroup in sorted(p for p in parent.iterdir() if p.is_dir()):
+            found = _JAIL_NAME.match(cgroup.name)
+            if found is None or process_start(int(found[1])) == int(found[2]):
+                continue
+            pids = _procs(cgroup)
+            _remove_cgroup(cgroup)
+            shutil.rmtree(Path("/tmp") / found[3], ignore_errors=True)
+            removed.append(
+                f"removed the orphaned grading jail {cgroup} (processes {pids or 'none'})"
+            )
+    return removed
+
+
+def _procs(cgroup: Path) -> list[int]:
+    with contextlib.suppress(OSError):
+        return [int(p) for p in (cgroup / "cgroup.procs").read_text().split()]
+    return []
 
 
 def _remove_cgroup(path: Path) -> None:
