@@ -99,7 +99,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput") or os.geteuid() != 0:
         return
     from llmmath_course.hub.leftovers import sweep
-    from llmmath_course.instructor.sandbox import sweep_orphaned_jails
+    from llmmath_course.instructor.jail_cgroups import sweep_orphaned_jails
 
     for line in [*sweep(), *sweep_orphaned_jails()]:
         print(line, file=sys.stderr)

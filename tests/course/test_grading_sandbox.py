@@ -322,7 +322,7 @@ def _wait_gone(pids: list[int], wait_s: float) -> list[int]:
 
 
 def _grading_cgroups() -> list[Path]:
-    from llmmath_course.instructor.sandbox import CGROUP_PARENT, CGROUP_ROOT
+    from llmmath_course.instructor.jail_cgroups import CGROUP_PARENT, CGROUP_ROOT
 
     parents = [CGROUP_ROOT / CGROUP_PARENT, CGROUP_ROOT / "memory" / CGROUP_PARENT]
     return [c for p in parents if p.is_dir() for c in p.iterdir() if c.is_dir()]
@@ -394,7 +394,8 @@ def test_a_jail_its_worker_left_is_swept_and_a_live_workers_jail_is_not() -> Non
     --die-with-parent can miss the death (bubblewrap#633): one kernel stayed, asleep, after a
     `make pytest` here. The next grading run and the test session's start kill what is in a
     jail whose owner is gone and remove its cgroups and folder; a live owner's jail stays."""
-    from llmmath_course.instructor.sandbox import Jail, Limits, sweep_orphaned_jails
+    from llmmath_course.instructor.jail_cgroups import sweep_orphaned_jails
+    from llmmath_course.instructor.sandbox import Jail, Limits
 
     made = subprocess.run(
         [sys.executable, "-c", ORPHAN_JAIL], capture_output=True, text=True, check=True

@@ -34,6 +34,7 @@ from llmmath_course.instructor.course import (
     submission_stamp,
     submitted_students,
 )
+from llmmath_course.instructor.jail_cgroups import sweep_orphaned_jails
 from llmmath_course.instructor.sandbox import (
     OOM_KILLED,
     OUT_OF_MEMORY,
@@ -41,7 +42,6 @@ from llmmath_course.instructor.sandbox import (
     SandboxUnavailableError,
     check_sandbox,
     sandbox_execute_class,
-    sweep_orphaned_jails,
 )
 
 _WORKER_API: Any = None

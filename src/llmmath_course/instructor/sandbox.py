@@ -32,10 +32,8 @@ import contextlib
 import importlib.util
 import os
 import pwd
-import re
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -45,6 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmmath_course.instructor.jail_cgroups import (
+    CGROUP_PARENT,
+    CGROUP_ROOT,
+    process_start,
+    remove_cgroup,
+)
 from llmmath_course.instructor.output_cap import capped_output
 
 GRADER = "llmmath-grader"
@@ -69,9 +73,6 @@ KERNEL_ENV = {
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-# Where each sandbox gets its own cgroups (under every hierarchy it uses), as root.
-CGROUP_PARENT = "llmmath-grading"
 
 
 class SandboxUnavailableError(RuntimeError):
@@ -261,7 +262,7 @@ class Jail:
                         (pids / "pids.max").write_text(str(self.limits.pids))
         except OSError:
             for path in reversed(made):
-                _remove_cgroup(path)
+                remove_cgroup(path)
             return []  # no cgroup here: prlimit's address-space cap stands in
         return made
 
@@ -348,7 +349,7 @@ class Jail:
             with open(log, "a") as fh:
                 fh.write(f"{peak}\n")
         for path in self.cgroups:
-            _remove_cgroup(path)
+            remove_cgroup(path)
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -360,75 +361,6 @@ def _not_plain(folder: str, names: list[str]) -> list[str]:
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             skipped.append(name)
     return skipped
-
-
-# ---- jails whose grading process died before it closed them ---------------------------------
-#: A jail's cgroup name: its owner's pid and start time (clock ticks after boot), its folder.
-_JAIL_NAME = re.compile(r"^(\d+)\.(\d+)\.(llmg-[A-Za-z0-9_]+)$")
-
-
-def process_start(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks after boot); None if there is none."""
-    try:
-        stat_line = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat_line.rsplit(")", 1)[1].split()[19])
-
-
-def sweep_orphaned_jails() -> list[str]:
-    """Kill what is left in each jail whose grading process is gone, and remove its cgroups
-    and folder; what was removed, a line each. A worker killed mid-kernel (``kill -9`` of
-    ``grade``) never closes its jail, and bwrap's --die-with-parent can miss the death
-    (bubblewrap#633): its kernel stayed, asleep in its jail, for good. A live run's jails are
-    never touched: their owner's pid and start time still match."""
-    removed = []
-    for parent in (
-        CGROUP_ROOT / CGROUP_PARENT,
-        *(CGROUP_ROOT / h / CGROUP_PARENT for h in ("memory", "pids")),
-    ):
-        if not parent.is_dir():
-            continue
-        for cgroup in sorted(p for p in parent.iterdir() if p.is_dir()):
-            found = _JAIL_NAME.match(cgroup.name)
-            if found is None or process_start(int(found[1])) == int(found[2]):
-                continue
-            pids = _procs(cgroup)
-            _remove_cgroup(cgroup)
-            shutil.rmtree(Path("/tmp") / found[3], ignore_errors=True)
-            removed.append(
-                f"removed the orphaned grading jail {cgroup} (processes {pids or 'none'})"
-            )
-    return removed
-
-
-def _procs(cgroup: Path) -> list[int]:
-    with contextlib.suppress(OSError):
-        return [int(p) for p in (cgroup / "cgroup.procs").read_text().split()]
-    return []
-
-
-def _remove_cgroup(path: Path) -> None:
-    """Kill every process in the cgroup, then remove it (a cgroup with a process stays)."""
-    procs = path / "cgroup.procs"
-    kill = path / "cgroup.kill"
-    for _ in range(100):
-        with contextlib.suppress(OSError):
-            if kill.exists():
-                kill.write_text("1")
-            pids = [int(p) for p in procs.read_text().split()] if procs.exists() else []
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            import time
-
-            time.sleep(0.02)  # the killed processes are still being reaped
 
 
 #: Imported by each kernel before it answers (as by the fork server, forkkernel.PRELOAD): their
