@@ -321,13 +321,6 @@ def _wait_gone(pids: list[int], wait_s: float) -> list[int]:
         time.sleep(0.2)
 
 
-def _grading_cgroups() -> list[Path]:
-    from llmmath_course.instructor.jail_cgroups import CGROUP_PARENT, CGROUP_ROOT
-
-    parents = [CGROUP_ROOT / CGROUP_PARENT, CGROUP_ROOT / "memory" / CGROUP_PARENT]
-    return [c for p in parents if p.is_dir() for c in p.iterdir() if c.is_dir()]
-
-
 def hand_state(root: Path, student: str, cell: str) -> tuple[float | None, bool]:
     with gradebook(root) as gb:
         grade = gb.find_grade(cell, NOTEBOOK, ASSIGNMENT, student)
@@ -364,7 +357,10 @@ def test_a_killed_regrade_leaves_no_worker_and_its_rerun_restores_hand_grades(
     out = run(root, env, "regrade", ASSIGNMENT, "--jobs", "2")
     assert "an interrupted regrade saved" in out
     # A jail its killed worker had open is swept by the rerun, its kernel with it.
-    left = [c for c in _grading_cgroups() if c.name.split(".")[0] in map(str, workers)]
+    from llmmath_course.instructor.jail_cgroups import jail_cgroups
+
+    killed = {str(pid) for pid in workers}
+    left = [c for c in jail_cgroups() if c.name.split(".")[0] in killed]
     assert left == [], f"the killed workers' jails stay: {left}"
     assert hand_state(root, "alice", cell) == (2.0, False)
     assert not saved.exists()

@@ -37,23 +37,22 @@ def sweep_orphaned_jails() -> list[str]:
     (bubblewrap#633): its kernel stayed, asleep in its jail, for good. A live run's jails are
     never touched: their owner's pid and start time still match."""
     removed = []
-    for parent in (
-        CGROUP_ROOT / CGROUP_PARENT,
-        *(CGROUP_ROOT / h / CGROUP_PARENT for h in ("memory", "pids")),
-    ):
-        if not parent.is_dir():
+    for cgroup in jail_cgroups():
+        found = _JAIL_NAME.match(cgroup.name)
+        if found is None or process_start(int(found[1])) == int(found[2]):
             continue
-        for cgroup in sorted(p for p in parent.iterdir() if p.is_dir()):
-            found = _JAIL_NAME.match(cgroup.name)
-            if found is None or process_start(int(found[1])) == int(found[2]):
-                continue
-            pids = _procs(cgroup)
-            remove_cgroup(cgroup)
-            shutil.rmtree(Path("/tmp") / found[3], ignore_errors=True)
-            removed.append(
-                f"removed the orphaned grading jail {cgroup} (processes {pids or 'none'})"
-            )
+        pids = _procs(cgroup)
+        remove_cgroup(cgroup)
+        shutil.rmtree(Path("/tmp") / found[3], ignore_errors=True)
+        removed.append(f"removed the orphaned grading jail {cgroup} (processes {pids or 'none'})")
     return removed
+
+
+def jail_cgroups() -> list[Path]:
+    """Every jail's cgroup, under each hierarchy a jail may use (v2, or v1's memory and pids)."""
+    parents = [CGROUP_ROOT / CGROUP_PARENT]
+    parents += [CGROUP_ROOT / hierarchy / CGROUP_PARENT for hierarchy in ("memory", "pids")]
+    return sorted(c for p in parents if p.is_dir() for c in p.iterdir() if c.is_dir())
 
 
 def _procs(cgroup: Path) -> list[int]:
@@ -64,14 +63,12 @@ def _procs(cgroup: Path) -> list[int]:
 
 def remove_cgroup(path: Path) -> None:
     """Kill every process in the cgroup, then remove it (a cgroup with a process stays)."""
-    procs = path / "cgroup.procs"
     kill = path / "cgroup.kill"
     for _ in range(100):
         with contextlib.suppress(OSError):
             if kill.exists():
                 kill.write_text("1")
-            pids = [int(p) for p in procs.read_text().split()] if procs.exists() else []
-            for pid in pids:
+            for pid in _procs(path):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         try:
