@@ -15,7 +15,8 @@ scripts/lab.py puts this folder on JUPYTER_CONFIG_PATH. With it:
   Assignment panel and the Nbgrader menu in ``labconfig/page_config.json``. Validate stays,
   and when no visible check fails its dialog says so and that the hidden tests check the values
   when the notebook is graded, not nbgrader's "Success! Your notebook passes all the tests."
-  (``labextensions/llmmath-learner``: that text is fixed in nbgrader's labextension).
+  (``labextensions/llmmath-learner``: that text is fixed in nbgrader's labextension);
+- the server starts without running ``node yarn.js config --json`` (``no_yarn_config.py``).
 """
 
 import sys
@@ -24,8 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # beside this file (traitlets runs a config file with __file__ set); the hub's students'
 # servers use it too (scripts/hub.py)
+from no_yarn_config import skip_yarn_config
 from read_only_lessons import ReadOnlyLessons
 
+skip_yarn_config()  # before the server imports JupyterLab: no `node yarn.js config` at each start
 c = get_config()  # noqa: F821 (traitlets provides it)
 c.ServerApp.contents_manager_class = ReadOnlyLessons
 c.ServerApp.jpserver_extensions = {"nbgrader.server_extensions.formgrader": False}

@@ -56,6 +56,10 @@ NO_ANNOUNCEMENTS = {"@jupyterlab/apputils-extension:announcements": True}
 # build's status, which runs `node yarn.js config --json` and rereads every extension's
 # package.json (about 0.5 s of CPU a load) to offer a "Build Recommended" dialog no one may act on.
 NO_BUILD = {"buildAvailable": False, "buildCheck": False}
+# Run by every server of the class before it imports JupyterLab (config files run first; the
+# JSON beside it is read after it): no `node yarn.js config --json` at each start, about 0.5 s of
+# CPU a server (lab/learner/no_yarn_config.py, on the servers' PYTHONPATH).
+NO_YARN_CONFIG = "from no_yarn_config import skip_yarn_config\n\nskip_yarn_config()\n"
 STUDENT_LAB = {
     **NO_BUILD,
     "disabledExtensions": {
@@ -154,6 +158,7 @@ def write_configs(state: Path, exchange: Path) -> None:
         if role == "student":  # Validate's wording, as in `make lab` (lab/learner/)
             server["LabApp"]["extra_labextensions_path"] = [str(state / "config" / "labextensions")]
         (folder / "jupyter_server_config.json").write_text(json.dumps(server, indent=1))
+        (folder / "jupyter_server_config.py").write_text(NO_YARN_CONFIG)
         (folder / "labconfig" / "page_config.json").write_text(json.dumps(lab, indent=1))
         (folder / "lab-settings" / "overrides.json").write_text(json.dumps(settings, indent=1))
     # What every server imports from here (PYTHONPATH) and runs: the student extension,
@@ -164,7 +169,8 @@ def write_configs(state: Path, exchange: Path) -> None:
     shutil.copy2(REPO / "hub" / "llmmath_student_ext.py", python)
     shutil.copy2(REPO / "hub" / "llmmath_formgrader_ext.py", python)  # the formgrader's only
     shutil.copy2(REPO / "scripts" / "check.py", python)
-    for module in ("read_only_lessons.py", "myst_links.py"):  # the learner's read-only lessons
+    # The learner's read-only lessons, and no `node yarn.js config` at a server's start.
+    for module in ("read_only_lessons.py", "myst_links.py", "no_yarn_config.py"):
         shutil.copy2(REPO / "lab" / "learner" / module, python)
     # The course's package, for the lessons the launch button opens (`import llmmath`), and the
     # course tooling, for llmmath/my-work (llmmath_course.lab.copy_exercise).
