@@ -141,8 +141,16 @@ class Lab:
         return f"{self.url}/lab{tree}?reset&token={self.token}"
 
     def shut_down_kernels(self) -> None:
+        """Every session ended, its kernel shut down. One that a closing tab ended meanwhile
+        (JupyterLab shuts a notebook's kernel down as its tab closes) is gone: 404."""
         for session in self.api("GET", "sessions"):
-            self.api("DELETE", f"sessions/{session['id']}")
+            try:
+                self.api("DELETE", f"sessions/{session['id']}")
+            except urllib.error.HTTPError as error:
+                if error.code != 404:
+                    raise
+        left = self.api("GET", "sessions")
+        assert not left, f"sessions still open after shutting each down: {left}"
 
 
 def prepare_course(root: Path) -> None:
@@ -347,6 +355,21 @@ MYST_STATE = """() => {
 MYST_SETTLED = f"""() => Object.values(({MYST_STATE})()).every(count => count === 0)"""
 
 
+#: Shuts each document's kernel down from the page, as Kernel > Shut Down does, then closes it
+#: unsaved, as Discard does. Until the page knows every kernel gone: a kernel shut down from
+#: outside (the REST API) under an open connection ended its pending requests (the debugger's)
+#: with "Canceled future for debug_request message before replies were done" in the page, as an
+#: error of whichever test ran next.
+PUT_AWAY = """async () => {
+    for (const tab of [...jupyterapp.shell.widgets("main")]) {
+        if (tab.sessionContext?.session) await tab.sessionContext.shutdown();
+        tab.dispose();
+    }
+    await jupyterapp.serviceManager.sessions.refreshRunning();
+    await jupyterapp.serviceManager.kernels.refreshRunning();
+}"""
+
+
 class Learner:
     """One browser tab on the lab, with outside requests blocked and page errors kept."""
 
@@ -498,6 +521,37 @@ class Learner:
     def close(self) -> None:
         self.page.close()
         self.lab.shut_down_kernels()  # two cores: one kernel at a time
+
+    def start(self, name: str) -> Learner:
+        """This tab, for the next lesson or exercise: what the last one left open put away
+        (``put_away``), its records (requests, page errors, screenshots' numbering) anew."""
+        self.put_away()
+        self.name, self.step = name, 0
+        self.outside.clear()
+        self.local.clear()
+        self.errors.clear()
+        return self
+
+    def put_away(self) -> None:
+        """Every document of the main area closed, its kernel shut down first, as a fresh page
+        load leaves the tab for the next lesson or exercise (``PUT_AWAY``); then any kernel
+        the page did not know of."""
+        self.page.evaluate(PUT_AWAY)
+        self.lab.shut_down_kernels()  # two cores: one kernel at a time
+
+
+@pytest.fixture(scope="module")
+def desk(lab: Lab, browser: Browser) -> Iterator[Learner]:
+    """One JupyterLab page, loaded once, in which each lesson and exercise is opened in turn
+    (``Learner.start``, then ``open_beside``), as a learner opens one after another from the
+    file browser. Loading JupyterLab's page is about 3 s of Chromium's CPU, opening a document
+    beside none: a page per lesson and per exercise was about 40 s of CPU of a run."""
+    learner = Learner(browser, lab, "desk")
+    try:
+        learner.open()
+        yield learner
+    finally:
+        learner.close()
 
 
 def error_texts(scope: Locator) -> list[str]:
@@ -658,16 +712,14 @@ def test_start_page_lists_the_course_and_opens_a_lesson_as_a_notebook(
     learner.close()
 
 
-def test_the_start_page_opens_unmodified(lab: Lab, browser: Browser) -> None:
+def test_the_start_page_opens_unmodified(desk: Learner) -> None:
     """#36 item 6: the start page, opened and left alone, shows no unsaved dot once its kernel
     is idle (its language info once made every one look edited)."""
-    learner = Learner(browser, lab, "clean-START")
-    learner.open(f"{LEARNER}/START.md")
-    learner.wait_for_kernel()
+    learner = desk.start("clean-START")
+    learner.open_beside(f"{LEARNER}/START.md")
     edited = learner.dirty_once_the_kernel_is_known()
     assert not edited, f"opening {LEARNER}/START.md marks it modified"
     learner.shot("opened")
-    learner.close()
 
 
 @pytest.mark.parametrize("learners_copy", EXERCISES, indirect=True)
@@ -762,23 +814,21 @@ class OpenedLesson:
 
 
 @pytest.fixture(scope="module")
-def opened_lesson(
-    request: pytest.FixtureRequest, lab: Lab, browser: Browser
-) -> Iterator[OpenedLesson]:
+def opened_lesson(request: pytest.FixtureRequest, desk: Learner) -> Iterator[OpenedLesson]:
     """One lesson (its name the parameter, ``indirect``), opened once for the tests that read or
-    drive it, and run once for those that need it run: opening a lesson (a page load and a
-    kernel start) and running it all is most of such a test (the roofline lesson: 19 s for the
-    slider drag alone). pytest runs the tests of one lesson one after another and closes the
-    tab, and every kernel, before the next. Whether it opened modified is read here, before any
-    test runs a cell; a link test's other tab is sent back with ``front``."""
+    drive it, and run once for those that need it run: opening a lesson (a kernel start) and
+    running it all is most of such a test (the roofline lesson: 19 s for the slider drag
+    alone). It opens in the module's one JupyterLab page (``desk``). pytest runs the tests of
+    one lesson one after another and puts its tab away, with every kernel, before the next.
+    Whether it opened modified is read here, before any test runs a cell; a link test's other
+    tab is sent back with ``front``."""
     lesson = ROOT / "lessons" / f"{request.param}.md"
-    learner = Learner(browser, lab, f"lesson-{lesson.stem}")
+    learner = desk.start(f"lesson-{lesson.stem}")
     try:
-        learner.open(f"lessons/{lesson.name}")
-        learner.wait_for_kernel()
+        learner.open_beside(f"lessons/{lesson.name}")
         yield OpenedLesson(lesson, learner, learner.dirty_once_the_kernel_is_known())
     finally:
-        learner.close()
+        learner.put_away()
 
 
 @pytest.mark.parametrize("opened_lesson", ["batching"], indirect=True)
@@ -980,7 +1030,7 @@ def test_a_reference_to_another_lesson_s_label_opens_it_there(opened_lesson: Ope
 
 
 def test_kv_explorer_end_key_goes_to_the_new_model_s_longest_context(
-    lab: Lab, browser: Browser
+    lab: Lab, desk: Learner
 ) -> None:
     """#46 item 5: after the model changes, End on the KV explorer's context slider goes to the
     new model's longest context (it stopped at the previous model's: ipywidgets moves a drawn
@@ -999,9 +1049,8 @@ def test_kv_explorer_end_key_goes_to_the_new_model_s_longest_context(
         )
     ]
     nbformat.write(notebook, lab.root / LEARNER / "kv_end_key.ipynb")
-    learner = Learner(browser, lab, "kv-end-key")
-    learner.open(f"{LEARNER}/kv_end_key.ipynb")
-    learner.wait_for_kernel()
+    learner = desk.start("kv-end-key")
+    learner.open_beside(f"{LEARNER}/kv_end_key.ipynb")
     learner.run_all()
     explorer = learner.notebook.locator(".jp-OutputArea-output").filter(
         has=learner.page.locator(".widget-slider", has_text="context")
@@ -1034,7 +1083,7 @@ def test_kv_explorer_end_key_goes_to_the_new_model_s_longest_context(
     wait_for_change(learner, image, before, "End on the context slider")  # the kernel drew it
     learner.shot("kv-end-key")
     assert not error_texts(learner.notebook), error_texts(learner.notebook)
-    learner.close()
+    learner.put_away()
     (lab.root / LEARNER / "kv_end_key.ipynb").unlink()
 
 
@@ -1107,29 +1156,26 @@ class OpenedCopy:
 
 
 @pytest.fixture(scope="module")
-def learners_copy(
-    request: pytest.FixtureRequest, lab: Lab, browser: Browser
-) -> Iterator[OpenedCopy]:
+def learners_copy(request: pytest.FixtureRequest, desk: Learner) -> Iterator[OpenedCopy]:
     """One exercise's learner copy, opened once for the tests of that exercise.
 
-    Opening a notebook is a page load of JupyterLab and a kernel start (about 8 s of each test,
-    on two cores). The tests that take this fixture, with the assignment as its parameter
-    (``indirect``), share one tab: pytest runs them one after another (a module fixture with
-    parameters) and closes the tab, and its kernels, before the next exercise. They stay
+    Opening a notebook is a kernel start (and, before the module's ``desk``, was a page load of
+    JupyterLab too). The tests that take this fixture, with the assignment as its parameter
+    (``indirect``), share one notebook tab: pytest runs them one after another (a module fixture
+    with parameters) and puts it away, with its kernels, before the next exercise. They stay
     separate tests: whether it opened modified is read here, before any of them types; the
     wrong answer is typed into the copy itself; Run All and Validate open their own notebooks
     beside it (``open_beside``), each with its own kernel, so no test sees another's names."""
     assignment = str(request.param)
     path = f"{LEARNER}/{assignment}/{first_answer(assignment)[0]}"
-    learner = Learner(browser, lab, f"exercise-{assignment}")
+    learner = desk.start(f"exercise-{assignment}")
     try:
-        learner.open(path)
-        learner.wait_for_kernel()
+        learner.open_beside(path)
         edited = learner.dirty_once_the_kernel_is_known()
         learner.shot("opened")
         yield OpenedCopy(assignment, path, learner, edited)
     finally:
-        learner.close()
+        learner.put_away()
 
 
 def first_answer(assignment: str) -> tuple[str, int, int, str]:
