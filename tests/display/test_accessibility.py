@@ -51,13 +51,19 @@ def base_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def opened(browser: Browser, base_url: str, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """The page ``request.param`` at a desktop's width, drawn (``open_page``), loaded once for
-    every test of this module that names it: pytest runs them together (axe's first, on the
-    page as loaded), then closes it."""
-    page = open_page(browser, f"{base_url}/{request.param}")
+def tab(browser: Browser) -> Iterator[Page]:
+    """The one browser tab every page of this module is loaded in (``open_page``)."""
+    page = new_tab(browser)
     yield page
     page.close()
+
+
+@pytest.fixture(scope="module")
+def opened(tab: Page, base_url: str, request: pytest.FixtureRequest) -> Page:
+    """The page ``request.param`` at a desktop's width, drawn (``open_page``), loaded once for
+    every test of this module that names it: pytest runs them together (axe's first, on the
+    page as loaded), then loads the next page in the same tab."""
+    return open_page(tab, f"{base_url}/{request.param}")
 
 
 #: A built page that only redirects (the landing page, ``index.html``) and where it sends a reader.
@@ -74,12 +80,24 @@ def _redirect_target(url: str) -> str | None:
     return urljoin(url, match.group(1)) if match else None
 
 
-def open_page(browser: Browser, url: str, viewport: dict[str, int] | None = None) -> Page:
-    """``url`` once its widgets and maths have drawn (axe judges what a reader meets)."""
-    page = browser.new_page(viewport=viewport or {"width": 1280, "height": 900})  # type: ignore[arg-type]
+def new_tab(browser: Browser) -> Page:
+    """A browser tab for ``open_page``, with every request off this machine refused. One tab
+    for many pages, as a reader goes from page to page: a new tab for each was a new renderer
+    process that compiled the book's scripts again (about 0.4 s of Chromium's CPU a page)."""
+    page = browser.new_page()
     page.route("**/*", lambda route: route.abort() if "127.0.0.1" not in route.request.url
                and not route.request.url.startswith(("data:", "blob:", "about:"))
                else route.continue_())  # fmt: skip
+    return page
+
+
+def open_page(tab: Page, url: str, viewport: dict[str, int] | None = None) -> Page:
+    """``url`` in ``tab`` at ``viewport``'s size (a desktop's by default), once its widgets and
+    maths have drawn (axe judges what a reader meets). The last page is left for a blank one
+    first, so that nothing of it is still loading or drawing into the new one."""
+    page = tab
+    page.goto("about:blank")
+    page.set_viewport_size(viewport or {"width": 1280, "height": 900})  # type: ignore[arg-type]
     page.goto(url, wait_until="load")
     redirect = _redirect_target(url)
     if redirect:  # the landing page's meta refresh: judge the page it lands on, once loaded
@@ -321,12 +339,12 @@ FOCUS_RING = f"""e => {{
 }}"""
 
 
-def test_an_explorer_speaks_and_shows_focus(browser: Browser, base_url: str) -> None:
+def test_an_explorer_speaks_and_shows_focus(tab: Page, base_url: str) -> None:
     """#45 item 5, on the KV-cache lesson: readouts cannot be typed into; each row of toggles
     is a radio group, named, with one Tab stop (one name, one choice checked); focus shows as
     a ring of at least 3:1 against the page; a frame's alt says what the frame shows (its
     numbers), and a change is announced by a live region."""
-    page = open_page(browser, f"{base_url}/lessons/kv_cache.html")
+    page = open_page(tab, f"{base_url}/lessons/kv_cache.html")
     readouts = page.locator(".llm-explorer .explorer-readout")
     assert readouts.count()
     editable = readouts.evaluate_all("rs => rs.filter(r => r.isContentEditable).length")
@@ -360,7 +378,6 @@ def test_an_explorer_speaks_and_shows_focus(browser: Browser, base_url: str) -> 
         10,
         pause=in_page(page),
     )
-    page.close()
 
 
 # ---- a phone ---------------------------------------------------------------------------------
@@ -392,10 +409,10 @@ TOO_WIDE = """() => {
 
 
 @pytest.mark.parametrize("path", PHONE_PAGES)
-def test_page_fits_a_phone(browser: Browser, base_url: str, path: str) -> None:
+def test_page_fits_a_phone(tab: Page, base_url: str, path: str) -> None:
     """At 390 x 844 the page scrolls only down: nothing sticks out past the right edge unless
     it scrolls inside its own box; explorer figures fit the column and controls stack."""
-    page = open_page(browser, f"{base_url}/{path}", PHONE)
+    page = open_page(tab, f"{base_url}/{path}", PHONE)
     found = page.evaluate(TOO_WIDE)
     assert found["page"] <= found["width"], f"{path} scrolls sideways on a phone: {found}"
     assert not found["wide"], f"{path} reaches past a phone's width: {found['wide']}"
@@ -420,7 +437,6 @@ def test_page_fits_a_phone(browser: Browser, base_url: str, path: str) -> None:
         )
         stacked = all(a[1] <= b[0] + 1 for a, b in itertools.pairwise(tops))
         assert stacked, f"{path}: a row of controls is not stacked on a phone: {tops}"
-    page.close()
 
 
 def screenshots(folder: Path) -> None:
@@ -429,11 +445,11 @@ def screenshots(folder: Path) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     with serve(HTML) as url, chromium() as browser:
+        tab = new_tab(browser)
         for path in LESSONS:
-            page = open_page(browser, f"{url}/{path}", PHONE)
+            page = open_page(tab, f"{url}/{path}", PHONE)
             name = Path(path).stem
             page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
-            page.close()
             print(folder / f"{name}.png", flush=True)
 
 
@@ -443,10 +459,9 @@ def report(out: Path) -> None:
 
     found: dict[str, list[dict[str, Any]]] = {}
     with serve(HTML) as url, chromium() as browser:
+        tab = new_tab(browser)
         for path in PAGES:
-            page = open_page(browser, f"{url}/{path}")
-            found[path] = axe_violations(page)
-            page.close()
+            found[path] = axe_violations(open_page(tab, f"{url}/{path}"))
             rules = ", ".join(f"{v['id']}:{v['impact']}:{v['count']}" for v in found[path])
             print(f"{path}: {rules or 'none'}", flush=True)
     out.write_text(json.dumps(found, indent=1))

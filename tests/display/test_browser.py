@@ -4,7 +4,9 @@ and the controls switch the figure with no kernel and no request leaving the mac
 Each page is loaded once (the ``visit`` fixture, per module and page): the tests of a lesson
 run one after the other on the same load, the first of them (``test_page_renders_offline``)
 on the page as loaded, and every later one still sees every error and outside request the page
-made since it loaded."""
+made since it loaded. Every page is loaded in one browser tab (``Tab``), as a reader goes from
+page to page: a new tab for each was a new renderer process that compiled the book's scripts
+again (about 0.4 s of Chromium's CPU a page)."""
 
 from __future__ import annotations
 
@@ -36,13 +38,28 @@ def base_url() -> Iterator[str]:
         yield url
 
 
-class Visit:
-    """A page opened with every outside request blocked and recorded, and errors kept."""
+#: A new tab's viewport (Playwright's default), given back to the tab at each visit: a test
+#: that resizes its page does not resize the next one.
+VIEWPORT = {"width": 1280, "height": 720}
 
-    def __init__(self, browser: Browser, url: str) -> None:
+
+class Visit:
+    """A page opened in the module's ``Tab``: what it asked outside the machine (blocked) and
+    its errors, from its navigation on."""
+
+    def __init__(self, page: Page, url: str) -> None:
         self.path = url.split("/", 3)[3]  # the page's path in the book
         self.outside: list[str] = []
         self.errors: list[str] = []
+        self.page = page
+
+
+class Tab:
+    """The one browser tab the module's visits load their pages in, every outside request
+    blocked and recorded, and errors kept, for the page it shows now (``visit``)."""
+
+    def __init__(self, browser: Browser) -> None:
+        self.current: Visit | None = None
         self.page: Page = browser.new_page()
         self.page.route("**/*", self._route)
         self.page.on("pageerror", lambda error: self._keep(str(error)))
@@ -51,21 +68,32 @@ class Visit:
         # frame, font or script) is an error too (#45), whatever the console says of it.
         self.page.on("requestfailed", self._failed)
         self.page.on("response", self._answered)
+
+    def visit(self, url: str) -> Visit:
+        """``url`` loaded in this tab, at a new tab's size. The last page is left for a blank
+        one first, recorded by no visit: what leaving it cancels (its requests still loading)
+        is not the new page's."""
+        self.current = None
+        self.page.goto("about:blank")
+        self.page.set_viewport_size(VIEWPORT)  # type: ignore[arg-type]
+        self.current = Visit(self.page, url)
         self.page.goto(url, wait_until="load")
+        return self.current
 
     def _failed(self, request) -> None:  # type: ignore[no-untyped-def]
-        if is_local(request.url):
-            self.errors.append(f"request failed: {request.url} ({request.failure})")
+        if self.current is not None and is_local(request.url):
+            self.current.errors.append(f"request failed: {request.url} ({request.failure})")
 
     def _answered(self, response) -> None:  # type: ignore[no-untyped-def]
-        if response.status >= 400:
-            self.errors.append(f"HTTP {response.status}: {response.url}")
+        if self.current is not None and response.status >= 400:
+            self.current.errors.append(f"HTTP {response.status}: {response.url}")
 
     def _route(self, route) -> None:  # type: ignore[no-untyped-def]
         if is_local(route.request.url):
             route.continue_()
         else:
-            self.outside.append(route.request.url)
+            if self.current is not None:
+                self.current.outside.append(route.request.url)
             route.abort()
 
     def _console(self, message) -> None:  # type: ignore[no-untyped-def]
@@ -73,20 +101,25 @@ class Visit:
             self._keep(message.text)
 
     def _keep(self, text: str) -> None:
-        if not any(noise in text for noise in HARMLESS_CONSOLE):
-            self.errors.append(text)
+        if self.current is not None and not any(noise in text for noise in HARMLESS_CONSOLE):
+            self.current.errors.append(text)
 
 
 PAGES = [p.relative_to(HTML).as_posix() for p in built_pages()]
 
 
 @pytest.fixture(scope="module")
-def visit(browser: Browser, base_url: str, request: pytest.FixtureRequest) -> Iterator[Visit]:
-    """The page ``request.param`` (a path in the book), loaded once for every test of this
-    module that names it (pytest runs them together, then closes it)."""
-    opened = Visit(browser, f"{base_url}/{request.param}")
+def tab(browser: Browser) -> Iterator[Tab]:
+    opened = Tab(browser)
     yield opened
     opened.page.close()
+
+
+@pytest.fixture(scope="module")
+def visit(tab: Tab, base_url: str, request: pytest.FixtureRequest) -> Visit:
+    """The page ``request.param`` (a path in the book), loaded once for every test of this
+    module that names it (pytest runs them together, then loads the next in the same tab)."""
+    return tab.visit(f"{base_url}/{request.param}")
 
 
 def test_the_book_has_its_pages() -> None:
