@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from wait_support import seconds
 
 from llmmath_course.hub.configs import write_configs
 
@@ -45,7 +46,7 @@ def started_by(config: Path | None, pythonpath: Path | None = None) -> list[str]
         env["PYTHONPATH"] = str(pythonpath)
     result = subprocess.run(
         [sys.executable, "-c", LOAD_THEN_IMPORT, str(config or "")],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=seconds(120),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return list(json.loads(result.stdout.strip().splitlines()[-1]))
