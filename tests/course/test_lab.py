@@ -888,7 +888,9 @@ def test_lesson_reads_as_the_book_and_its_control_redraws_through_the_kernel(
     """The first test that runs cells on the lesson's tab (the file's order; a link test before
     it only reads and clicks links): what it checks before Run All, it sees before any cell
     ran."""
-    lesson, learner = opened_lesson.lesson, opened_lesson.front()
+    # rendered, not front: the note below is MyST that jupyterlab-myst renders after the tab
+    # opens (counted at once, it was 0 on a busy machine).
+    lesson, learner = opened_lesson.lesson, opened_lesson.rendered()
     book = book_prose(lesson)
     assert not opened_lesson.edited_on_open, f"opening {lesson.name} marks it modified"
     code = learner.code_cells()
