@@ -16,9 +16,11 @@ import concurrent.futures
 import ctypes
 import multiprocessing
 import os
+import select
 import shutil
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,16 @@ _TRANSIENT = ("database is locked", "Kernel didn't respond")
 KERNELS = ("sandbox", "fork", "fresh")
 #: prctl(2) option: the signal a process gets when its parent dies (Linux).
 PR_SET_PDEATHSIG = 1
+#: What every grading worker imports (nbgrader's apps import nbconvert, the gradebook's
+#: sqlalchemy...: about 1.2 s of CPU), imported once by the process the workers fork from.
+WORKER_PRELOAD = [
+    "llmmath_course.instructor.autograde",
+    "nbgrader.apps",
+    "nbgrader.converters",
+    "nbclient",
+    "jupyter_client.manager",
+    "jupyter_client.provisioning.local_provisioner",
+]
 
 
 def require_hidden_checks(root: Path) -> list[Any]:
@@ -104,19 +116,44 @@ def grading_config(
 
 def die_with_parent() -> None:
     """End this process when the one that started it ends (a SIGKILL of ``regrade`` or
-    ``grade`` leaves no worker grading on); exit now if that already happened."""
+    ``grade`` leaves no worker grading on; a worker's parent is the fork server, which ends
+    with the run); exit now if that already happened."""
     parent = os.getppid()
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent or parent == 1:
         os._exit(1)
 
 
+def die_with_run(run_pid: int) -> None:
+    """End this worker when the grading run (process ``run_pid``) ends, a SIGKILL included. A
+    worker's parent is the fork server, which outlives a killed run while a worker lives (each
+    holds the server's pipe open), so the parent's death would come too late: a thread waits
+    on the run's pidfd instead. Exit now if the run is already gone."""
+    try:
+        run = os.pidfd_open(run_pid)
+    except ProcessLookupError:
+        os._exit(1)
+
+    def watch() -> None:
+        select.select([run], [], [])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-run", daemon=True).start()
+
+
 def worker_init(
-    root: str, timeout: int | None, kernels: str = "sandbox", limits: Limits | None = None
+    root: str,
+    timeout: int | None,
+    kernels: str = "sandbox",
+    limits: Limits | None = None,
+    run_pid: int | None = None,
 ) -> None:
-    """Set up this grading process: its own nbgrader API with ``grading_config``."""
+    """Set up this grading process: its own nbgrader API with ``grading_config``. A pool's
+    worker passes ``run_pid``, the run it works for, and ends with it."""
     global _WORKER_API, _WORKER_ROOT
     die_with_parent()
+    if run_pid is not None:
+        die_with_run(run_pid)
     quiet_warnings()
     _WORKER_ROOT = Path(root)
     _WORKER_API = make_api(Path(root), grading_config(Path(root), timeout, kernels, limits))
@@ -185,13 +222,18 @@ def autograde(
     require_hidden_checks(root)
     failed: list[str] = []
     start = time.perf_counter()
-    context = multiprocessing.get_context("spawn")
+    # Workers are forked from a fork server (a fresh process that imported WORKER_PRELOAD, no
+    # gradebook open and no thread), not spawned: a spawned worker was a new Python importing
+    # nbgrader again. A worker's parent is then that server, which exits when this process
+    # does; each worker also ends with this run (``die_with_run``).
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(WORKER_PRELOAD)
     shutil.rmtree(in_flight_path(root, assignment), ignore_errors=True)
     with concurrent.futures.ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
         initializer=worker_init,
-        initargs=(str(root), timeout, kernels, limits),
+        initargs=(str(root), timeout, kernels, limits, os.getpid()),
     ) as pool:
         futures = [pool.submit(worker_grade, assignment, s) for s in todo]
         retry: list[str] = []
