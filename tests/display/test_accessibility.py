@@ -91,11 +91,11 @@ def new_tab(browser: Browser) -> Page:
     return page
 
 
-def open_page(tab: Page, url: str, viewport: dict[str, int] | None = None) -> Page:
-    """``url`` in ``tab`` at ``viewport``'s size (a desktop's by default), once its widgets and
-    maths have drawn (axe judges what a reader meets). The last page is left for a blank one
-    first, so that nothing of it is still loading or drawing into the new one."""
-    page = tab
+def open_page(page: Page, url: str, viewport: dict[str, int] | None = None) -> Page:
+    """``url`` in the tab ``page`` (``new_tab``) at ``viewport``'s size (a desktop's by
+    default), once its widgets and maths have drawn (axe judges what a reader meets). The last
+    page is left for a blank one first, so that nothing of it is still loading or drawing into
+    the new one."""
     page.goto("about:blank")
     page.set_viewport_size(viewport or {"width": 1280, "height": 900})  # type: ignore[arg-type]
     page.goto(url, wait_until="load")

@@ -116,8 +116,8 @@ def grading_config(
 
 def die_with_parent() -> None:
     """End this process when the one that started it ends (a SIGKILL of ``regrade`` or
-    ``grade`` leaves no worker grading on; a worker's parent is the fork server, which ends
-    with the run); exit now if that already happened."""
+    ``grade`` leaves no worker grading on); exit now if that already happened. A pool's worker
+    has the fork server for parent, which outlives a killed run: ``die_with_run`` covers it."""
     parent = os.getppid()
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent or parent == 1:
@@ -224,8 +224,8 @@ def autograde(
     start = time.perf_counter()
     # Workers are forked from a fork server (a fresh process that imported WORKER_PRELOAD, no
     # gradebook open and no thread), not spawned: a spawned worker was a new Python importing
-    # nbgrader again. A worker's parent is then that server, which exits when this process
-    # does; each worker also ends with this run (``die_with_run``).
+    # nbgrader again. A worker's parent is then that server, which exits only once this run
+    # and every worker are gone, so each worker ends with this run itself (``die_with_run``).
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(WORKER_PRELOAD)
     shutil.rmtree(in_flight_path(root, assignment), ignore_errors=True)
