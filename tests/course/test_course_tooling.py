@@ -10,6 +10,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,45 @@ def test_copies_compare_answers_without_comments_and_whitespace() -> None:
     assert parse_size("512M") == 512 << 20 and parse_size("2G") == 2 << 30
     with pytest.raises(ValueError, match="K, M or G"):
         parse_size("lots")
+
+
+#: A grading worker's ``die_with_run`` on the run ``sys.argv[1]``, with ``pidfd_open`` refused as
+#: Linux before 5.3 refuses it (ENOSYS) when ``sys.argv[2]`` is "no-pidfd"; it says so, then waits.
+WORKER = """
+import errno, os, sys, time
+from llmmath_course.instructor import autograde
+if sys.argv[2] == "no-pidfd":
+    def refused(pid, flags=0):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+    os.pidfd_open = refused
+autograde.die_with_run(int(sys.argv[1]))
+print("watching", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("pidfd", ["pidfd", "no-pidfd"])
+def test_a_grading_worker_ends_with_its_run(pidfd: str) -> None:
+    """A worker's parent is the fork server, which outlives a killed run, so each worker
+    watches the run itself: through its pidfd, or, where the kernel has none, by looking at it.
+    Either way the worker is SIGKILLed once the run is gone, and a worker started for a run
+    that is already gone exits at once."""
+    run = subprocess.Popen(["sleep", "600"])
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(run.pid), pidfd], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline() == "watching\n"
+        assert worker.poll() is None, "the worker ended while its run lives"
+        run.kill()
+        run.wait()
+        assert worker.wait(timeout=seconds(10)) == -signal.SIGKILL
+    finally:
+        for process in (run, worker):
+            process.kill()
+            process.wait()
+    late = subprocess.run(
+        [sys.executable, "-c", WORKER, str(run.pid), pidfd],
+        capture_output=True, text=True, timeout=seconds(60),
+    )  # fmt: skip
+    assert (late.returncode, late.stdout) == (1, ""), "a worker outlived a run already gone"

@@ -54,6 +54,8 @@ _TRANSIENT = ("database is locked", "Kernel didn't respond")
 KERNELS = ("sandbox", "fork", "fresh")
 #: prctl(2) option: the signal a process gets when its parent dies (Linux).
 PR_SET_PDEATHSIG = 1
+#: How often a worker with no pidfd looks whether its run still lives (``die_with_run``).
+RUN_POLL_S = 0.5
 #: What every grading worker imports (nbgrader's apps import nbconvert, the gradebook's
 #: sqlalchemy...: about 1.2 s of CPU), imported once by the process the workers fork from.
 WORKER_PRELOAD = [
@@ -128,17 +130,39 @@ def die_with_run(run_pid: int) -> None:
     """End this worker when the grading run (process ``run_pid``) ends, a SIGKILL included. A
     worker's parent is the fork server, which outlives a killed run while a worker lives (each
     holds the server's pipe open), so the parent's death would come too late: a thread waits
-    on the run's pidfd instead. Exit now if the run is already gone."""
+    on the run's pidfd instead, or, where there is none (Linux before 5.3, or a container whose
+    seccomp filter refuses ``pidfd_open``), looks at the run twice a second. Exit now if the run
+    is already gone."""
     try:
-        run = os.pidfd_open(run_pid)
+        run: int | None = os.pidfd_open(run_pid)
     except ProcessLookupError:
+        os._exit(1)
+    except OSError:
+        run = None
+    started = _start_time(run_pid)
+    if started is None:
         os._exit(1)
 
     def watch() -> None:
-        select.select([run], [], [])
+        if run is not None:
+            select.select([run], [], [])
+        else:
+            while _start_time(run_pid) == started:  # another start time: the pid was reused
+                time.sleep(RUN_POLL_S)
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="die-with-run", daemon=True).start()
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (field 22 of /proc/<pid>/stat), or None if it is gone or
+    reaped; a zombie (ended, not yet reaped) counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # the name, in parentheses, may hold spaces
+    return None if fields[0] == "Z" else fields[19]
 
 
 def worker_init(
