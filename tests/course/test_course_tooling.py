@@ -10,6 +10,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -244,7 +245,9 @@ def test_a_grading_worker_ends_with_its_run(pidfd: str) -> None:
         [sys.executable, "-c", WORKER, str(run.pid), pidfd], stdout=subprocess.PIPE, text=True
     )
     try:
-        assert worker.stdout is not None and worker.stdout.readline() == "watching\n"
+        assert worker.stdout is not None
+        said = select.select([worker.stdout], [], [], seconds(60))[0]
+        assert said and worker.stdout.readline() == "watching\n", "the worker never watched"
         assert worker.poll() is None, "the worker ended while its run lives"
         run.kill()
         run.wait()

@@ -36,7 +36,7 @@ from llmmath_course.instructor.course import (
     submission_stamp,
     submitted_students,
 )
-from llmmath_course.instructor.jail_cgroups import sweep_orphaned_jails
+from llmmath_course.instructor.jail_cgroups import process_start, sweep_orphaned_jails
 from llmmath_course.instructor.sandbox import (
     OOM_KILLED,
     OUT_OF_MEMORY,
@@ -139,7 +139,7 @@ def die_with_run(run_pid: int) -> None:
         os._exit(1)
     except OSError:
         run = None
-    started = _start_time(run_pid)
+    started = process_start(run_pid, zombie=False)
     if started is None:
         os._exit(1)
 
@@ -147,22 +147,12 @@ def die_with_run(run_pid: int) -> None:
         if run is not None:
             select.select([run], [], [])
         else:
-            while _start_time(run_pid) == started:  # another start time: the pid was reused
+            # Ended, reaped, or another start time (the pid was reused): the run is gone.
+            while process_start(run_pid, zombie=False) == started:
                 time.sleep(RUN_POLL_S)
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="die-with-run", daemon=True).start()
-
-
-def _start_time(pid: int) -> str | None:
-    """When process ``pid`` started (field 22 of /proc/<pid>/stat), or None if it is gone or
-    reaped; a zombie (ended, not yet reaped) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()  # the name, in parentheses, may hold spaces
-    return None if fields[0] == "Z" else fields[19]
 
 
 def worker_init(

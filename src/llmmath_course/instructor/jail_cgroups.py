@@ -21,13 +21,15 @@ CGROUP_PARENT = "llmmath-grading"
 _JAIL_NAME = re.compile(r"^(\d+)\.(\d+)\.(llmg-[A-Za-z0-9_]+)$")
 
 
-def process_start(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks after boot); None if there is none."""
+def process_start(pid: int, zombie: bool = True) -> int | None:
+    """When process ``pid`` started (clock ticks after boot); None if there is none, or, with
+    ``zombie=False``, if it has ended and only waits to be reaped."""
     try:
         stat_line = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat_line.rsplit(")", 1)[1].split()[19])
+    fields = stat_line.rsplit(")", 1)[1].split()  # after the name, which may hold spaces
+    return None if not zombie and fields[0] == "Z" else int(fields[19])
 
 
 def sweep_orphaned_jails() -> list[str]:
